@@ -1,0 +1,22 @@
+//! `cuzk-core`: the runtime-free heart of cuzk.
+//!
+//! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]), the
+//! bellperson parameter and proof formats ([`params`], [`proof`]), the [`backend::Backend`]
+//! trait and the Groth16 prover written once over it ([`prover`]).
+//!
+//! This crate owns no threads, never blocks on I/O and never reads a clock: callers pass time
+//! in and run the work the engine asks for.
+
+#![warn(missing_docs)]
+
+pub mod alloc;
+pub mod backend;
+pub mod density;
+pub mod domain;
+pub mod params;
+pub mod proof;
+pub mod prover;
+pub mod synth;
+
+pub use bellpepper_core;
+pub use blstrs;
