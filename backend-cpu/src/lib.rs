@@ -1,1 +1,153 @@
+//! The CPU backend of cuzk: the reference ("oracle") every GPU backend must match bit for bit,
+//! and the default backend where no GPU exists. Multi-threaded with rayon.
 
+#![warn(missing_docs)]
+
+pub mod msm;
+pub mod ntt;
+pub mod params;
+
+use std::sync::{Arc, Mutex};
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use rayon::prelude::*;
+
+use cuzk_core::alloc::{heap, PinnedVec, SharedAllocator};
+use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
+use cuzk_core::domain::Domain;
+
+use ntt::Twiddles;
+
+/// The CPU backend. Cheap to create; caches the twiddles of the last domains used.
+#[derive(Debug, Default)]
+pub struct CpuBackend {
+    twiddles: Mutex<Vec<Arc<Twiddles>>>,
+}
+
+/// How many domains' twiddle tables to keep.
+const TWIDDLE_CACHE: usize = 2;
+
+impl CpuBackend {
+    /// A new CPU backend using rayon's global pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn twiddles(&self, domain: &Domain) -> Arc<Twiddles> {
+        let mut cache = self.twiddles.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = cache.iter().find(|t| t.log_n == domain.log_n) {
+            return t.clone();
+        }
+        let t = Arc::new(Twiddles::new(domain));
+        if cache.len() >= TWIDDLE_CACHE {
+            cache.remove(0);
+        }
+        cache.push(t.clone());
+        t
+    }
+
+    /// NTT of a host slice (the trait method works on backend buffers, which on the CPU are
+    /// host buffers too).
+    pub fn ntt_slice(&self, data: &mut [Scalar], domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
+        if data.len() != domain.size() {
+            return Err(BackendError::InvalidInput(format!("NTT of {} elements over a domain of {}", data.len(), domain.size())));
+        }
+        let tw = self.twiddles(domain);
+        match direction {
+            NttDirection::Forward => {
+                if coset {
+                    ntt::distribute_powers(data, domain.coset, Scalar::from(1u64));
+                }
+                ntt::ntt_with_twiddles(data, domain.log_n, &tw.forward);
+            }
+            NttDirection::Inverse => {
+                ntt::ntt_with_twiddles(data, domain.log_n, &tw.inverse);
+                if coset {
+                    ntt::distribute_powers(data, domain.coset_inv, domain.n_inv);
+                } else {
+                    ntt::scale(data, domain.n_inv);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_msm<S>(bases_len: usize, offset: usize, scalars: &MsmScalars<'_, S>, buf_len: usize) -> Result<(), BackendError> {
+    if scalars.len > buf_len {
+        return Err(BackendError::InvalidInput(format!("MSM over {} scalars of a buffer of {}", scalars.len, buf_len)));
+    }
+    if let Some(d) = scalars.density {
+        if d.len() != scalars.len {
+            return Err(BackendError::InvalidInput(format!("density of {} bits for {} scalars", d.len(), scalars.len)));
+        }
+    }
+    let need = scalars.bases_needed();
+    if offset.checked_add(need).is_none_or(|end| end > bases_len) {
+        return Err(BackendError::InvalidInput(format!("MSM needs {need} bases from offset {offset}, only {bases_len} exist")));
+    }
+    Ok(())
+}
+
+impl Backend for CpuBackend {
+    type Scalars = PinnedVec<Scalar>;
+    type G1Bases = Vec<G1Affine>;
+    type G2Bases = Vec<G2Affine>;
+
+    fn name(&self) -> String {
+        format!("cpu ({} threads)", rayon::current_num_threads())
+    }
+
+    fn host_allocator(&self) -> SharedAllocator {
+        heap()
+    }
+
+    fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
+        Ok(host)
+    }
+
+    fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, BackendError> {
+        Ok(buf.to_vec())
+    }
+
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
+        self.ntt_slice(buf, domain, direction, coset)
+    }
+
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
+        if a.len() != b.len() || a.len() != c.len() {
+            return Err(BackendError::InvalidInput("quotient of vectors of different lengths".into()));
+        }
+        let z = domain.z_inv_on_coset;
+        a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).with_min_len(1024).for_each(|((a, b), c)| {
+            *a = (*a * b - c) * z;
+        });
+        Ok(())
+    }
+
+    fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {
+        Ok(points)
+    }
+
+    fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
+        Ok(points)
+    }
+
+    fn g1_len(&self, bases: &Self::G1Bases) -> usize {
+        bases.len()
+    }
+
+    fn g2_len(&self, bases: &Self::G2Bases) -> usize {
+        bases.len()
+    }
+
+    fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
+        check_msm(bases.len(), bases_offset, &scalars, scalars.buf.len())?;
+        Ok(msm::msm::<G1Projective>(&bases[bases_offset..], &scalars.buf[..scalars.len], scalars.density))
+    }
+
+    fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
+        check_msm(bases.len(), bases_offset, &scalars, scalars.buf.len())?;
+        Ok(msm::msm::<G2Projective>(&bases[bases_offset..], &scalars.buf[..scalars.len], scalars.density))
+    }
+}

@@ -1,1 +1,331 @@
+//! The built-in benchmark circuits of cuzk, each sized by its domain `2^log_size`:
+//!
+//! - [`Sha256Chain`]: bellpepper's `sha256_block_no_padding` applied repeatedly to witness
+//!   bits, each 256-bit output doubled into the next 512-bit block; the final digest is packed
+//!   into public inputs. Boolean-heavy, like Filecoin's circuits.
+//! - [`SquaringChain`]: `x_{i+1} = x_i² + i` from a random `x_0`; `x_0` and the last value are
+//!   public. Dense random scalars.
 
+#![warn(missing_docs)]
+
+use std::sync::OnceLock;
+
+use bellpepper::gadgets::multipack;
+use bellpepper::gadgets::sha256::sha256_block_no_padding;
+use bellpepper_core::boolean::{AllocatedBit, Boolean};
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+/// Largest supported domain.
+pub const MAX_LOG_SIZE: u32 = 27;
+
+/// Why a built-in circuit cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CircuitError {
+    /// No circuit of that name.
+    #[error("unknown circuit {0:?}; built-in circuits are: sha256-chain, squaring-chain")]
+    Unknown(String),
+    /// The domain is too small or too large for the circuit.
+    #[error("circuit {name} supports log sizes {min}..={max}, got {got}")]
+    BadSize {
+        /// Circuit name.
+        name: &'static str,
+        /// Smallest log size.
+        min: u32,
+        /// Largest log size.
+        max: u32,
+        /// Requested.
+        got: u32,
+    },
+}
+
+/// The built-in circuit shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CircuitKind {
+    /// See [`Sha256Chain`].
+    Sha256Chain,
+    /// See [`SquaringChain`].
+    SquaringChain,
+}
+
+impl CircuitKind {
+    /// All built-in circuits.
+    pub const ALL: [CircuitKind; 2] = [CircuitKind::Sha256Chain, CircuitKind::SquaringChain];
+
+    /// Parses a circuit name.
+    pub fn from_name(name: &str) -> Result<Self, CircuitError> {
+        match name {
+            "sha256-chain" | "sha256" => Ok(CircuitKind::Sha256Chain),
+            "squaring-chain" | "squaring" => Ok(CircuitKind::SquaringChain),
+            _ => Err(CircuitError::Unknown(name.to_string())),
+        }
+    }
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CircuitKind::Sha256Chain => "sha256-chain",
+            CircuitKind::SquaringChain => "squaring-chain",
+        }
+    }
+
+    /// Smallest supported log size.
+    pub fn min_log_size(self) -> u32 {
+        match self {
+            CircuitKind::Sha256Chain => 15,
+            CircuitKind::SquaringChain => 2,
+        }
+    }
+
+    /// An instance filling the domain `2^log_size`, with a witness derived from `seed`.
+    pub fn instance(self, log_size: u32, seed: u64) -> Result<BuiltinCircuit, CircuitError> {
+        let (min, max) = (self.min_log_size(), MAX_LOG_SIZE);
+        if log_size < min || log_size > max {
+            return Err(CircuitError::BadSize { name: self.name(), min, max, got: log_size });
+        }
+        Ok(match self {
+            CircuitKind::Sha256Chain => BuiltinCircuit::Sha256(Sha256Chain::for_log_size(log_size, seed)),
+            CircuitKind::SquaringChain => BuiltinCircuit::Squaring(SquaringChain::for_log_size(log_size, seed)),
+        })
+    }
+}
+
+/// One instance of a built-in circuit.
+#[derive(Debug, Clone)]
+pub enum BuiltinCircuit {
+    /// A SHA-256 chain.
+    Sha256(Sha256Chain),
+    /// A squaring chain.
+    Squaring(SquaringChain),
+}
+
+impl BuiltinCircuit {
+    /// The public inputs (without the leading `ONE`), computed natively.
+    pub fn public_inputs(&self) -> Vec<Scalar> {
+        match self {
+            BuiltinCircuit::Sha256(c) => c.public_inputs(),
+            BuiltinCircuit::Squaring(c) => c.public_inputs(),
+        }
+    }
+}
+
+impl Circuit<Scalar> for BuiltinCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            BuiltinCircuit::Sha256(c) => c.synthesize(cs),
+            BuiltinCircuit::Squaring(c) => c.synthesize(cs),
+        }
+    }
+}
+
+/// Counts constraints and variables without evaluating anything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShapeCounter {
+    /// Constraints so far.
+    pub constraints: usize,
+    /// Public inputs so far (with `ONE` once the prover adds it).
+    pub inputs: usize,
+    /// Aux variables so far.
+    pub aux: usize,
+}
+
+impl ConstraintSystem<Scalar> for ShapeCounter {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Total constraints the prover will see for `circuit` (its own plus one per public input,
+/// `ONE` included).
+pub fn prover_constraints<C: Circuit<Scalar>>(circuit: C) -> Result<usize, SynthesisError> {
+    let mut cs = ShapeCounter { inputs: 1, ..Default::default() };
+    circuit.synthesize(&mut cs)?;
+    Ok(cs.constraints + cs.inputs)
+}
+
+/// SHA-256 compression chain.
+#[derive(Debug, Clone)]
+pub struct Sha256Chain {
+    /// The 512 witness bits of the first block.
+    pub preimage: [bool; 512],
+    /// Number of compressions.
+    pub blocks: usize,
+}
+
+impl Sha256Chain {
+    /// The longest chain whose prover constraint count fits in `2^log_size`.
+    pub fn for_log_size(log_size: u32, seed: u64) -> Self {
+        // Constraints = fixed + blocks * per_block; measured once.
+        static SHAPE: OnceLock<(usize, usize)> = OnceLock::new();
+        let &(fixed, per_block) = SHAPE.get_or_init(|| {
+            let one = prover_constraints(Sha256Chain { preimage: [false; 512], blocks: 1 }).expect("counting cannot fail");
+            let two = prover_constraints(Sha256Chain { preimage: [false; 512], blocks: 2 }).expect("counting cannot fail");
+            (2 * one - two, two - one)
+        });
+        let blocks = ((1usize << log_size).saturating_sub(fixed) / per_block).max(1);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut preimage = [false; 512];
+        for b in preimage.iter_mut() {
+            *b = rng.next_u32() & 1 == 1;
+        }
+        Sha256Chain { preimage, blocks }
+    }
+
+    /// The final digest's bits (big-endian), computed natively.
+    pub fn digest_bits(&self) -> Vec<bool> {
+        let mut block = bits_to_bytes(&self.preimage);
+        let mut out = [0u8; 32];
+        for _ in 0..self.blocks {
+            let mut state = SHA256_IV;
+            let arr: [u8; 64] = block.clone().try_into().expect("64 bytes");
+            sha2::compress256(&mut state, &[arr.into()]);
+            for (i, w) in state.iter().enumerate() {
+                out[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+            }
+            block = [out, out].concat();
+        }
+        multipack::bytes_to_bits(&out)
+    }
+
+    /// Public inputs: the digest packed by `multipack`.
+    pub fn public_inputs(&self) -> Vec<Scalar> {
+        multipack::compute_multipacking(&self.digest_bits())
+    }
+}
+
+const SHA256_IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+fn bits_to_bytes(bits: &[bool]) -> Vec<u8> {
+    bits.chunks(8).map(|c| c.iter().fold(0u8, |acc, &b| (acc << 1) | u8::from(b))).collect()
+}
+
+impl Circuit<Scalar> for Sha256Chain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut input: Vec<Boolean> = self
+            .preimage
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| AllocatedBit::alloc(cs.namespace(|| format!("preimage {i}")), Some(b)).map(Boolean::from))
+            .collect::<Result<_, _>>()?;
+        let mut out = Vec::new();
+        for i in 0..self.blocks {
+            out = sha256_block_no_padding(cs.namespace(|| format!("block {i}")), &input)?;
+            input = [out.clone(), out.clone()].concat();
+        }
+        multipack::pack_into_inputs(cs.namespace(|| "digest"), &out)
+    }
+}
+
+/// Squaring chain `x_{i+1} = x_i² + i`.
+#[derive(Debug, Clone)]
+pub struct SquaringChain {
+    /// Starting value (public).
+    pub x0: Scalar,
+    /// Number of squarings.
+    pub steps: usize,
+}
+
+impl SquaringChain {
+    /// A chain filling `2^log_size` exactly: `steps` constraints plus three public inputs
+    /// (`ONE`, `x_0`, the result).
+    pub fn for_log_size(log_size: u32, seed: u64) -> Self {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        SquaringChain { x0: Scalar::random(&mut rng), steps: (1usize << log_size) - 3 }
+    }
+
+    /// The chain's values, natively.
+    pub fn result(&self) -> Scalar {
+        let mut x = self.x0;
+        for i in 0..self.steps {
+            x = x.square() + Scalar::from(i as u64);
+        }
+        x
+    }
+
+    /// Public inputs `[x_0, x_steps]`.
+    pub fn public_inputs(&self) -> Vec<Scalar> {
+        vec![self.x0, self.result()]
+    }
+}
+
+impl Circuit<Scalar> for SquaringChain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut x = self.x0;
+        let mut var = cs.alloc_input(|| "start", || Ok(x))?;
+        for i in 0..self.steps {
+            let next = x.square() + Scalar::from(i as u64);
+            let last = i + 1 == self.steps;
+            let nvar = if last { cs.alloc_input(|| "result", || Ok(next))? } else { cs.alloc(|| format!("step {i}"), || Ok(next))? };
+            let k = Scalar::from(i as u64);
+            cs.enforce(|| format!("square {i}"), |lc| lc + var, |lc| lc + var, |lc| lc + nvar - (k, CS::one()));
+            x = next;
+            var = nvar;
+        }
+        if self.steps == 0 {
+            // Keep two public inputs even for an empty chain: the result equals x0.
+            let out = cs.alloc_input(|| "result", || Ok(x))?;
+            cs.enforce(|| "result", |lc| lc + var, |lc| lc + CS::one(), |lc| lc + out);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellpepper_core::test_cs::TestConstraintSystem;
+
+    #[test]
+    fn circuits_fill_their_domain_and_are_satisfied() {
+        for (kind, k) in [(CircuitKind::SquaringChain, 4), (CircuitKind::SquaringChain, 10), (CircuitKind::Sha256Chain, 16)] {
+            let c = kind.instance(k, 7).unwrap();
+            let n = prover_constraints(c.clone()).unwrap();
+            assert!(n <= 1 << k && n > (1 << k) / 2, "{kind:?} {k}: {n}");
+            let mut cs = TestConstraintSystem::<Scalar>::new();
+            let expected = c.public_inputs();
+            c.synthesize(&mut cs).unwrap();
+            assert!(cs.is_satisfied(), "{kind:?} unsatisfied: {:?}", cs.which_is_unsatisfied());
+            assert!(cs.verify(&expected), "{kind:?}: native public inputs differ from the circuit's");
+        }
+        assert!(CircuitKind::Sha256Chain.instance(10, 0).is_err());
+        assert!(CircuitKind::from_name("nope").is_err());
+    }
+}
