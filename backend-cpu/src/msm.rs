@@ -10,7 +10,7 @@ use std::ops::{AddAssign, SubAssign};
 
 use blstrs::Scalar;
 use ff::PrimeField;
-use group::{Curve, Group};
+use group::Curve;
 use rayon::prelude::*;
 
 use cuzk_core::density::DensityBitmap;
