@@ -1,8 +1,21 @@
-//! Shared helpers for cuzk's cross-backend and end-to-end tests.
+//! Shared helpers for cuzk's tests, and the backend conformance suite: generic functions that
+//! run any [`Backend`] against the CPU oracle, naive references and the external vectors.
+//! GPU backends call the same functions from their own tests.
 
 #![warn(missing_docs)]
 
 use std::path::PathBuf;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_backend_cpu::{ntt::naive_dft, CpuBackend};
+use cuzk_core::alloc::PinnedVec;
+use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
+use cuzk_core::density::DensityBitmap;
+use cuzk_core::domain::Domain;
+use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// The external test vectors (`../shared/vectors` beside the repository), or `CUZK_VECTORS`.
 pub fn vectors_dir() -> PathBuf {
@@ -13,4 +26,244 @@ pub fn vectors_dir() -> PathBuf {
     let candidate = here.join("../../shared/vectors");
     assert!(candidate.is_dir(), "external vectors not found at {} (set CUZK_VECTORS)", candidate.display());
     candidate
+}
+
+/// Random scalars with a share of zeros and ones, as real circuits have.
+pub fn random_scalars(n: usize, rng: &mut ChaCha8Rng) -> Vec<Scalar> {
+    (0..n)
+        .map(|_| match rng.gen_range(0..8) {
+            0 => Scalar::ZERO,
+            1 => Scalar::ONE,
+            _ => Scalar::random(&mut *rng),
+        })
+        .collect()
+}
+
+fn upload<B: Backend>(b: &B, v: &[Scalar]) -> B::Scalars {
+    b.upload_scalars(PinnedVec::from_slice_in(v, b.host_allocator()).expect("host memory")).expect("upload")
+}
+
+/// NTT (plain and coset, both directions) equals the CPU oracle for every size in `logs`,
+/// equals a naive DFT up to 2^8, and round-trips.
+pub fn check_ntt<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32>, seed: u64) {
+    let oracle = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for log_n in logs {
+        let domain = Domain::new(log_n).unwrap();
+        let n = domain.size();
+        let input: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        for coset in [false, true] {
+            let mut expect = input.clone();
+            oracle.ntt_slice(&mut expect, &domain, NttDirection::Forward, coset).unwrap();
+            if log_n <= 8 {
+                let shifted: Vec<Scalar> = if coset {
+                    input.iter().enumerate().map(|(i, x)| *x * domain.coset.pow_vartime([i as u64])).collect()
+                } else {
+                    input.clone()
+                };
+                assert_eq!(expect, naive_dft(&shifted, domain.omega), "oracle vs naive DFT, 2^{log_n} coset={coset}");
+            }
+            let mut buf = upload(backend, &input);
+            backend.ntt(&mut buf, &domain, NttDirection::Forward, coset).unwrap();
+            let got = backend.download_scalars(&buf).unwrap();
+            assert!(got == expect, "{}: forward NTT 2^{log_n} coset={coset} differs from the oracle", backend.name());
+            backend.ntt(&mut buf, &domain, NttDirection::Inverse, coset).unwrap();
+            let back = backend.download_scalars(&buf).unwrap();
+            assert!(back == input, "{}: inverse NTT 2^{log_n} coset={coset} does not round-trip", backend.name());
+        }
+    }
+}
+
+/// The quotient `(a·b − c)/Z` and the whole `h` pipeline equal the oracle.
+pub fn check_compute_h<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32>, seed: u64) {
+    let oracle = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for log_n in logs {
+        let domain = Domain::new(log_n).unwrap();
+        let n = domain.size();
+        let v: Vec<Vec<Scalar>> = (0..3).map(|_| (0..n).map(|_| Scalar::random(&mut rng)).collect()).collect();
+        let expect = oracle.compute_h(upload(&oracle, &v[0]), upload(&oracle, &v[1]), upload(&oracle, &v[2]), &domain).unwrap();
+        let got = backend.compute_h(upload(backend, &v[0]), upload(backend, &v[1]), upload(backend, &v[2]), &domain).unwrap();
+        assert!(backend.download_scalars(&got).unwrap() == expect.to_vec(), "{}: h differs at 2^{log_n}", backend.name());
+    }
+}
+
+fn naive_g1(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    bases.iter().zip(scalars).map(|(p, s)| *p * s).sum()
+}
+
+/// G1 and G2 MSMs (dense and density-filtered, with offsets) equal the oracle for each size;
+/// sizes up to 2^10 are also checked against a naive sum.
+pub fn check_msm<B: Backend>(backend: &B, sizes: impl IntoIterator<Item = usize>, with_g2: bool, seed: u64) {
+    let oracle = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for n in sizes {
+        let scalars = random_scalars(n, &mut rng);
+        let bits: Vec<bool> = (0..n).map(|_| rng.gen_bool(0.7)).collect();
+        let density = DensityBitmap::from_bools(&bits, cuzk_core::alloc::heap()).unwrap();
+        let offset = 3usize;
+        let g1: Vec<G1Affine> = random_points_g1(n + offset, &mut rng);
+        let buf = upload(backend, &scalars);
+        let obuf = upload(&oracle, &scalars);
+        let bases = backend.load_g1(g1.clone()).unwrap();
+        let obases = oracle.load_g1(g1.clone()).unwrap();
+        let dense = MsmScalars { buf: &buf, len: n, density: None };
+        let got = backend.msm_g1(&bases, offset, dense).unwrap();
+        let want = oracle.msm_g1(&obases, offset, MsmScalars { buf: &obuf, len: n, density: None }).unwrap();
+        assert_eq!(got, want, "{}: dense G1 MSM of {n} differs", backend.name());
+        if n <= 1024 {
+            assert_eq!(want, naive_g1(&g1[offset..], &scalars), "oracle G1 MSM of {n} differs from the naive sum");
+        }
+        let got = backend.msm_g1(&bases, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }).unwrap();
+        let want = oracle.msm_g1(&obases, 0, MsmScalars { buf: &obuf, len: n, density: Some(&density) }).unwrap();
+        assert_eq!(got, want, "{}: sparse G1 MSM of {n} differs", backend.name());
+        if with_g2 {
+            let g2: Vec<G2Affine> = random_points_g2(n, &mut rng);
+            let b2 = backend.load_g2(g2.clone()).unwrap();
+            let o2 = oracle.load_g2(g2).unwrap();
+            let got = backend.msm_g2(&b2, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }).unwrap();
+            let want = oracle.msm_g2(&o2, 0, MsmScalars { buf: &obuf, len: n, density: Some(&density) }).unwrap();
+            assert_eq!(got, want, "{}: sparse G2 MSM of {n} differs", backend.name());
+        }
+    }
+}
+
+/// Random G1 points (cheaply: multiples of one random point by random small steps).
+pub fn random_points_g1(n: usize, rng: &mut ChaCha8Rng) -> Vec<G1Affine> {
+    let mut p = G1Projective::random(&mut *rng);
+    let step = G1Projective::random(&mut *rng);
+    let proj: Vec<G1Projective> = (0..n)
+        .map(|_| {
+            p = p.double() + step;
+            p
+        })
+        .collect();
+    let mut out = vec![G1Affine::identity(); n];
+    G1Projective::batch_normalize(&proj, &mut out);
+    out
+}
+
+/// Random G2 points.
+pub fn random_points_g2(n: usize, rng: &mut ChaCha8Rng) -> Vec<G2Affine> {
+    let mut p = G2Projective::random(&mut *rng);
+    let step = G2Projective::random(&mut *rng);
+    let proj: Vec<G2Projective> = (0..n)
+        .map(|_| {
+            p = p.double() + step;
+            p
+        })
+        .collect();
+    let mut out = vec![G2Affine::identity(); n];
+    G2Projective::batch_normalize(&proj, &mut out);
+    out
+}
+
+/// One success case of an EIP-2537 MSM vector file.
+#[derive(Debug)]
+pub struct MsmCase<P> {
+    /// Case name.
+    pub name: String,
+    /// Bases.
+    pub points: Vec<P>,
+    /// Scalars reduced mod r (the vectors' scalars may be ≥ r; points are in the
+    /// prime-order subgroup, so reduction does not change the result).
+    pub scalars: Vec<Scalar>,
+    /// The expected result.
+    pub expected: P,
+}
+
+fn fp_bytes(b: &[u8]) -> [u8; 48] {
+    assert!(b[..16].iter().all(|&x| x == 0), "EIP-2537 Fp padding is not zero");
+    b[16..64].try_into().unwrap()
+}
+
+fn eip_g1(b: &[u8]) -> G1Affine {
+    if b.iter().all(|&x| x == 0) {
+        return G1Affine::identity();
+    }
+    let mut raw = [0u8; 96];
+    raw[..48].copy_from_slice(&fp_bytes(&b[..64]));
+    raw[48..].copy_from_slice(&fp_bytes(&b[64..128]));
+    Option::from(G1Affine::from_uncompressed(&raw)).expect("valid G1 point in vector")
+}
+
+fn eip_g2(b: &[u8]) -> G2Affine {
+    if b.iter().all(|&x| x == 0) {
+        return G2Affine::identity();
+    }
+    // EIP order x.c0 | x.c1 | y.c0 | y.c1; ZCash order is c1 first.
+    let mut raw = [0u8; 192];
+    raw[..48].copy_from_slice(&fp_bytes(&b[64..128]));
+    raw[48..96].copy_from_slice(&fp_bytes(&b[..64]));
+    raw[96..144].copy_from_slice(&fp_bytes(&b[192..256]));
+    raw[144..].copy_from_slice(&fp_bytes(&b[128..192]));
+    Option::from(G2Affine::from_uncompressed(&raw)).expect("valid G2 point in vector")
+}
+
+/// A 256-bit big-endian integer reduced mod r.
+pub fn scalar_from_be_unreduced(b: &[u8]) -> Scalar {
+    let base = Scalar::from(256u64);
+    b.iter().fold(Scalar::ZERO, |acc, &x| acc * base + Scalar::from(x as u64))
+}
+
+fn load_cases<P>(file: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<MsmCase<P>> {
+    let path = vectors_dir().join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("vector JSON");
+    json.as_array()
+        .expect("array of cases")
+        .iter()
+        .map(|case| {
+            let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
+            let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
+            let pair = point_len + 32;
+            assert_eq!(input.len() % pair, 0);
+            let (points, scalars) = input
+                .chunks_exact(pair)
+                .map(|c| (decode(&c[..point_len]), scalar_from_be_unreduced(&c[point_len..])))
+                .unzip();
+            MsmCase { name: case["Name"].as_str().unwrap_or("").to_string(), points, scalars, expected: decode(&expected) }
+        })
+        .collect()
+}
+
+/// The G1 MSM success cases: EIP-2537's `msm_G1_bls.json` and geth's `blsG1MultiExp.json`.
+pub fn eip2537_g1_cases() -> Vec<MsmCase<G1Affine>> {
+    let mut v = load_cases("eip2537/msm_G1_bls.json", 128, eip_g1);
+    v.extend(load_cases("geth-bls-precompiles/blsG1MultiExp.json", 128, eip_g1));
+    v
+}
+
+/// The G2 MSM success cases: geth's `blsG2MultiExp.json` (EIP-2537's own G2 MSM file is not
+/// in the vector set).
+pub fn eip2537_g2_cases() -> Vec<MsmCase<G2Affine>> {
+    load_cases("geth-bls-precompiles/blsG2MultiExp.json", 256, eip_g2)
+}
+
+/// Runs every EIP-2537 MSM success case through `backend`; returns how many ran.
+pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
+    let mut count = 0;
+    for case in eip2537_g1_cases() {
+        let bases = backend.load_g1(case.points.clone()).unwrap();
+        let buf = upload(backend, &case.scalars);
+        let got = backend.msm_g1(&bases, 0, MsmScalars { buf: &buf, len: case.scalars.len(), density: None }).unwrap();
+        assert_eq!(got.to_affine(), case.expected, "{}: G1 case {}", backend.name(), case.name);
+        count += 1;
+    }
+    if with_g2 {
+        for case in eip2537_g2_cases() {
+            let bases = backend.load_g2(case.points.clone()).unwrap();
+            let buf = upload(backend, &case.scalars);
+            let got = backend.msm_g2(&bases, 0, MsmScalars { buf: &buf, len: case.scalars.len(), density: None }).unwrap();
+            assert_eq!(got.to_affine(), case.expected, "{}: G2 case {}", backend.name(), case.name);
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Silences the unused warning for `PrimeField` on some toolchains.
+#[doc(hidden)]
+pub fn _field_bits() -> u32 {
+    Scalar::NUM_BITS
 }

@@ -1,0 +1,27 @@
+//! The CPU backend (the oracle) against naive references and the external vectors.
+
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_tests::*;
+
+#[test]
+fn ntt_matches_naive_dft_and_round_trips() {
+    check_ntt(&CpuBackend::new(), 0..=12, 1);
+    check_ntt(&CpuBackend::new(), [16, 18], 2);
+}
+
+#[test]
+fn h_pipeline_is_consistent() {
+    check_compute_h(&CpuBackend::new(), [1, 5, 10], 3);
+}
+
+#[test]
+fn msm_matches_naive() {
+    check_msm(&CpuBackend::new(), [0, 1, 2, 3, 17, 100, 1024, 5000], true, 4);
+}
+
+#[test]
+fn eip2537_msm_vectors() {
+    let n = check_eip2537(&CpuBackend::new(), true);
+    assert!(n > 400, "only {n} vector cases ran");
+    eprintln!("{n} EIP-2537 MSM cases passed");
+}
