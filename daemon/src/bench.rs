@@ -1,0 +1,77 @@
+//! `cuzk bench-prover`: our CPU prover against bellperson's, same circuits, same parameters,
+//! same `r, s`, in one run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use blstrs::{Bls12, Scalar};
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::CircuitKind;
+use cuzk_core::params::Validation;
+use cuzk_core::prover::{prove, ProvingKey};
+use cuzk_core::synth::{synthesize, SizeHint};
+use ff::Field;
+use rand::SeedableRng;
+
+use crate::{read_params, setup, CliError};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Runs the comparison and prints a Markdown table.
+pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: usize) -> Result<(), CliError> {
+    let kinds: Vec<CircuitKind> = if circuits.is_empty() {
+        CircuitKind::ALL.to_vec()
+    } else {
+        circuits.iter().map(|c| CircuitKind::from_name(c)).collect::<Result<_, _>>()?
+    };
+    let reps = reps.max(1);
+    println!("| circuit | domain | constraints | bellperson (s) | cuzk cpu (s) | speed-up |");
+    println!("|---|---|---|---|---|---|");
+    for kind in kinds {
+        for &k in log_sizes {
+            if k < kind.min_log_size() {
+                continue;
+            }
+            let path = setup::ensure_params(dir, kind, k, false)?;
+            let params = read_params(&path, Validation::Trusted)?;
+            let mut bp_bytes = Vec::new();
+            let bp_params = bellperson::groth16::Parameters::<Bls12>::read(&std::fs::read(&path).map_err(|source| CliError::Io { path: path.clone(), source })?[..], false)
+                .map_err(|source| CliError::Io { path: path.clone(), source })?;
+            let backend = CpuBackend::new();
+            let key = ProvingKey::load(&backend, params).map_err(|e| CliError::Setup(e.to_string()))?;
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
+            let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+            let mut ours = Vec::new();
+            let mut theirs = Vec::new();
+            let mut constraints = 0;
+            for rep in 0..reps {
+                let circuit = kind.instance(k, rep as u64)?;
+                let t = Instant::now();
+                let synth = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default())?;
+                constraints = synth.num_constraints();
+                let p = prove(&backend, &key, synth, r, s, &mut |_| {})?;
+                ours.push(t.elapsed());
+                let t = Instant::now();
+                let q = bellperson::groth16::create_proof::<Bls12, _, _>(circuit, &bp_params, r, s).map_err(|e| CliError::Setup(e.to_string()))?;
+                theirs.push(t.elapsed());
+                bp_bytes.clear();
+                q.write(&mut bp_bytes).expect("write to a Vec");
+                if bp_bytes != p.to_bytes() {
+                    return Err(CliError::InvalidProof);
+                }
+            }
+            let (o, t) = (median(ours), median(theirs));
+            println!(
+                "| {} | 2^{k} | {constraints} | {:.3} | {:.3} | {:.2}× |",
+                kind.name(),
+                t.as_secs_f64(),
+                o.as_secs_f64(),
+                t.as_secs_f64() / o.as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,245 @@
+// Montgomery arithmetic over the BLS12-381 fields with 32-bit limbs and PTX carry chains.
+//
+// Elements are little-endian arrays of 32-bit limbs in Montgomery form. Because
+// R = 2^(32N) equals blst's R = 2^(64 N/2), the limbs are exactly the bytes of blstrs'
+// `Scalar` (N = 8) and `Fp` (N = 12): no conversion on upload or download.
+//
+// Multiplication is separated operand scanning:
+//   1. the full 2N-limb product, with the partial products of each row split into an
+//      "even" and an "odd" accumulator so that every 32x32 product costs exactly one
+//      mad.lo and one mad.hi in a single carry chain;
+//   2. N Montgomery reduction rows over the 2N-limb value, each row folding the carry that
+//      leaves the top of the previous row into its own chain ("pend");
+//   3. one conditional subtraction (the result of step 2 is below 2p < 2^(32N)).
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef int i32;
+
+#define DEV __device__ __forceinline__
+
+// ---- PTX carry-chain primitives. They are volatile so the compiler keeps their order: the
+// carry flag lives between consecutive statements.
+DEV u32 add_cc(u32 a, u32 b) { u32 r; asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 addc_cc(u32 a, u32 b) { u32 r; asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 addc(u32 a, u32 b) { u32 r; asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 sub_cc(u32 a, u32 b) { u32 r; asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 subc_cc(u32 a, u32 b) { u32 r; asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 subc(u32 a, u32 b) { u32 r; asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+DEV u32 mad_lo_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+DEV u32 madc_lo_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+DEV u32 mad_hi_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+DEV u32 madc_hi_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+
+// ---- Field parameters.
+struct FpParams {
+    static constexpr int N = 12;
+    static constexpr u32 INV = 0xfffcfffdu;
+    static DEV u32 mod(int i) {
+        constexpr u32 M[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
+                               0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+        return M[i];
+    }
+    static DEV u32 one(int i) {
+        constexpr u32 M[12] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
+                               0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+        return M[i];
+    }
+};
+
+struct FrParams {
+    static constexpr int N = 8;
+    static constexpr u32 INV = 0xffffffffu;
+    static DEV u32 mod(int i) {
+        constexpr u32 M[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                              0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+        return M[i];
+    }
+    static DEV u32 one(int i) {
+        constexpr u32 M[8] = {0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau,
+                              0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
+        return M[i];
+    }
+};
+
+// ---- A prime field element.
+template <class P>
+struct Mont {
+    static constexpr int N = P::N;
+    u32 v[N];
+
+    static DEV Mont zero() {
+        Mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    static DEV Mont one() {
+        Mont r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = P::one(i);
+        return r;
+    }
+    DEV bool is_zero() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    DEV bool eq(const Mont& o) const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+};
+
+// r (< 2p) -> r mod p.
+template <class P>
+DEV void mont_reduce_once(u32* r) {
+    constexpr int N = P::N;
+    u32 s[N];
+    s[0] = sub_cc(r[0], P::mod(0));
+#pragma unroll
+    for (int j = 1; j < N; j++) s[j] = subc_cc(r[j], P::mod(j));
+    u32 borrow = subc(0, 0);  // all ones when r < p
+#pragma unroll
+    for (int j = 0; j < N; j++) r[j] = borrow ? r[j] : s[j];
+}
+
+template <class P>
+DEV Mont<P> operator+(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    Mont<P> r;
+    r.v[0] = add_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) r.v[j] = addc_cc(a.v[j], b.v[j]);
+    r.v[N - 1] = addc(a.v[N - 1], b.v[N - 1]);
+    mont_reduce_once<P>(r.v);
+    return r;
+}
+
+template <class P>
+DEV Mont<P> operator-(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    Mont<P> r;
+    r.v[0] = sub_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) r.v[j] = subc_cc(a.v[j], b.v[j]);
+    u32 mask = subc(0, 0);
+    r.v[0] = add_cc(r.v[0], P::mod(0) & mask);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) r.v[j] = addc_cc(r.v[j], P::mod(j) & mask);
+    r.v[N - 1] = addc(r.v[N - 1], P::mod(N - 1) & mask);
+    return r;
+}
+
+template <class P>
+DEV Mont<P> operator-(const Mont<P>& a) {
+    return Mont<P>::zero() - a;
+}
+
+template <class P>
+DEV Mont<P> dbl(const Mont<P>& a) {
+    return a + a;
+}
+
+// Montgomery product a*b/R mod p.
+template <class P>
+DEV Mont<P> operator*(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    u32 E[2 * N], O[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) {
+        E[k] = 0;
+        O[k] = 0;
+    }
+    // 1. Full product. Row i adds a_i * b: the even-indexed limbs of b give 64-bit products at
+    // (i+j, i+j+1) for even j, the odd-indexed ones at (i+j, i+j+1) for odd j; each family
+    // forms one carry chain.
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        E[i] = mad_lo_cc(a.v[i], b.v[0], E[i]);
+        E[i + 1] = madc_hi_cc(a.v[i], b.v[0], E[i + 1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            E[i + j] = madc_lo_cc(a.v[i], b.v[j], E[i + j]);
+            E[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], E[i + j + 1]);
+        }
+        if (i + N < 2 * N) E[i + N] = addc(E[i + N], 0);
+
+        O[i + 1] = mad_lo_cc(a.v[i], b.v[1], O[i + 1]);
+        O[i + 2] = madc_hi_cc(a.v[i], b.v[1], O[i + 2]);
+#pragma unroll
+        for (int j = 3; j < N; j += 2) {
+            O[i + j] = madc_lo_cc(a.v[i], b.v[j], O[i + j]);
+            O[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], O[i + j + 1]);
+        }
+        if (i + N + 1 < 2 * N) O[i + N + 1] = addc(O[i + N + 1], 0);
+    }
+    // E += O (the product is below 2^(64N), so nothing leaves the top limb).
+    E[1] = add_cc(E[1], O[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
+    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
+
+    // 2. Montgomery reduction, one limb per row.
+    u32 pend = 0;  // carry waiting at position i + N
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 m = E[i] * P::INV;
+        E[i] = mad_lo_cc(m, P::mod(0), E[i]);
+#pragma unroll
+        for (int j = 1; j < N; j++) E[i + j] = madc_lo_cc(m, P::mod(j), E[i + j]);
+        E[i + N] = addc_cc(E[i + N], pend);
+        u32 c1 = addc(0, 0);
+        E[i + 1] = mad_hi_cc(m, P::mod(0), E[i + 1]);
+#pragma unroll
+        for (int j = 1; j < N; j++) E[i + j + 1] = madc_hi_cc(m, P::mod(j), E[i + j + 1]);
+        pend = addc(c1, 0);
+    }
+    Mont<P> r;
+#pragma unroll
+    for (int j = 0; j < N; j++) r.v[j] = E[N + j];
+    mont_reduce_once<P>(r.v);
+    return r;
+}
+
+template <class P>
+DEV Mont<P> sqr(const Mont<P>& a) {
+    return a * a;
+}
+
+// Montgomery form -> canonical integer (multiply by 1, i.e. divide by R).
+template <class P>
+DEV Mont<P> from_mont(const Mont<P>& a) {
+    Mont<P> one_int = Mont<P>::zero();
+    one_int.v[0] = 1;
+    return a * one_int;
+}
+
+typedef Mont<FpParams> Fp;
+typedef Mont<FrParams> Fr;
+
+// ---- Loads and stores of whole elements through 128-bit accesses.
+template <class F>
+DEV F load_elem(const F* p) {
+    F r;
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < F::N / 4; i++) {
+        uint4 t = q[i];
+        r.v[4 * i] = t.x;
+        r.v[4 * i + 1] = t.y;
+        r.v[4 * i + 2] = t.z;
+        r.v[4 * i + 3] = t.w;
+    }
+    return r;
+}
+
+template <class F>
+DEV void store_elem(F* p, const F& a) {
+    uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < F::N / 4; i++) q[i] = make_uint4(a.v[4 * i], a.v[4 * i + 1], a.v[4 * i + 2], a.v[4 * i + 3]);
+}

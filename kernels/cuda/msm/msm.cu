@@ -1,0 +1,234 @@
+// Pippenger multi-scalar multiplication for G1 (F = Fp) and G2 (F = Fp2).
+//
+// 1. msm_prepare: gathers the scalars that take part (density bitmap: the i-th set bit is the
+//    i-th compact scalar) and converts them from Montgomery form to canonical integers.
+// 2. Signed c-bit windows: digits in [-2^(c-1), 2^(c-1)], W = ceil(256 / c) windows. A nonzero
+//    digit d of window w goes to bucket key w·2^(c-1) + |d| - 1 with the point negated when
+//    d < 0. Zero digits are skipped, so 0 scalars cost nothing and 1 scalars one bucket entry.
+// 3. Counting sort by key: msm_histogram (atomic counts), an exclusive scan, msm_scatter
+//    (atomic cursors) -> entries = point index | sign bit, grouped by bucket.
+// 4. Bucket sums in rounds: every bucket's run is cut into chunks of at most S entries, one
+//    thread per chunk sums its chunk (mixed additions from the affine bases in round 1, XYZZ
+//    additions later); the chunk sums of a bucket form the next round's run, until every
+//    bucket has one chunk. Heavy buckets (many equal scalars) thus still run in parallel.
+// 5. Window sums: each window's buckets are cut into segments; a thread computes
+//    sum_k k·B_k over its segment with the running-sum trick, then segments are added in a
+//    tree. The host combines the W window sums with doublings.
+
+#define SIGN_BIT 0x80000000u
+
+// Scalars in, canonical scalars out (8 limbs each).
+extern "C" __global__ void msm_prepare(const Fr* scalars, u32 len, const u64* words, const u32* word_prefix,
+                                       u32 use_density, Fr* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= len) return;
+    u32 rank = i;
+    if (use_density) {
+        u64 w = words[i >> 6];
+        u32 b = i & 63;
+        if (!((w >> b) & 1)) return;
+        u64 below = b == 0 ? 0ull : (w & ((1ull << b) - 1));
+        rank = word_prefix[i >> 6] + __popcll(below);
+    }
+    store_elem<Fr>(out + rank, from_mont(load_elem<Fr>(scalars + i)));
+}
+
+DEV u32 scalar_bits(const Fr& s, u32 pos, u32 c) {
+    // bits [pos, pos + c) of the 256-bit integer (zero above bit 255)
+    u32 word = pos >> 5, sh = pos & 31;
+    u32 v = 0;
+    if (word < 8) {
+        v = s.v[word] >> sh;
+        if (sh + c > 32 && word + 1 < 8) v |= s.v[word + 1] << (32 - sh);
+    }
+    return v & ((1u << c) - 1);
+}
+
+// Visits the nonzero signed digits of s: f(window, key, negative).
+template <class Fn>
+DEV void for_each_digit(const Fr& s, u32 c, u32 W, Fn f) {
+    u32 carry = 0;
+    const u32 half = 1u << (c - 1);
+    for (u32 w = 0; w < W; w++) {
+        u32 d = scalar_bits(s, w * c, c) + carry;
+        bool neg = false;
+        if (d > half) {
+            d = (1u << c) - d;
+            neg = true;
+            carry = 1;
+        } else {
+            carry = 0;
+        }
+        if (d != 0) f(w * half + d - 1, neg);
+    }
+}
+
+extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* counts) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    Fr x = load_elem<Fr>(s + i);
+    if (x.is_zero()) return;
+    for_each_digit(x, c, W, [&](u32 key, bool) { atomicAdd(counts + key, 1u); });
+}
+
+extern "C" __global__ void msm_scatter(const Fr* s, u32 m, u32 c, u32 W, u32* cursor, u32* entries) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    Fr x = load_elem<Fr>(s + i);
+    if (x.is_zero()) return;
+    for_each_digit(x, c, W, [&](u32 key, bool neg) {
+        u32 pos = atomicAdd(cursor + key, 1u);
+        entries[pos] = i | (neg ? SIGN_BIT : 0u);
+    });
+}
+
+// ---- Exclusive scan of u32 (three kernels: per-block scan, scan of block sums, add back).
+#define SCAN_BLOCK 1024
+
+// out[i] = sum of in[0..i) within each block of SCAN_BLOCK; block_sums[b] = block total.
+// 'ceil_div' > 0 scans ceil(in[i] / ceil_div) instead of in[i] (chunk counts).
+extern "C" __global__ void scan_block(const u32* in, u32* out, u32 n, u32* block_sums, u32 ceil_div) {
+    __shared__ u32 sh[SCAN_BLOCK];
+    u32 i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    u32 v = 0;
+    if (i < n) {
+        v = in[i];
+        if (ceil_div) v = (v + ceil_div - 1) / ceil_div;
+    }
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (u32 off = 1; off < SCAN_BLOCK; off <<= 1) {
+        u32 t = threadIdx.x >= off ? sh[threadIdx.x - off] : 0;
+        __syncthreads();
+        sh[threadIdx.x] += t;
+        __syncthreads();
+    }
+    if (i < n) out[i] = sh[threadIdx.x] - v;
+    if (threadIdx.x == SCAN_BLOCK - 1) block_sums[blockIdx.x] = sh[threadIdx.x];
+}
+
+extern "C" __global__ void scan_add(u32* out, u32 n, const u32* block_offsets) {
+    u32 i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
+    if (i < n) out[i] += block_offsets[blockIdx.x];
+}
+
+// ---- Chunk tasks: bucket b (count[b] entries from offset[b]) -> ceil(count/S) tasks at
+// task_base[b]. Also records the largest chunk count.
+extern "C" __global__ void msm_make_tasks(const u32* count, const u32* offset, const u32* task_base, u32 nb, u32 S,
+                                          u32* task_start, u32* task_len, u32* max_chunks) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    u32 cnt = count[b];
+    u32 k = (cnt + S - 1) / S;
+    if (k > 1) atomicMax(max_chunks, k);
+    u32 base = task_base[b], off = offset[b];
+    for (u32 t = 0; t < k; t++) {
+        task_start[base + t] = off + t * S;
+        u32 rem = cnt - t * S;
+        task_len[base + t] = rem < S ? rem : S;
+    }
+}
+
+// ---- Bucket accumulation, templated over the base field.
+template <class F>
+DEV void accumulate_affine(const Affine<F>* bases, const u32* entries, const u32* task_start, const u32* task_len,
+                           u32 ntasks, Xyzz<F>* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ntasks) return;
+    u32 s = task_start[t], len = task_len[t];
+    Xyzz<F> acc = Xyzz<F>::inf();
+    for (u32 e = 0; e < len; e++) {
+        u32 v = entries[s + e];
+        Affine<F> q = load_affine<F>(bases + (v & ~SIGN_BIT));
+        if (v & SIGN_BIT) q.y = -q.y;
+        xyzz_add_affine(acc, q);
+    }
+    store_xyzz(out + t, acc);
+}
+
+template <class F>
+DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* task_len, u32 ntasks, Xyzz<F>* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= ntasks) return;
+    u32 s = task_start[t], len = task_len[t];
+    Xyzz<F> acc = load_xyzz<F>(in + s);
+    for (u32 e = 1; e < len; e++) xyzz_add(acc, load_xyzz<F>(in + s + e));
+    store_xyzz(out + t, acc);
+}
+
+// Final bucket values: bucket b has count[b] (0 or 1) partial sums at base[b].
+template <class F>
+DEV void gather_buckets(const Xyzz<F>* partial, const u32* count, const u32* base, u32 nb, Xyzz<F>* buckets) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    Xyzz<F> v = count[b] ? load_xyzz<F>(partial + base[b]) : Xyzz<F>::inf();
+    store_xyzz(buckets + b, v);
+}
+
+// Window sums, stage 1: thread (w, j) handles buckets k in [lo, lo + seg) of window w
+// (k = 1..2^(c-1), stored at w·2^(c-1) + k - 1) and writes sum (k)·B_k over its segment.
+template <class F>
+DEV void window_segments(const Xyzz<F>* buckets, u32 half, u32 W, u32 seg, Xyzz<F>* out) {
+    u32 nseg = half / seg;
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= W * nseg) return;
+    u32 w = t / nseg, j = t % nseg;
+    u32 lo = j * seg + 1;
+    const Xyzz<F>* B = buckets + (size_t)w * half;
+    Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
+    for (u32 k = lo + seg; k-- > lo;) {
+        xyzz_add(run, load_xyzz<F>(B + k - 1));
+        xyzz_add(tot, run);
+    }
+    // tot = sum (k - lo + 1)·B_k; add (lo - 1)·run.
+    xyzz_add(tot, xyzz_mul_small(run, lo - 1));
+    store_xyzz(out + t, tot);
+}
+
+// Window sums, stage 2: in has W rows of 2·m points; out[w·m + i] = in[w·2m + 2i] + in[w·2m + 2i + 1].
+template <class F>
+DEV void pair_sums(const Xyzz<F>* in, u32 W, u32 m, Xyzz<F>* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= W * m) return;
+    u32 w = t / m, i = t % m;
+    Xyzz<F> a = load_xyzz<F>(in + (size_t)w * 2 * m + 2 * i);
+    xyzz_add(a, load_xyzz<F>(in + (size_t)w * 2 * m + 2 * i + 1));
+    store_xyzz(out + t, a);
+}
+
+// XYZZ -> Jacobian (X, Y, Z consecutive), as blst's blst_p1 / blst_p2.
+template <class F>
+DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    F X, Y, Z;
+    xyzz_to_jacobian(load_xyzz<F>(in + t), X, Y, Z);
+    store_elem<F>(out + 3 * t, X);
+    store_elem<F>(out + 3 * t + 1, Y);
+    store_elem<F>(out + 3 * t + 2, Z);
+}
+
+#define MSM_INSTANTIATE(SUF, F)                                                                                      \
+    extern "C" __global__ void msm_accumulate_affine_##SUF(const Affine<F>* bases, const u32* entries,                \
+                                                           const u32* ts, const u32* tl, u32 nt, Xyzz<F>* out) {    \
+        accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_accumulate_xyzz_##SUF(const Xyzz<F>* in, const u32* ts, const u32* tl, u32 nt,    \
+                                                         Xyzz<F>* out) {                                              \
+        accumulate_xyzz<F>(in, ts, tl, nt, out);                                                                      \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_gather_##SUF(const Xyzz<F>* p, const u32* cnt, const u32* base, u32 nb,           \
+                                                Xyzz<F>* buckets) {                                                   \
+        gather_buckets<F>(p, cnt, base, nb, buckets);                                                                 \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_window_segments_##SUF(const Xyzz<F>* buckets, u32 half, u32 W, u32 seg,           \
+                                                         Xyzz<F>* out) {                                              \
+        window_segments<F>(buckets, half, W, seg, out);                                                               \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_pair_sums_##SUF(const Xyzz<F>* in, u32 W, u32 m, Xyzz<F>* out) {                \
+        pair_sums<F>(in, W, m, out);                                                                                  \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_to_jacobian_##SUF(const Xyzz<F>* in, u32 n, F* out) { to_jacobian<F>(in, n, out); }
+
+MSM_INSTANTIATE(g1, Fp)
+MSM_INSTANTIATE(g2, Fp2)

@@ -1,0 +1,195 @@
+// Number-theoretic transforms over Fr.
+//
+// A transform of size n = 2^K runs as a few passes (at most 10 radix-2 stages each, in shared
+// memory). Decimation in frequency (DIF: natural order in, bit-reversed order out) runs its
+// passes from the largest stride to stride 1; each pass does a size-2^B DFT on the groups
+// {x2 + j·2^(L-B)} of a sub-problem of size 2^L and then multiplies slot j by
+// w_(2^L)^(x2·brev_B(j)) (the "four-step" twiddle). Decimation in time (DIT: bit-reversed in,
+// natural out) is its transpose: the same passes in reverse order, each multiplying by the same
+// twiddles first and then running the transposed (Cooley-Tukey) butterflies.
+//
+// Roots: tw_lo[j] = w^j and tw_hi[j] = w^(j·2^16) for j < 2^16, w a primitive 2^32-th root of
+// unity (blstrs' ROOT_OF_UNITY), so w_(2^L)^e = w^(e·2^(32-L)) costs at most one product, and
+// the inverse root uses the negated exponent (mod 2^32) on the same tables. Coset powers come
+// from the same kind of tables for g and 1/g.
+
+#define NTT_LOG_ELEMS 10  // elements per block: 2^10 Fr = 32 KiB of shared memory
+
+DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - bits)); }
+
+// w^E, w the 2^32-th root of unity (E taken mod 2^32).
+DEV Fr root_pow(const Fr* tw_lo, const Fr* tw_hi, u32 E) {
+    Fr hi = load_elem<Fr>(tw_hi + (E >> 16));
+    if ((E & 0xffffu) == 0) return hi;
+    return hi * load_elem<Fr>(tw_lo + (E & 0xffffu));
+}
+
+// Scaling applied on load / store: bit 0: multiply by the constant c; bit 1: multiply by
+// gen^e with gen's tables (g_lo, g_hi), where e is the position, or (bit 2) the K-bit reversal
+// of the position.
+#define SCALE_CONST 1u
+#define SCALE_POW 2u
+#define SCALE_BREV 4u
+
+DEV Fr apply_scale(Fr x, u32 mode, u32 pos, u32 K, const Fr& c, const Fr* g_lo, const Fr* g_hi) {
+    if (mode & SCALE_POW) {
+        u32 e = (mode & SCALE_BREV) ? brev_bits(pos, K) : pos;
+        Fr gp = load_elem<Fr>(g_lo + (e & 0xffffu));
+        if (e >> 16) gp = gp * load_elem<Fr>(g_hi + (e >> 16));
+        x = x * gp;
+    }
+    if (mode & SCALE_CONST) x = x * c;
+    return x;
+}
+
+struct FrArg {
+    u32 v[8];
+};
+
+DEV Fr fr_from_arg(const FrArg& a) {
+    Fr r;
+#pragma unroll
+    for (int i = 0; i < 8; i++) r.v[i] = a.v[i];
+    return r;
+}
+
+// One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
+// dir_inv selects the inverse root; dit selects decimation in time.
+extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
+                                    const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load, FrArg c_store,
+                                    const Fr* g_lo, const Fr* g_hi) {
+    extern __shared__ uint4 smem_raw[];
+    Fr* sm = reinterpret_cast<Fr*>(smem_raw);
+    const u32 EB = K < NTT_LOG_ELEMS ? K : NTT_LOG_ELEMS;
+    const u32 elems = 1u << EB;
+    const u32 G = elems >> B;  // groups per block
+    const u32 gsize = 1u << B;
+    const u32 ls = L - B;  // log stride
+    const u32 stride_mask = (1u << ls) - 1;
+    const u32 tid = threadIdx.x;
+    const u32 nthreads = blockDim.x;
+    const Fr cl = fr_from_arg(c_load);
+    const Fr cs = fr_from_arg(c_store);
+
+    // Load: element e of the block is slot j = e / G of group g = e % G, so consecutive
+    // threads read consecutive x2 (coalesced when the stride is large).
+    for (u32 e = tid; e < elems; e += nthreads) {
+        u32 g = e % G, j = e / G;
+        u32 gid = blockIdx.x * G + g;
+        u32 x2 = gid & stride_mask;
+        u32 hb = gid >> ls;
+        u32 idx = (hb << L) + x2 + (j << ls);
+        Fr x = load_elem<Fr>(data + idx);
+        if (load_mode) x = apply_scale(x, load_mode, idx, K, cl, g_lo, g_hi);
+        if (dit && ls > 0) {
+            u32 ex = x2 * brev_bits(j, B);
+            if (ex) {
+                u32 E = ex << (32 - L);
+                if (dir_inv) E = 0u - E;
+                x = x * root_pow(tw_lo, tw_hi, E);
+            }
+        }
+        store_elem<Fr>(sm + g * gsize + j, x);
+    }
+    __syncthreads();
+
+    const u32 half = gsize >> 1;
+    const u32 nbfly = G * half;
+    if (!dit) {
+        for (u32 lh = B; lh-- > 0;) {
+            u32 h = 1u << lh;
+            for (u32 q = tid; q < nbfly; q += nthreads) {
+                u32 g = q >> (B - 1), r = q & (half - 1);
+                u32 t = r & (h - 1);
+                u32 i0 = g * gsize + ((r >> lh) << (lh + 1)) + t;
+                u32 i1 = i0 + h;
+                Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
+                store_elem<Fr>(sm + i0, u + v);
+                Fr d = u - v;
+                if (t) {
+                    u32 E = t << (31 - lh);
+                    if (dir_inv) E = 0u - E;
+                    d = d * load_elem<Fr>(tw_hi + (E >> 16));
+                }
+                store_elem<Fr>(sm + i1, d);
+            }
+            __syncthreads();
+        }
+    } else {
+        for (u32 lh = 0; lh < B; lh++) {
+            u32 h = 1u << lh;
+            for (u32 q = tid; q < nbfly; q += nthreads) {
+                u32 g = q >> (B - 1), r = q & (half - 1);
+                u32 t = r & (h - 1);
+                u32 i0 = g * gsize + ((r >> lh) << (lh + 1)) + t;
+                u32 i1 = i0 + h;
+                Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
+                if (t) {
+                    u32 E = t << (31 - lh);
+                    if (dir_inv) E = 0u - E;
+                    v = v * load_elem<Fr>(tw_hi + (E >> 16));
+                }
+                store_elem<Fr>(sm + i0, u + v);
+                store_elem<Fr>(sm + i1, u - v);
+            }
+            __syncthreads();
+        }
+    }
+
+    for (u32 e = tid; e < elems; e += nthreads) {
+        u32 g = e % G, j = e / G;
+        u32 gid = blockIdx.x * G + g;
+        u32 x2 = gid & stride_mask;
+        u32 hb = gid >> ls;
+        u32 idx = (hb << L) + x2 + (j << ls);
+        Fr x = load_elem<Fr>(sm + g * gsize + j);
+        if (!dit && ls > 0) {
+            u32 ex = x2 * brev_bits(j, B);
+            if (ex) {
+                u32 E = ex << (32 - L);
+                if (dir_inv) E = 0u - E;
+                x = x * root_pow(tw_lo, tw_hi, E);
+            }
+        }
+        if (store_mode) x = apply_scale(x, store_mode, idx, K, cs, g_lo, g_hi);
+        store_elem<Fr>(data + idx, x);
+    }
+}
+
+// In-place bit-reversal permutation of 2^K elements.
+extern "C" __global__ void ntt_bitrev(Fr* data, u32 K) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >> K) return;
+    u32 j = brev_bits(i, K);
+    if (i < j) {
+        Fr a = load_elem<Fr>(data + i), b = load_elem<Fr>(data + j);
+        store_elem<Fr>(data + i, b);
+        store_elem<Fr>(data + j, a);
+    }
+}
+
+// a[i] <- (a[i]·b[i] - c[i])·zinv.
+extern "C" __global__ void ntt_quotient(Fr* a, const Fr* b, const Fr* c, FrArg zinv, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr z = fr_from_arg(zinv);
+    Fr r = (load_elem<Fr>(a + i) * load_elem<Fr>(b + i) - load_elem<Fr>(c + i)) * z;
+    store_elem<Fr>(a + i, r);
+}
+
+// out[i] = base^i for i < 2^16 and out2[i] = base^(i·2^16), from base^(2^16) given: computed
+// on the device by repeated squaring trees (one thread per entry, log-depth products).
+// tab[0..16] holds base^(2^k) for k = 0..15 and tab[16..32] base^(2^(16+k)).
+extern "C" __global__ void ntt_pow_table(Fr* out_lo, Fr* out_hi, const Fr* pow2) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (1u << 16)) return;
+    Fr lo = Fr::one(), hi = Fr::one();
+    for (int k = 0; k < 16; k++) {
+        if ((i >> k) & 1) {
+            lo = lo * load_elem<Fr>(pow2 + k);
+            hi = hi * load_elem<Fr>(pow2 + 16 + k);
+        }
+    }
+    store_elem<Fr>(out_lo + i, lo);
+    store_elem<Fr>(out_hi + i, hi);
+}
