@@ -64,8 +64,6 @@ pub(crate) struct Part {
     pub slot: u32,
     /// Start of the running stage.
     pub since: Nanos,
-    /// End of the last stage (for queue-wait accounting).
-    pub ready_at: Nanos,
     /// Holds a kernel lane (NTT through MSM).
     pub lane: bool,
     pub held: Held,
@@ -78,7 +76,6 @@ impl Part {
             device: None,
             slot: 0,
             since: Nanos::ZERO,
-            ready_at: Nanos::ZERO,
             lane: false,
             held: Held::default(),
         }
@@ -99,7 +96,6 @@ impl Part {
 pub(crate) struct Job {
     pub key: JobKey,
     pub spec: JobSpec,
-    pub submitted: Nanos,
     /// Next partition to start synthesis.
     pub next_synth: u32,
     /// Next partition to go to a GPU (partitions of a job are dispatched in order).
@@ -112,12 +108,11 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    pub fn new(key: JobKey, spec: JobSpec, submitted: Nanos) -> Job {
+    pub fn new(key: JobKey, spec: JobSpec) -> Job {
         let parts = (0..spec.partitions).map(|_| Part::new()).collect();
         Job {
             key,
             spec,
-            submitted,
             next_synth: 0,
             next_upload: 0,
             finalized: 0,

@@ -1,0 +1,508 @@
+//! The sans-io engine: a state machine that schedules partitions of proof jobs through
+//! synthesize → upload → NTT → MSM → finalize across CPU workers and GPUs.
+//!
+//! It schedules; it does not compute. It never blocks, owns no threads and never reads a
+//! clock: every input carries the time ([`Nanos`]) at which it happened on the caller's clock.
+//!
+//! # Driving the engine (the drain contract)
+//!
+//! ```text
+//! loop {
+//!     feed ONE input:  submit / stage_finished / stage_failed / cancel /
+//!                      preload / evict / params_loaded / params_load_failed / tick
+//!     while let Some(action) = engine.poll_action() { execute(action) }
+//! }
+//! ```
+//!
+//! 1. After every input, call [`Engine::poll_action`] until it returns `None`. Actions are
+//!    produced only by inputs, so once drained nothing new appears until the next input.
+//! 2. Execute actions in the order they come. [`Action::Release`] and
+//!    [`Action::EvictParams`] are cheap (return buffers to a pool, free device memory) and
+//!    must be done before the actions that follow them: the engine counts that memory as free
+//!    the moment it emits them and may hand it out in the very next action.
+//! 3. [`Action::Start`] and [`Action::LoadParams`] are long: run them elsewhere (a task, a
+//!    stream) and report their end with [`Engine::stage_finished`] / [`Engine::stage_failed`]
+//!    or [`Engine::params_loaded`] / [`Engine::params_load_failed`], passing the time they
+//!    ended. Every `Start` must be reported exactly once, even if its job was cancelled.
+//! 4. Call [`Engine::tick`] at [`Engine::next_deadline`] (if any) so deadlines fire.
+//! 5. An input that returns an error changed nothing (a late or duplicate report, an unknown
+//!    job, …); it is safe to log and continue. Times earlier than the last one seen are
+//!    treated as the last one.
+//!
+//! [`Action::JobEnded`] is emitted exactly once per accepted job. When a job is cancelled or
+//! fails, its idle partitions release everything at once; partitions in the middle of a
+//! stage release at the end of that stage (the next stage boundary), which the caller still
+//! reports.
+//!
+//! # Policies
+//!
+//! * Priority CRITICAL > HIGH > NORMAL > LOW wins at every free slot (synthesis worker, GPU
+//!   worker, kernel lane, finalize worker); older jobs first within a priority; the partitions
+//!   of a job are synthesized and sent to a GPU in index order. Running stages are never
+//!   interrupted.
+//! * The GPU path never waits on finalize: a partition leaves its GPU worker, kernel lane and
+//!   device memory when its MSM ends, and the next partition's GPU work is dispatched in the
+//!   same drain, before its finalize starts.
+//! * Memory: host bytes are reserved at synthesis (`a, b, c` released after the upload or the
+//!   NTT, the rest after finalize), device bytes at upload (`a, b, c` released after the NTT,
+//!   the rest after the MSM). A reservation is made only when it fits; budgets are never
+//!   exceeded. `critical_*_reserve` bytes are kept for CRITICAL work.
+//! * Parameters: a partition runs only on a device holding its circuit's parameters; among
+//!   those the least busy is chosen. Parameters are loaded when a job is submitted (if free
+//!   memory allows), when a synthesized partition needs them, or on an idle device that other
+//!   work could use; least recently used parameters that no running partition uses (and no
+//!   earlier job still needs) are evicted when memory is needed.
+//!
+//! See [`sim`] for a deterministic simulator that drives the engine.
+
+mod action;
+mod config;
+mod error;
+mod flow;
+mod job;
+mod params;
+mod pool;
+mod sched;
+pub mod sim;
+mod timeline;
+mod types;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub use action::{Action, Dispatch, JobFailure, Outcome};
+pub use config::{CircuitProfile, DeviceConfig, EngineConfig, Footprint};
+pub use error::EngineError;
+pub use params::Presence;
+pub use timeline::{
+    DeviceReport, EndKind, Gap, IdleCause, JobRecord, Span, SpanKind, Timeline,
+};
+pub use types::{
+    Buffers, CircuitId, DeviceId, JobId, JobKind, JobSpec, Location, Nanos, PartitionId,
+    Priority, Tier,
+};
+
+pub use crate::prover::Stage;
+
+use job::{Job, JobKey, PartKey, Phase};
+use params::{CircuitState, Evict};
+use pool::{DeviceState, Pool, Slots};
+use timeline::JobRecord as Record;
+
+/// Memory use of one budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Bytes reserved now.
+    pub used: u64,
+    /// The budget.
+    pub capacity: u64,
+}
+
+/// The scheduler state machine. See the [module documentation](self) for how to drive it.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    cfg: EngineConfig,
+    now: Nanos,
+    circuits: BTreeMap<crate::engine::CircuitId, CircuitState>,
+    jobs: BTreeMap<JobId, Job>,
+    next_job: u64,
+    /// Jobs with partitions still to synthesize.
+    synth_queue: BTreeSet<JobKey>,
+    /// Synthesized partitions waiting for a GPU.
+    gpu_ready: BTreeSet<PartKey>,
+    /// Partitions waiting for a finalize worker.
+    finalize_queue: BTreeSet<PartKey>,
+    devices: Vec<DeviceState>,
+    host: Pool,
+    synth_slots: Slots,
+    finalize_slots: Slots,
+    /// Non-CRITICAL partitions synthesizing or waiting for a GPU.
+    lookahead: u32,
+    deadlines: BTreeSet<(Nanos, JobId)>,
+    actions: VecDeque<Action>,
+    timeline: Timeline,
+    live_jobs: usize,
+    /// Partitions of live jobs that have not yet been admitted to a GPU.
+    gpu_waiting: u64,
+    /// The last synthesis pass stopped on host memory.
+    host_blocked: bool,
+    lru_clock: u64,
+    /// Devices held by a waiting partition during a dispatch pass.
+    claimed: Vec<bool>,
+}
+
+impl Engine {
+    /// A new engine at time `now`.
+    pub fn new(cfg: EngineConfig, now: Nanos) -> Result<Engine, EngineError> {
+        cfg.validate()?;
+        let devices = cfg.devices.iter().map(|d| DeviceState::new(d, cfg.critical_device_reserve)).collect();
+        Ok(Engine {
+            host: Pool::new(cfg.host_memory_bytes, cfg.critical_host_reserve),
+            synth_slots: Slots::new(cfg.synth_workers),
+            finalize_slots: Slots::new(cfg.finalize_workers),
+            timeline: Timeline::new(cfg.devices.len(), cfg.timeline_capacity, now),
+            claimed: vec![false; cfg.devices.len()],
+            devices,
+            cfg,
+            now,
+            circuits: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            next_job: 0,
+            synth_queue: BTreeSet::new(),
+            gpu_ready: BTreeSet::new(),
+            finalize_queue: BTreeSet::new(),
+            lookahead: 0,
+            deadlines: BTreeSet::new(),
+            actions: VecDeque::new(),
+            live_jobs: 0,
+            gpu_waiting: 0,
+            host_blocked: false,
+            lru_clock: 0,
+        })
+    }
+
+    /// Registers a circuit and the memory it needs. Produces no actions.
+    pub fn register_circuit(&mut self, id: CircuitId, profile: CircuitProfile) -> Result<(), EngineError> {
+        if self.circuits.contains_key(&id) {
+            return Err(EngineError::CircuitExists(id));
+        }
+        self.circuits.insert(id, CircuitState::new(profile, self.devices.len()));
+        Ok(())
+    }
+
+    /// Accepts a job; it will end with exactly one [`Action::JobEnded`].
+    pub fn submit(&mut self, spec: JobSpec, now: Nanos) -> Result<JobId, EngineError> {
+        let c = self.circuits.get(&spec.circuit).ok_or(EngineError::UnknownCircuit(spec.circuit))?;
+        if spec.partitions == 0 {
+            return Err(EngineError::NoPartitions);
+        }
+        let crit = spec.priority == Priority::Critical;
+        let fp = c.profile.footprint;
+        let host_cap = self.host.usable(crit);
+        if fp.host() > host_cap {
+            let (need, capacity) = (fp.host(), host_cap);
+            return Err(EngineError::TooLarge { circuit: spec.circuit, location: Location::Host, need, capacity });
+        }
+        let dev_need = fp.device().saturating_add(c.profile.params_device_bytes);
+        let dev_cap = self.devices.iter().map(|d| d.pool.usable(crit)).max().unwrap_or(0);
+        if dev_need > dev_cap {
+            let location = Location::Device(DeviceId(0));
+            return Err(EngineError::TooLarge { circuit: spec.circuit, location, need: dev_need, capacity: dev_cap });
+        }
+        self.advance(now);
+        let id = JobId(self.next_job);
+        self.next_job += 1;
+        let key = JobKey::new(spec.priority, id);
+        if let Some(c) = self.circuits.get_mut(&spec.circuit) {
+            c.add_demand(key, spec.partitions);
+        }
+        self.timeline.job_submitted(Record {
+            job: id,
+            circuit: spec.circuit,
+            priority: spec.priority,
+            partitions: spec.partitions,
+            submitted: self.now,
+            first_start: None,
+            first_gpu: None,
+            ended: None,
+        });
+        if let Some(t) = spec.deadline {
+            self.deadlines.insert((t, id));
+        }
+        self.gpu_waiting += u64::from(spec.partitions);
+        self.live_jobs += 1;
+        self.synth_queue.insert(key);
+        let circuit = spec.circuit;
+        self.jobs.insert(id, Job::new(key, spec));
+        self.expire_deadlines();
+        if self.jobs.get(&id).is_some_and(|j| !j.ended) {
+            self.prefetch(circuit, crit);
+        }
+        self.schedule();
+        Ok(id)
+    }
+
+    /// A stage started by [`Action::Start`] finished successfully at `now`.
+    pub fn stage_finished(&mut self, partition: PartitionId, stage: Stage, now: Nanos) -> Result<(), EngineError> {
+        self.check_running(partition, stage)?;
+        self.advance(now);
+        self.finish_stage(partition, stage, None);
+        self.schedule();
+        Ok(())
+    }
+
+    /// A stage failed at `now`; its job fails (if it has not ended already).
+    pub fn stage_failed(
+        &mut self,
+        partition: PartitionId,
+        stage: Stage,
+        now: Nanos,
+        reason: impl Into<String>,
+    ) -> Result<(), EngineError> {
+        self.check_running(partition, stage)?;
+        self.advance(now);
+        self.finish_stage(partition, stage, Some(reason.into()));
+        self.schedule();
+        Ok(())
+    }
+
+    /// Cancels a job: it ends now; its running stages release their memory when reported.
+    pub fn cancel(&mut self, job: JobId, now: Nanos) -> Result<(), EngineError> {
+        match self.jobs.get(&job) {
+            None => return Err(EngineError::UnknownJob(job)),
+            Some(j) if j.ended => return Err(EngineError::JobEnded(job)),
+            Some(_) => {}
+        }
+        self.advance(now);
+        // The deadline may just have ended it.
+        if self.jobs.get(&job).is_some_and(|j| !j.ended) {
+            self.end_job(job, Outcome::Cancelled);
+        }
+        self.schedule();
+        Ok(())
+    }
+
+    /// Loads a circuit's parameters to the host (warm) or a device (hot) ahead of need,
+    /// evicting only parameters no job needs. A no-op if they are there or on their way.
+    pub fn preload(&mut self, circuit: CircuitId, to: Location, now: Nanos) -> Result<(), EngineError> {
+        let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
+        let r = self.residence(c, to)?;
+        if r.present() {
+            return Ok(());
+        }
+        let need = c.bytes(to);
+        self.advance(now);
+        if !self.make_room(to, need, false, Evict::Idle) {
+            self.schedule();
+            return Err(EngineError::InsufficientMemory { location: to, need });
+        }
+        self.start_load(circuit, to);
+        self.schedule();
+        Ok(())
+    }
+
+    /// Evicts a circuit's parameters from a location. A no-op if absent; an error while
+    /// partitions use them or a load is in flight.
+    pub fn evict(&mut self, circuit: CircuitId, from: Location, now: Nanos) -> Result<(), EngineError> {
+        let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
+        let r = self.residence(c, from)?;
+        match r.state {
+            Presence::Absent => return Ok(()),
+            Presence::Loading => return Err(EngineError::ParamsInUse { circuit, location: from }),
+            Presence::Resident if r.users > 0 => {
+                return Err(EngineError::ParamsInUse { circuit, location: from })
+            }
+            Presence::Resident => {}
+        }
+        self.advance(now);
+        self.evict_now(circuit, from);
+        self.schedule();
+        Ok(())
+    }
+
+    /// A [`Action::LoadParams`] completed at `now`.
+    pub fn params_loaded(&mut self, circuit: CircuitId, at: Location, now: Nanos) -> Result<(), EngineError> {
+        self.check_loading(circuit, at)?;
+        self.advance(now);
+        self.load_done(circuit, at, true);
+        self.schedule();
+        Ok(())
+    }
+
+    /// A [`Action::LoadParams`] failed at `now`. The engine emits [`Action::EvictParams`] for
+    /// the reservation; if the circuit is then on no device and loading nowhere, every live
+    /// job still needing it fails.
+    pub fn params_load_failed(
+        &mut self,
+        circuit: CircuitId,
+        at: Location,
+        now: Nanos,
+        reason: impl Into<String>,
+    ) -> Result<(), EngineError> {
+        self.check_loading(circuit, at)?;
+        self.advance(now);
+        self.load_done(circuit, at, false);
+        if matches!(at, Location::Device(_)) {
+            self.fail_params_waiters(circuit, reason.into());
+        }
+        self.schedule();
+        Ok(())
+    }
+
+    /// Advances time to `now`: fires deadlines and runs the scheduler.
+    pub fn tick(&mut self, now: Nanos) {
+        self.advance(now);
+        self.schedule();
+    }
+
+    /// The next action to execute, if any. See the drain contract in the module docs.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The earliest job deadline still pending: call [`Engine::tick`] then.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// The latest time seen.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// What happened so far.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// Jobs accepted and not yet ended.
+    pub fn live_jobs(&self) -> usize {
+        self.live_jobs
+    }
+
+    /// True when no job is live and no stage or load is outstanding.
+    pub fn is_quiescent(&self) -> bool {
+        self.live_jobs == 0
+            && self.jobs.is_empty()
+            && self.circuits.values().all(|c| {
+                c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading)
+            })
+    }
+
+    /// How close a circuit's parameters are to a GPU.
+    pub fn tier(&self, circuit: CircuitId) -> Option<Tier> {
+        self.circuits.get(&circuit).map(CircuitState::tier)
+    }
+
+    /// Whether a circuit's parameters are at a location.
+    pub fn presence(&self, circuit: CircuitId, at: Location) -> Option<Presence> {
+        self.circuits.get(&circuit)?.at(at).map(|r| r.state)
+    }
+
+    /// Memory use of the host budget or a device budget.
+    pub fn usage(&self, at: Location) -> Option<MemoryUsage> {
+        let p = match at {
+            Location::Host => &self.host,
+            Location::Device(d) => &self.devices.get(d.0 as usize)?.pool,
+        };
+        Some(MemoryUsage { used: p.used, capacity: p.capacity })
+    }
+
+    /// Busy time and idle gaps of a device over `[from, to]` (see [`Timeline::device_report`]).
+    pub fn device_report(&self, d: DeviceId, from: Nanos, to: Nanos) -> Option<DeviceReport> {
+        self.timeline.device_report(d, from, to)
+    }
+
+    /// Recomputes every reservation from the partitions and parameters and compares with the
+    /// budgets' counters; a test aid. Returns a description of the first mismatch.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let mut host = 0u64;
+        let mut devs = vec![0u64; self.devices.len()];
+        for c in self.circuits.values() {
+            if c.host.present() {
+                host += c.profile.params_host_bytes;
+            }
+            for (d, r) in c.devices.iter().enumerate() {
+                if r.present() {
+                    devs[d] += c.profile.params_device_bytes;
+                }
+            }
+        }
+        for j in self.jobs.values() {
+            for p in &j.parts {
+                host += p.held.host_abc + p.held.host_rest;
+                let dev_bytes = p.held.dev_abc + p.held.dev_rest;
+                match p.device {
+                    Some(d) => devs[d.0 as usize] += dev_bytes,
+                    None if dev_bytes > 0 => return Err(format!("{:?} holds device bytes off-device", j.key.id)),
+                    None => {}
+                }
+            }
+        }
+        if host != self.host.used {
+            return Err(format!("host used {} but reservations sum to {host}", self.host.used));
+        }
+        if self.host.used > self.host.capacity {
+            return Err(format!("host used {} exceeds {}", self.host.used, self.host.capacity));
+        }
+        for (d, s) in self.devices.iter().enumerate() {
+            if devs[d] != s.pool.used {
+                return Err(format!("device {d} used {} but reservations sum to {}", s.pool.used, devs[d]));
+            }
+            if s.pool.used > s.pool.capacity {
+                return Err(format!("device {d} used {} exceeds {}", s.pool.used, s.pool.capacity));
+            }
+        }
+        Ok(())
+    }
+
+    fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a params::Residence, EngineError> {
+        match at {
+            Location::Device(d) => c.at(at).ok_or(EngineError::UnknownDevice(d)),
+            Location::Host => Ok(&c.host),
+        }
+    }
+
+    fn check_loading(&self, circuit: CircuitId, at: Location) -> Result<(), EngineError> {
+        let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
+        if self.residence(c, at)?.state != Presence::Loading {
+            return Err(EngineError::NotLoading { circuit, location: at });
+        }
+        Ok(())
+    }
+
+    fn check_running(&self, p: PartitionId, stage: Stage) -> Result<(), EngineError> {
+        let part = self
+            .jobs
+            .get(&p.job)
+            .and_then(|j| j.parts.get(p.index as usize))
+            .ok_or(EngineError::UnknownPartition(p))?;
+        if part.phase != Phase::Running(stage) {
+            return Err(EngineError::NotRunning { partition: p, stage });
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, now: Nanos) {
+        self.now = self.now.max(now);
+        self.expire_deadlines();
+    }
+
+    fn expire_deadlines(&mut self) {
+        while let Some(&(t, job)) = self.deadlines.first() {
+            if t > self.now {
+                break;
+            }
+            self.deadlines.pop_first();
+            if self.jobs.get(&job).is_some_and(|j| !j.ended) {
+                self.end_job(job, Outcome::Failed(JobFailure::DeadlineExceeded));
+            }
+        }
+    }
+
+    fn pool_take(&mut self, loc: Location, bytes: u64) {
+        let p = match loc {
+            Location::Host => &mut self.host,
+            Location::Device(d) => match self.devices.get_mut(d.0 as usize) {
+                Some(s) => &mut s.pool,
+                None => return,
+            },
+        };
+        p.used = p.used.saturating_add(bytes);
+    }
+
+    fn pool_give(&mut self, loc: Location, bytes: u64) {
+        let p = match loc {
+            Location::Host => &mut self.host,
+            Location::Device(d) => match self.devices.get_mut(d.0 as usize) {
+                Some(s) => &mut s.pool,
+                None => return,
+            },
+        };
+        p.used = p.used.saturating_sub(bytes);
+    }
+}

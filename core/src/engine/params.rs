@@ -1,0 +1,307 @@
+//! Parameter (SRS) residency: where each circuit's parameters are, who uses them, and which
+//! may be evicted (least recently used, unreferenced) when memory is needed.
+
+use std::collections::BTreeMap;
+
+use super::action::Action;
+use super::config::CircuitProfile;
+use super::job::JobKey;
+use super::timeline::{Span, SpanKind};
+use super::types::{CircuitId, Location, Nanos, Tier};
+use super::Engine;
+
+/// State of one copy of a circuit's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Not there.
+    Absent,
+    /// Being loaded (memory already reserved).
+    Loading,
+    /// There.
+    Resident,
+}
+
+/// One copy (host or one device).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Residence {
+    pub state: Presence,
+    /// Partitions on the device using it, or device loads reading the host copy.
+    pub users: u32,
+    /// Logical time of last use (LRU).
+    pub last_used: u64,
+    /// Start of the load in flight.
+    pub since: Nanos,
+    /// The load in flight reads the warm host copy.
+    pub from_host: bool,
+}
+
+impl Residence {
+    const ABSENT: Residence =
+        Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false };
+
+    pub fn resident(&self) -> bool {
+        self.state == Presence::Resident
+    }
+
+    pub fn present(&self) -> bool {
+        self.state != Presence::Absent
+    }
+}
+
+/// A registered circuit.
+#[derive(Debug, Clone)]
+pub(crate) struct CircuitState {
+    pub profile: CircuitProfile,
+    pub host: Residence,
+    pub devices: Vec<Residence>,
+    /// Partitions per job that still need device parameters, in job order.
+    pub demand: BTreeMap<JobKey, u32>,
+}
+
+impl CircuitState {
+    pub fn new(profile: CircuitProfile, devices: usize) -> CircuitState {
+        CircuitState {
+            profile,
+            host: Residence::ABSENT,
+            devices: vec![Residence::ABSENT; devices],
+            demand: BTreeMap::new(),
+        }
+    }
+
+    pub fn at(&self, loc: Location) -> Option<&Residence> {
+        match loc {
+            Location::Host => Some(&self.host),
+            Location::Device(d) => self.devices.get(d.0 as usize),
+        }
+    }
+
+    pub fn at_mut(&mut self, loc: Location) -> Option<&mut Residence> {
+        match loc {
+            Location::Host => Some(&mut self.host),
+            Location::Device(d) => self.devices.get_mut(d.0 as usize),
+        }
+    }
+
+    pub fn bytes(&self, loc: Location) -> u64 {
+        match loc {
+            Location::Host => self.profile.params_host_bytes,
+            Location::Device(_) => self.profile.params_device_bytes,
+        }
+    }
+
+    pub fn present_on_any_device(&self) -> bool {
+        self.devices.iter().any(Residence::present)
+    }
+
+    pub fn tier(&self) -> Tier {
+        if self.devices.iter().any(Residence::resident) {
+            Tier::Hot
+        } else if self.host.resident() {
+            Tier::Warm
+        } else {
+            Tier::Cold
+        }
+    }
+
+    pub fn add_demand(&mut self, key: JobKey, n: u32) {
+        if n > 0 {
+            *self.demand.entry(key).or_insert(0) += n;
+        }
+    }
+
+    pub fn sub_demand(&mut self, key: JobKey) {
+        if let Some(n) = self.demand.get_mut(&key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.demand.remove(&key);
+            }
+        }
+    }
+}
+
+/// Which resident, unreferenced parameters a request may evict.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Evict {
+    /// Those no job needs.
+    Idle,
+    /// Those no job ordered before this one needs (or that have a copy on another device).
+    Before(JobKey),
+}
+
+impl Engine {
+    pub(crate) fn lru_tick(&mut self) -> u64 {
+        self.lru_clock += 1;
+        self.lru_clock
+    }
+
+    /// Free bytes at `loc` (respecting the CRITICAL reserve unless `critical`).
+    pub(crate) fn avail(&self, loc: Location, critical: bool) -> u64 {
+        match loc {
+            Location::Host => self.host.avail(critical),
+            Location::Device(d) => self.devices.get(d.0 as usize).map_or(0, |s| s.pool.avail(critical)),
+        }
+    }
+
+    fn evictable(&self, c: &CircuitState, loc: Location, rule: Evict) -> bool {
+        let Some(r) = c.at(loc) else { return false };
+        if !r.resident() || r.users > 0 {
+            return false;
+        }
+        match (loc, rule) {
+            (Location::Host, _) => true,
+            (_, Evict::Idle) => c.demand.is_empty(),
+            (Location::Device(d), Evict::Before(k)) => {
+                let later = c.demand.keys().next().map_or(true, |first| *first > k);
+                let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident());
+                later || replica
+            }
+        }
+    }
+
+    /// Makes `need` bytes available at `loc`, evicting least recently used parameters that
+    /// `rule` allows; evicts nothing and returns false when that cannot be enough.
+    pub(crate) fn make_room(&mut self, loc: Location, need: u64, critical: bool, rule: Evict) -> bool {
+        let mut have = self.avail(loc, critical);
+        if have >= need {
+            return true;
+        }
+        let mut cands: Vec<(u64, CircuitId, u64)> = self
+            .circuits
+            .iter()
+            .filter(|(_, c)| self.evictable(c, loc, rule))
+            .map(|(id, c)| (c.at(loc).map_or(0, |r| r.last_used), *id, c.bytes(loc)))
+            .collect();
+        cands.sort_unstable();
+        let mut chosen = 0;
+        for (_, _, b) in &cands {
+            if have >= need {
+                break;
+            }
+            have = have.saturating_add(*b);
+            chosen += 1;
+        }
+        if have < need {
+            return false;
+        }
+        for (_, id, _) in cands.into_iter().take(chosen) {
+            self.evict_now(id, loc);
+        }
+        true
+    }
+
+    /// Drops resident, unreferenced parameters.
+    pub(crate) fn evict_now(&mut self, id: CircuitId, loc: Location) {
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        let bytes = c.bytes(loc);
+        let Some(r) = c.at_mut(loc) else { return };
+        r.state = Presence::Absent;
+        self.pool_give(loc, bytes);
+        self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
+    }
+
+    /// Reserves memory and asks for a load (the caller checked that it fits).
+    pub(crate) fn start_load(&mut self, id: CircuitId, loc: Location) {
+        let now = self.now;
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        let bytes = c.bytes(loc);
+        let from_host = matches!(loc, Location::Device(_)) && c.host.resident();
+        if from_host {
+            c.host.users += 1;
+        }
+        let Some(r) = c.at_mut(loc) else { return };
+        r.state = Presence::Loading;
+        r.since = now;
+        r.from_host = from_host;
+        self.pool_take(loc, bytes);
+        self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes, from_host });
+    }
+
+    /// Loads `id` onto some device if it is nowhere on one, without disturbing needed
+    /// parameters (used when a job is submitted).
+    pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool) {
+        let Some(c) = self.circuits.get(&id) else { return };
+        if c.present_on_any_device() {
+            return;
+        }
+        let need = c.profile.params_device_bytes;
+        let best = (0..self.devices.len())
+            .map(|d| (self.avail(Location::Device(dev(d)), critical), std::cmp::Reverse(d)))
+            .max();
+        if let Some((_, std::cmp::Reverse(d))) = best {
+            let loc = Location::Device(dev(d));
+            if self.make_room(loc, need, critical, Evict::Idle) {
+                self.start_load(id, loc);
+            }
+        }
+    }
+
+    /// Loads `id` for a waiting partition of job `key` that needs `extra` device bytes to run.
+    /// Returns false when no unclaimed device can make room now.
+    pub(crate) fn demand_load(&mut self, id: CircuitId, key: JobKey, extra: u64) -> bool {
+        let Some(c) = self.circuits.get(&id) else { return false };
+        let need = c.profile.params_device_bytes.saturating_add(extra);
+        let crit = key.critical();
+        // Without eviction first: prefer a device with a free worker, then the most room.
+        let mut best: Option<(bool, u64, std::cmp::Reverse<usize>)> = None;
+        for d in 0..self.devices.len() {
+            let loc = Location::Device(dev(d));
+            let avail = self.avail(loc, crit);
+            if self.claimed[d] || avail < need {
+                continue;
+            }
+            let cand = (self.devices[d].workers.has_free(), avail, std::cmp::Reverse(d));
+            best = best.max(Some(cand));
+        }
+        let mut pick = best.map(|(_, _, std::cmp::Reverse(d))| d);
+        if pick.is_none() {
+            pick = (0..self.devices.len()).find(|&d| {
+                !self.claimed[d] && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key))
+            });
+        }
+        match pick {
+            Some(d) => {
+                self.start_load(id, Location::Device(dev(d)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A load finished (or failed): bookkeeping shared by both.
+    pub(crate) fn load_done(&mut self, id: CircuitId, loc: Location, ok: bool) {
+        let now = self.now;
+        let tick = self.lru_tick();
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        let bytes = c.bytes(loc);
+        let Some(r) = c.at_mut(loc) else { return };
+        let since = r.since;
+        let from_host = std::mem::take(&mut r.from_host);
+        if ok {
+            r.state = Presence::Resident;
+            r.last_used = tick;
+        } else {
+            r.state = Presence::Absent;
+        }
+        if from_host {
+            c.host.users = c.host.users.saturating_sub(1);
+        }
+        self.timeline.span(Span {
+            kind: SpanKind::LoadParams,
+            partition: None,
+            circuit: id,
+            location: loc,
+            slot: 0,
+            start: since,
+            end: now,
+            failed: !ok,
+        });
+        if !ok {
+            self.pool_give(loc, bytes);
+            self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
+        }
+    }
+}
+
+pub(crate) fn dev(d: usize) -> super::types::DeviceId {
+    super::types::DeviceId(d as u32)
+}

@@ -1,0 +1,88 @@
+//! Memory budgets and worker slots.
+
+use std::collections::BTreeSet;
+
+use super::config::DeviceConfig;
+use super::job::PartKey;
+
+/// A memory budget.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pool {
+    pub capacity: u64,
+    pub used: u64,
+    /// Bytes only CRITICAL work may use.
+    pub reserve: u64,
+}
+
+impl Pool {
+    pub fn new(capacity: u64, reserve: u64) -> Pool {
+        Pool { capacity, used: 0, reserve: reserve.min(capacity) }
+    }
+
+    /// Bytes that may still be reserved.
+    pub fn avail(&self, critical: bool) -> u64 {
+        let cap = if critical { self.capacity } else { self.capacity - self.reserve };
+        cap.saturating_sub(self.used)
+    }
+
+    /// Largest reservation ever possible.
+    pub fn usable(&self, critical: bool) -> u64 {
+        if critical {
+            self.capacity
+        } else {
+            self.capacity - self.reserve
+        }
+    }
+}
+
+/// Numbered worker slots; the lowest free number is handed out first.
+#[derive(Debug, Clone)]
+pub(crate) struct Slots {
+    free: BTreeSet<u32>,
+}
+
+impl Slots {
+    pub fn new(n: u32) -> Slots {
+        Slots { free: (0..n).collect() }
+    }
+
+    pub fn has_free(&self) -> bool {
+        !self.free.is_empty()
+    }
+
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    pub fn take(&mut self) -> Option<u32> {
+        self.free.pop_first()
+    }
+
+    pub fn give(&mut self, slot: u32) {
+        self.free.insert(slot);
+    }
+}
+
+/// One GPU's scheduling state.
+#[derive(Debug, Clone)]
+pub(crate) struct DeviceState {
+    pub pool: Pool,
+    pub workers: Slots,
+    pub lanes_free: u32,
+    /// Uploaded partitions waiting for a kernel lane.
+    pub lane_queue: BTreeSet<PartKey>,
+    /// GPU stages running now.
+    pub active: u32,
+}
+
+impl DeviceState {
+    pub fn new(cfg: &DeviceConfig, reserve: u64) -> DeviceState {
+        DeviceState {
+            pool: Pool::new(cfg.memory_bytes, reserve),
+            workers: Slots::new(cfg.gpu_workers),
+            lanes_free: cfg.kernel_lanes,
+            lane_queue: BTreeSet::new(),
+            active: 0,
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The dispatch pass run after every input: kernel lanes, GPU admission (with parameter
+//! placement), synthesis, finalize, then idle-cause bookkeeping. GPU work goes first so that
+//! nothing on the GPU path waits behind CPU-side bookkeeping.
+
+use std::ops::Bound::{Excluded, Unbounded};
+
+use crate::prover::Stage;
+
+use super::job::{PartKey, Phase};
+use super::params::{dev, Evict, Presence};
+use super::timeline::IdleCause;
+use super::types::{CircuitId, Location, PartitionId};
+use super::Engine;
+
+fn pid(pk: PartKey) -> PartitionId {
+    PartitionId { job: pk.job.id, index: pk.index }
+}
+
+impl Engine {
+    /// Starts everything that can start now.
+    pub(crate) fn schedule(&mut self) {
+        self.dispatch_lanes();
+        self.dispatch_gpu();
+        self.dispatch_synthesis();
+        self.dispatch_finalize();
+        self.update_idle();
+    }
+
+    /// Uploaded partitions take free kernel lanes, in priority order per device.
+    fn dispatch_lanes(&mut self) {
+        for d in 0..self.devices.len() {
+            loop {
+                let s = &mut self.devices[d];
+                if s.lanes_free == 0 {
+                    break;
+                }
+                let Some(pk) = s.lane_queue.pop_first() else { break };
+                s.lanes_free -= 1;
+                let p = pid(pk);
+                let Some(part) = self.jobs.get_mut(&p.job).and_then(|j| j.parts.get_mut(p.index as usize))
+                else {
+                    self.devices[d].lanes_free += 1;
+                    continue;
+                };
+                part.lane = true;
+                let slot = part.slot;
+                self.begin(p, Stage::Ntt, Location::Device(dev(d)), slot, 0);
+            }
+        }
+    }
+
+    fn open_device(&self) -> bool {
+        (0..self.devices.len()).any(|d| !self.claimed[d] && self.devices[d].workers.has_free())
+    }
+
+    /// Synthesized partitions go to GPUs in priority order (partitions of a job in index
+    /// order); parameters are loaded where needed.
+    fn dispatch_gpu(&mut self) {
+        self.claimed.iter_mut().for_each(|c| *c = false);
+        let mut cursor: Option<PartKey> = None;
+        while self.open_device() {
+            let next = match cursor {
+                None => self.gpu_ready.first().copied(),
+                Some(c) => self.gpu_ready.range((Excluded(c), Unbounded)).next().copied(),
+            };
+            let Some(pk) = next else { break };
+            cursor = Some(pk);
+            let Some(job) = self.jobs.get(&pk.job.id) else { continue };
+            if pk.index != job.next_upload {
+                continue;
+            }
+            let circuit = job.spec.circuit;
+            self.try_admit(pk, circuit);
+        }
+        self.replicate();
+    }
+
+    /// Admits `pk` to the best device holding its parameters, or arranges for them.
+    fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) {
+        let Some(c) = self.circuits.get(&circuit) else { return };
+        let need = c.profile.footprint.device();
+        let params = c.profile.params_device_bytes;
+        let crit = pk.job.critical();
+        let mut best: Option<(usize, u64, std::cmp::Reverse<usize>)> = None;
+        let mut tight = None;
+        for d in 0..self.devices.len() {
+            let s = &self.devices[d];
+            if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() {
+                continue;
+            }
+            let avail = s.pool.avail(crit);
+            if avail >= need {
+                best = best.max(Some((s.workers.free_count(), avail, std::cmp::Reverse(d))));
+            } else if tight.is_none() {
+                tight = Some(d);
+            }
+        }
+        if let Some((_, _, std::cmp::Reverse(d))) = best {
+            self.admit(pk, d, need);
+            return;
+        }
+        if let Some(d) = tight {
+            if self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(pk.job)) {
+                self.admit(pk, d, need);
+            } else {
+                self.claimed[d] = true;
+            }
+            return;
+        }
+        if c.present_on_any_device() {
+            return;
+        }
+        if !self.demand_load(circuit, pk.job, need) {
+            let total = params.saturating_add(need);
+            let n = self.devices.len();
+            if let Some(d) = (0..n).find(|&d| !self.claimed[d] && self.devices[d].pool.usable(crit) >= total) {
+                self.claimed[d] = true;
+            }
+        }
+    }
+
+    /// Starts the upload of `pk` on device `d` (the caller checked worker and memory).
+    fn admit(&mut self, pk: PartKey, d: usize, need: u64) {
+        let Some(slot) = self.devices[d].workers.take() else { return };
+        let p = pid(pk);
+        let now = self.now;
+        let tick = self.lru_tick();
+        self.gpu_ready.remove(&pk);
+        if !pk.job.critical() {
+            self.lookahead = self.lookahead.saturating_sub(1);
+        }
+        self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
+        self.pool_take(Location::Device(dev(d)), need);
+        let Some(job) = self.jobs.get_mut(&p.job) else { return };
+        job.next_upload += 1;
+        let circuit = job.spec.circuit;
+        let Some(c) = self.circuits.get_mut(&circuit) else { return };
+        let fp = c.profile.footprint;
+        if let Some(r) = c.devices.get_mut(d) {
+            r.users += 1;
+            r.last_used = tick;
+        }
+        if let Some(part) = job.parts.get_mut(p.index as usize) {
+            part.device = Some(dev(d));
+            part.held.dev_abc = fp.device_abc;
+            part.held.dev_rest = fp.device_rest;
+        }
+        self.timeline.job_started(p.job, now, true);
+        self.begin(p, Stage::Upload, Location::Device(dev(d)), slot, need);
+    }
+
+    /// A device with a free worker and nothing it can run loads the parameters of the first
+    /// waiting partition, using free memory or parameters nobody needs.
+    fn replicate(&mut self) {
+        for d in 0..self.devices.len() {
+            if self.claimed[d] || !self.devices[d].workers.has_free() {
+                continue;
+            }
+            let mut target = None;
+            for pk in &self.gpu_ready {
+                let Some(job) = self.jobs.get(&pk.job.id) else { continue };
+                if pk.index != job.next_upload {
+                    continue;
+                }
+                let Some(c) = self.circuits.get(&job.spec.circuit) else { continue };
+                if c.devices[d].present() {
+                    continue;
+                }
+                let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
+                target = Some((job.spec.circuit, total, pk.job.critical()));
+                break;
+            }
+            if let Some((circuit, total, crit)) = target {
+                let loc = Location::Device(dev(d));
+                if self.make_room(loc, total, crit, Evict::Idle) {
+                    self.start_load(circuit, loc);
+                }
+            }
+        }
+    }
+
+    /// Jobs in priority order get free synthesis workers, within the look-ahead limit
+    /// (CRITICAL exempt) and the host budget; the first job that does not fit stops the pass.
+    fn dispatch_synthesis(&mut self) {
+        self.host_blocked = false;
+        while self.synth_slots.has_free() {
+            let Some(&jk) = self.synth_queue.first() else { break };
+            let crit = jk.critical();
+            if !crit && self.lookahead >= self.cfg.synth_lookahead {
+                break;
+            }
+            let Some(job) = self.jobs.get(&jk.id) else {
+                self.synth_queue.remove(&jk);
+                continue;
+            };
+            let Some(c) = self.circuits.get(&job.spec.circuit) else {
+                self.synth_queue.remove(&jk);
+                continue;
+            };
+            let fp = c.profile.footprint;
+            if !self.make_room(Location::Host, fp.host(), crit, Evict::Idle) {
+                self.host_blocked = true;
+                break;
+            }
+            let Some(slot) = self.synth_slots.take() else { break };
+            let Some(job) = self.jobs.get_mut(&jk.id) else { break };
+            let index = job.next_synth;
+            job.next_synth += 1;
+            if job.next_synth >= job.spec.partitions {
+                self.synth_queue.remove(&jk);
+            }
+            if let Some(part) = job.parts.get_mut(index as usize) {
+                part.held.host_abc = fp.host_abc;
+                part.held.host_rest = fp.host_rest;
+            }
+            self.pool_take(Location::Host, fp.host());
+            if !crit {
+                self.lookahead += 1;
+            }
+            self.timeline.job_started(jk.id, self.now, false);
+            let p = PartitionId { job: jk.id, index };
+            self.begin(p, Stage::Synthesize, Location::Host, slot, fp.host());
+        }
+    }
+
+    /// Partitions off the GPU get free finalize workers in priority order.
+    fn dispatch_finalize(&mut self) {
+        while self.finalize_slots.has_free() {
+            let Some(pk) = self.finalize_queue.pop_first() else { break };
+            let Some(slot) = self.finalize_slots.take() else { break };
+            self.begin(pid(pk), Stage::Finalize, Location::Host, slot, 0);
+        }
+    }
+
+    /// Records why each device without a running GPU stage is idle.
+    fn update_idle(&mut self) {
+        let mut eligible = None;
+        for d in 0..self.devices.len() {
+            if self.devices[d].active > 0 {
+                continue;
+            }
+            let cause = if self.gpu_waiting == 0 {
+                IdleCause::NoWork
+            } else if self.claimed[d] {
+                IdleCause::DeviceMemory
+            } else if *eligible.get_or_insert_with(|| self.eligible_ready())
+                || self.circuits.values().any(|c| c.devices[d].state == Presence::Loading)
+            {
+                IdleCause::Params
+            } else if self.host_blocked {
+                IdleCause::HostMemory
+            } else {
+                IdleCause::Synthesis
+            };
+            self.timeline.gpu_idle(d, self.now, cause);
+        }
+    }
+
+    /// Some synthesized partition is next in line within its job.
+    fn eligible_ready(&self) -> bool {
+        self.gpu_ready.iter().any(|pk| {
+            self.jobs.get(&pk.job.id).is_some_and(|j| {
+                j.next_upload == pk.index
+                    && j.parts.get(pk.index as usize).is_some_and(|p| p.phase == Phase::Ready(Stage::Upload))
+            })
+        })
+    }
+}

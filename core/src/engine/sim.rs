@@ -1,0 +1,391 @@
+//! A deterministic simulator that drives an [`Engine`] with modelled stage and load
+//! durations and injected faults (in the spirit of quinn-proto's test `Pair` and str0m's
+//! netem): a virtual clock, an ordered event queue, a seeded generator, and an independent
+//! ledger of every byte the actions reserve and release.
+//!
+//! Same seed and inputs, same run: every event is ordered by (time, sequence number).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::prover::Stage;
+
+use super::{
+    Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec,
+    Location, Nanos, Outcome, PartitionId,
+};
+
+/// A modelled duration: uniform in `[base, base + jitter]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dur {
+    /// Shortest.
+    pub base: Nanos,
+    /// Spread above `base`.
+    pub jitter: Nanos,
+}
+
+impl Dur {
+    /// Exactly `t`.
+    pub const fn fixed(t: Nanos) -> Dur {
+        Dur { base: t, jitter: Nanos::ZERO }
+    }
+
+    /// Uniform in `[base, base + jitter]`.
+    pub const fn spread(base: Nanos, jitter: Nanos) -> Dur {
+        Dur { base, jitter }
+    }
+
+    /// The longest it can be.
+    pub fn max(&self) -> Nanos {
+        self.base + self.jitter
+    }
+}
+
+/// Durations for one circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CircuitModel {
+    /// Per stage, in [`Stage::ALL`] order.
+    pub stages: [Dur; 5],
+    /// Loading parameters onto a device.
+    pub load_device: Dur,
+    /// Loading parameters into host memory.
+    pub load_host: Dur,
+}
+
+impl CircuitModel {
+    /// The modelled duration of `stage`.
+    pub fn stage(&self, stage: Stage) -> Dur {
+        self.stages[stage_index(stage)]
+    }
+
+    /// The longest a partition can keep a GPU worker busy (upload + NTT + MSM).
+    pub fn max_gpu(&self) -> Nanos {
+        self.stage(Stage::Upload).max() + self.stage(Stage::Ntt).max() + self.stage(Stage::Msm).max()
+    }
+}
+
+fn stage_index(stage: Stage) -> usize {
+    Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0)
+}
+
+/// Injected faults, in parts per million.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Faults {
+    /// Chance that a stage fails.
+    pub stage_fail_ppm: u32,
+    /// Chance that a parameter load fails.
+    pub load_fail_ppm: u32,
+}
+
+/// Everything the simulator models.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Per-circuit durations.
+    pub circuits: BTreeMap<CircuitId, CircuitModel>,
+    /// Durations for circuits not listed.
+    pub default: CircuitModel,
+    /// Faults.
+    pub faults: Faults,
+}
+
+impl Model {
+    fn circuit(&self, c: CircuitId) -> &CircuitModel {
+        self.circuits.get(&c).unwrap_or(&self.default)
+    }
+}
+
+/// SplitMix64: small, fast, deterministic.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, n]`.
+    pub fn upto(&mut self, n: u64) -> u64 {
+        if n == u64::MAX {
+            self.next_u64()
+        } else {
+            self.next_u64() % (n + 1)
+        }
+    }
+
+    /// True with probability `ppm / 1e6`.
+    pub fn chance(&mut self, ppm: u32) -> bool {
+        ppm > 0 && self.next_u64() % 1_000_000 < u64::from(ppm)
+    }
+
+    fn sample(&mut self, d: Dur) -> Nanos {
+        d.base + Nanos(self.upto(d.jitter.0))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Event {
+    Submit { ticket: usize, spec: JobSpec },
+    Cancel { ticket: usize },
+    Preload { circuit: CircuitId, at: Location },
+    StageEnd { p: PartitionId, stage: Stage, fail: bool },
+    LoadEnd { circuit: CircuitId, at: Location, fail: bool },
+    Tick,
+}
+
+/// What the simulator observed.
+#[derive(Debug, Clone, Default)]
+pub struct SimLog {
+    /// Every `JobEnded` per job, in order (more than one entry is a bug).
+    pub ends: BTreeMap<JobId, Vec<(Nanos, Outcome)>>,
+    /// Submissions the engine refused, by ticket.
+    pub rejected: Vec<(usize, EngineError)>,
+    /// Caller requests the engine refused (cancelling an ended job, a preload that did not fit).
+    pub refused: Vec<EngineError>,
+    /// Broken invariants: over-budget or negative ledgers, refused stage or load reports,
+    /// failed consistency checks.
+    pub violations: Vec<String>,
+    /// Bytes reserved minus released per location, from the actions alone.
+    pub ledger: BTreeMap<Location, i128>,
+    /// Highest ledger value per location.
+    pub peak: BTreeMap<Location, i128>,
+    /// Every `Start`, in order, with its time.
+    pub starts: Vec<(Nanos, Dispatch)>,
+    /// Number of actions executed.
+    pub actions: u64,
+    /// Number of inputs fed.
+    pub inputs: u64,
+}
+
+/// The simulator: an engine, a virtual clock and a queue of future events.
+#[derive(Debug, Clone)]
+pub struct Sim {
+    engine: Engine,
+    model: Model,
+    rng: Rng,
+    now: Nanos,
+    seq: u64,
+    queue: BTreeMap<(Nanos, u64), Event>,
+    ticks: BTreeSet<Nanos>,
+    tickets: Vec<Option<JobId>>,
+    /// Check [`Engine::check_consistency`] after every input (slower; on by default).
+    pub check_each_step: bool,
+    /// Record every start in [`SimLog::starts`] (on by default).
+    pub record_starts: bool,
+    log: SimLog,
+}
+
+impl Sim {
+    /// A simulator starting at time zero.
+    pub fn new(cfg: EngineConfig, model: Model, seed: u64) -> Result<Sim, EngineError> {
+        Ok(Sim {
+            engine: Engine::new(cfg, Nanos::ZERO)?,
+            model,
+            rng: Rng::new(seed),
+            now: Nanos::ZERO,
+            seq: 0,
+            queue: BTreeMap::new(),
+            ticks: BTreeSet::new(),
+            tickets: Vec::new(),
+            check_each_step: true,
+            record_starts: true,
+            log: SimLog::default(),
+        })
+    }
+
+    /// Registers a circuit with the engine.
+    pub fn register(&mut self, id: CircuitId, profile: CircuitProfile) -> Result<(), EngineError> {
+        self.engine.register_circuit(id, profile)
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// What was observed so far.
+    pub fn log(&self) -> &SimLog {
+        &self.log
+    }
+
+    /// The virtual clock.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The job a ticket from [`Sim::submit_at`] became, once submitted and accepted.
+    pub fn job(&self, ticket: usize) -> Option<JobId> {
+        self.tickets.get(ticket).copied().flatten()
+    }
+
+    fn push(&mut self, at: Nanos, e: Event) {
+        self.seq += 1;
+        self.queue.insert((at.max(self.now), self.seq), e);
+    }
+
+    /// Submits `spec` at time `at`; returns a ticket for [`Sim::job`] and [`Sim::cancel_at`].
+    pub fn submit_at(&mut self, at: Nanos, spec: JobSpec) -> usize {
+        let ticket = self.tickets.len();
+        self.tickets.push(None);
+        self.push(at, Event::Submit { ticket, spec });
+        ticket
+    }
+
+    /// Cancels the job of `ticket` at time `at`.
+    pub fn cancel_at(&mut self, at: Nanos, ticket: usize) {
+        self.push(at, Event::Cancel { ticket });
+    }
+
+    /// Preloads parameters at time `at`.
+    pub fn preload_at(&mut self, at: Nanos, circuit: CircuitId, to: Location) {
+        self.push(at, Event::Preload { circuit, at: to });
+    }
+
+    /// Runs every event up to and including time `t`; returns the number processed.
+    pub fn run_until(&mut self, t: Nanos) -> u64 {
+        let mut n = 0;
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > t {
+                break;
+            }
+            let ((at, _), e) = entry.remove_entry();
+            self.now = self.now.max(at);
+            self.handle(e);
+            n += 1;
+        }
+        n
+    }
+
+    /// Runs until no event is left or `max_events` were processed; returns the number
+    /// processed.
+    pub fn run(&mut self, max_events: u64) -> u64 {
+        let mut n = 0;
+        while n < max_events {
+            let Some(((at, _), e)) = self.queue.pop_first() else { break };
+            self.now = self.now.max(at);
+            self.handle(e);
+            n += 1;
+        }
+        n
+    }
+
+    fn handle(&mut self, e: Event) {
+        let now = self.now;
+        self.log.inputs += 1;
+        match e {
+            Event::Submit { ticket, spec } => match self.engine.submit(spec, now) {
+                Ok(id) => {
+                    if let Some(t) = self.tickets.get_mut(ticket) {
+                        *t = Some(id);
+                    }
+                }
+                Err(err) => self.log.rejected.push((ticket, err)),
+            },
+            Event::Cancel { ticket } => {
+                if let Some(id) = self.job(ticket) {
+                    if let Err(err) = self.engine.cancel(id, now) {
+                        self.log.refused.push(err);
+                    }
+                }
+            }
+            Event::Preload { circuit, at } => {
+                if let Err(err) = self.engine.preload(circuit, at, now) {
+                    self.log.refused.push(err);
+                }
+            }
+            Event::StageEnd { p, stage, fail } => {
+                let r = if fail {
+                    self.engine.stage_failed(p, stage, now, "injected fault")
+                } else {
+                    self.engine.stage_finished(p, stage, now)
+                };
+                if let Err(err) = r {
+                    self.log.violations.push(format!("stage report refused: {err}"));
+                }
+            }
+            Event::LoadEnd { circuit, at, fail } => {
+                let r = if fail {
+                    self.engine.params_load_failed(circuit, at, now, "injected fault")
+                } else {
+                    self.engine.params_loaded(circuit, at, now)
+                };
+                if let Err(err) = r {
+                    self.log.violations.push(format!("load report refused: {err}"));
+                }
+            }
+            Event::Tick => {
+                self.ticks.remove(&now);
+                self.engine.tick(now);
+            }
+        }
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        while let Some(a) = self.engine.poll_action() {
+            self.execute(a);
+        }
+        if let Some(t) = self.engine.next_deadline() {
+            if self.ticks.insert(t) {
+                self.push(t, Event::Tick);
+            }
+        }
+        if self.check_each_step {
+            if let Err(e) = self.engine.check_consistency() {
+                self.log.violations.push(format!("at {}: {e}", self.now));
+            }
+        }
+    }
+
+    fn capacity(&self, at: Location) -> i128 {
+        self.engine.usage(at).map_or(0, |u| i128::from(u.capacity))
+    }
+
+    fn account(&mut self, at: Location, delta: i128) {
+        let cap = self.capacity(at);
+        let v = self.log.ledger.entry(at).or_insert(0);
+        *v += delta;
+        let v = *v;
+        let peak = self.log.peak.entry(at).or_insert(0);
+        *peak = (*peak).max(v);
+        if v < 0 || v > cap {
+            self.log.violations.push(format!("at {}: ledger {at:?} = {v} outside [0, {cap}]", self.now));
+        }
+    }
+
+    fn execute(&mut self, a: Action) {
+        self.log.actions += 1;
+        let now = self.now;
+        match a {
+            Action::Start(d) => {
+                self.account(d.location, i128::from(d.reserved));
+                let m = *self.model.circuit(d.circuit);
+                let dur = self.rng.sample(m.stage(d.stage));
+                let fail = self.rng.chance(self.model.faults.stage_fail_ppm);
+                self.push(now + dur, Event::StageEnd { p: d.partition, stage: d.stage, fail });
+                if self.record_starts {
+                    self.log.starts.push((now, d));
+                }
+            }
+            Action::Release { location, bytes, .. } => self.account(location, -i128::from(bytes)),
+            Action::LoadParams { circuit, to, bytes, .. } => {
+                self.account(to, i128::from(bytes));
+                let m = *self.model.circuit(circuit);
+                let d = if matches!(to, Location::Host) { m.load_host } else { m.load_device };
+                let dur = self.rng.sample(d);
+                let fail = self.rng.chance(self.model.faults.load_fail_ppm);
+                self.push(now + dur, Event::LoadEnd { circuit, at: to, fail });
+            }
+            Action::EvictParams { from, bytes, .. } => self.account(from, -i128::from(bytes)),
+            Action::JobEnded { job, outcome } => self.log.ends.entry(job).or_default().push((now, outcome)),
+        }
+    }
+}
