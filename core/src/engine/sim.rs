@@ -176,6 +176,7 @@ pub struct Sim {
     queue: BTreeMap<(Nanos, u64), Event>,
     ticks: BTreeSet<Nanos>,
     tickets: Vec<Option<JobId>>,
+    profiles: BTreeMap<CircuitId, CircuitProfile>,
     /// Check [`Engine::check_consistency`] after every input (slower; on by default).
     pub check_each_step: bool,
     /// Record every start in [`SimLog::starts`] (on by default).
@@ -195,6 +196,7 @@ impl Sim {
             queue: BTreeMap::new(),
             ticks: BTreeSet::new(),
             tickets: Vec::new(),
+            profiles: BTreeMap::new(),
             check_each_step: true,
             record_starts: true,
             log: SimLog::default(),
@@ -203,7 +205,45 @@ impl Sim {
 
     /// Registers a circuit with the engine.
     pub fn register(&mut self, id: CircuitId, profile: CircuitProfile) -> Result<(), EngineError> {
-        self.engine.register_circuit(id, profile)
+        self.engine.register_circuit(id, profile)?;
+        self.profiles.insert(id, profile);
+        Ok(())
+    }
+
+    /// Checks the state after a run to completion: no violation was seen; every accepted
+    /// job ended exactly once; the engine is quiescent; and the ledger of every location
+    /// holds exactly the resident parameters there (no reservation leaked).
+    pub fn audit(&self) -> Result<(), String> {
+        if let Some(v) = self.log.violations.first() {
+            return Err(format!("{} violations, first: {v}", self.log.violations.len()));
+        }
+        for (ticket, job) in self.tickets.iter().enumerate() {
+            let Some(job) = job else { continue };
+            match self.log.ends.get(job).map(Vec::len) {
+                Some(1) => {}
+                n => return Err(format!("ticket {ticket} ({job:?}) ended {} times", n.unwrap_or(0))),
+            }
+        }
+        if !self.engine.is_quiescent() {
+            return Err("engine not quiescent".into());
+        }
+        let n = self.engine.config().devices.len() as u32;
+        let locs = std::iter::once(Location::Host).chain((0..n).map(|d| Location::Device(super::DeviceId(d))));
+        for at in locs {
+            let mut params = 0i128;
+            for (id, p) in &self.profiles {
+                if self.engine.presence(*id, at) == Some(super::Presence::Resident) {
+                    let b = if at == Location::Host { p.params_host_bytes } else { p.params_device_bytes };
+                    params += i128::from(b);
+                }
+            }
+            let ledger = self.log.ledger.get(&at).copied().unwrap_or(0);
+            let used = self.engine.usage(at).map_or(0, |u| i128::from(u.used));
+            if ledger != params || used != params {
+                return Err(format!("{at:?}: ledger {ledger}, engine {used}, resident parameters {params}"));
+            }
+        }
+        Ok(())
     }
 
     /// The engine.
