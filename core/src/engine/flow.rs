@@ -158,7 +158,7 @@ impl Engine {
                 r.last_used = tick;
             }
             if needs {
-                c.sub_demand(key);
+                c.sub_demand(key, true);
             }
         }
     }
@@ -201,7 +201,7 @@ impl Engine {
             self.leave_device(key, index);
         } else if needs {
             if let Some(c) = self.circuits.get_mut(&circuit) {
-                c.sub_demand(key);
+                c.sub_demand(key, phase != Phase::Pending);
             }
         }
         for (loc, b) in [(Location::Host, Buffers::Abc), (Location::Host, Buffers::Rest)] {

@@ -211,11 +211,11 @@ impl Engine {
         self.gpu_waiting += u64::from(spec.partitions);
         self.live_jobs += 1;
         self.synth_queue.insert(key);
-        let circuit = spec.circuit;
+        let (circuit, partitions) = (spec.circuit, spec.partitions);
         self.jobs.insert(id, Job::new(key, spec));
         self.expire_deadlines();
         if self.jobs.get(&id).is_some_and(|j| !j.ended) {
-            self.prefetch(circuit, crit);
+            self.prefetch(circuit, crit, partitions);
         }
         self.schedule();
         Ok(id)
@@ -438,6 +438,38 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// A multi-line description of the internal state (jobs and partition phases, queues,
+    /// devices, parameter residency), for logs and diagnostics.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o = String::new();
+        let _ = writeln!(o, "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
+            self.now, self.live_jobs, self.lookahead, self.gpu_waiting, self.host.used, self.host.capacity, self.host_blocked);
+        for j in self.jobs.values() {
+            let phases: Vec<String> = j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
+            let _ = writeln!(o, "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
+                j.key.id, j.key.prio.0, j.spec.circuit.0, j.ended, j.running, j.next_synth, j.next_upload, phases.join(", "));
+        }
+        let _ = writeln!(o, "synth_queue {:?}", self.synth_queue.iter().map(|k| k.id.0).collect::<Vec<_>>());
+        let _ = writeln!(o, "gpu_ready {:?}", self.gpu_ready.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
+        let _ = writeln!(o, "finalize_queue {:?}", self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
+        for (d, s) in self.devices.iter().enumerate() {
+            let _ = writeln!(o, "device {d}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                s.pool.used, s.pool.capacity, s.pool.reserve, s.workers.free_count(), s.lanes_free, s.active,
+                self.claimed.get(d).copied().unwrap_or(false),
+                s.lane_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
+        }
+        for (id, c) in &self.circuits {
+            let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}", r.state, r.users)).collect();
+            let _ = writeln!(o, "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{}",
+                id.0, c.host.state, c.host.users, devs.join(", "),
+                c.demand.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
+                c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
+                c.profile.params_device_bytes, c.profile.footprint.device());
+        }
+        o
     }
 
     fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a params::Residence, EngineError> {

@@ -56,6 +56,10 @@ pub(crate) struct CircuitState {
     pub devices: Vec<Residence>,
     /// Partitions per job that still need device parameters, in job order.
     pub demand: BTreeMap<JobKey, u32>,
+    /// The subset of `demand` already started (synthesizing, waiting for or on a GPU); only
+    /// these protect parameters from eviction by later jobs, so queued work cannot pin
+    /// memory that started work needs.
+    pub active: BTreeMap<JobKey, u32>,
 }
 
 impl CircuitState {
@@ -65,6 +69,7 @@ impl CircuitState {
             host: Residence::ABSENT,
             devices: vec![Residence::ABSENT; devices],
             demand: BTreeMap::new(),
+            active: BTreeMap::new(),
         }
     }
 
@@ -104,17 +109,34 @@ impl CircuitState {
     }
 
     pub fn add_demand(&mut self, key: JobKey, n: u32) {
-        if n > 0 {
-            *self.demand.entry(key).or_insert(0) += n;
+        bump(&mut self.demand, key, n);
+    }
+
+    /// One partition of `key` no longer needs the parameters (`started`: it had begun).
+    pub fn sub_demand(&mut self, key: JobKey, started: bool) {
+        drop_one(&mut self.demand, key);
+        if started {
+            drop_one(&mut self.active, key);
         }
     }
 
-    pub fn sub_demand(&mut self, key: JobKey) {
-        if let Some(n) = self.demand.get_mut(&key) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.demand.remove(&key);
-            }
+    /// One partition of `key` started synthesis.
+    pub fn add_active(&mut self, key: JobKey) {
+        bump(&mut self.active, key, 1);
+    }
+}
+
+fn bump(m: &mut BTreeMap<JobKey, u32>, key: JobKey, n: u32) {
+    if n > 0 {
+        *m.entry(key).or_insert(0) += n;
+    }
+}
+
+fn drop_one(m: &mut BTreeMap<JobKey, u32>, key: JobKey) {
+    if let Some(n) = m.get_mut(&key) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            m.remove(&key);
         }
     }
 }
@@ -124,7 +146,8 @@ impl CircuitState {
 pub(crate) enum Evict {
     /// Those no job needs.
     Idle,
-    /// Those no job ordered before this one needs (or that have a copy on another device).
+    /// Those no started partition of a job ordered before this one needs (or that have a
+    /// copy on another device).
     Before(JobKey),
 }
 
@@ -151,7 +174,7 @@ impl Engine {
             (Location::Host, _) => true,
             (_, Evict::Idle) => c.demand.is_empty(),
             (Location::Device(d), Evict::Before(k)) => {
-                let later = c.demand.keys().next().map_or(true, |first| *first > k);
+                let later = c.active.keys().next().map_or(true, |first| *first > k);
                 let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident());
                 later || replica
             }
@@ -216,18 +239,31 @@ impl Engine {
         self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes, from_host });
     }
 
-    /// Loads `id` onto some device if it is nowhere on one, without disturbing needed
-    /// parameters (used when a job is submitted).
-    pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool) {
+    /// Device `d` can ever hold `c`'s parameters and one of its partitions.
+    pub(crate) fn fits_ever(&self, c: &CircuitState, d: usize, critical: bool) -> bool {
+        let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
+        self.devices.get(d).is_some_and(|s| s.pool.usable(critical) >= total)
+    }
+
+    /// `c`'s parameters are (or are being loaded) on a device that can run its partitions.
+    pub(crate) fn usable_copy(&self, c: &CircuitState, critical: bool) -> bool {
+        c.devices.iter().enumerate().any(|(d, r)| r.present() && self.fits_ever(c, d, critical))
+    }
+
+    /// Loads `id` onto up to `copies` devices that can run it (counting copies already
+    /// there), using free memory or parameters no job needs (used when a job is submitted).
+    pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool, copies: u32) {
         let Some(c) = self.circuits.get(&id) else { return };
-        if c.present_on_any_device() {
-            return;
-        }
+        let n = self.devices.len();
+        let have = (0..n).filter(|&d| c.devices[d].present() && self.fits_ever(c, d, critical)).count();
+        let want = (copies as usize).min(n).saturating_sub(have);
         let need = c.profile.params_device_bytes;
-        let best = (0..self.devices.len())
+        let mut cands: Vec<(u64, std::cmp::Reverse<usize>)> = (0..n)
+            .filter(|&d| self.fits_ever(c, d, critical) && !c.devices[d].present())
             .map(|d| (self.avail(Location::Device(dev(d)), critical), std::cmp::Reverse(d)))
-            .max();
-        if let Some((_, std::cmp::Reverse(d))) = best {
+            .collect();
+        cands.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, std::cmp::Reverse(d)) in cands.into_iter().take(want) {
             let loc = Location::Device(dev(d));
             if self.make_room(loc, need, critical, Evict::Idle) {
                 self.start_load(id, loc);

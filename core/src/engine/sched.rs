@@ -7,7 +7,7 @@ use std::ops::Bound::{Excluded, Unbounded};
 use crate::prover::Stage;
 
 use super::job::{PartKey, Phase};
-use super::params::{dev, Evict, Presence};
+use super::params::{dev, Evict};
 use super::timeline::IdleCause;
 use super::types::{CircuitId, Location, PartitionId};
 use super::Engine;
@@ -26,15 +26,19 @@ impl Engine {
         self.update_idle();
     }
 
-    /// Uploaded partitions take free kernel lanes, in priority order per device.
+    /// Uploaded partitions take free kernel lanes, in priority order per device; a partition
+    /// waits while an earlier partition of its job is still uploading to the same device, so
+    /// that a job's partitions leave each device in order.
     fn dispatch_lanes(&mut self) {
         for d in 0..self.devices.len() {
             loop {
-                let s = &mut self.devices[d];
-                if s.lanes_free == 0 {
+                if self.devices[d].lanes_free == 0 {
                     break;
                 }
-                let Some(pk) = s.lane_queue.pop_first() else { break };
+                let next = self.devices[d].lane_queue.iter().copied().find(|pk| self.lane_turn(*pk, d));
+                let Some(pk) = next else { break };
+                let s = &mut self.devices[d];
+                s.lane_queue.remove(&pk);
                 s.lanes_free -= 1;
                 let p = pid(pk);
                 let Some(part) = self.jobs.get_mut(&p.job).and_then(|j| j.parts.get_mut(p.index as usize))
@@ -47,6 +51,13 @@ impl Engine {
                 self.begin(p, Stage::Ntt, Location::Device(dev(d)), slot, 0);
             }
         }
+    }
+
+    /// No earlier partition of `pk`'s job is still uploading to device `d`.
+    fn lane_turn(&self, pk: PartKey, d: usize) -> bool {
+        let Some(job) = self.jobs.get(&pk.job.id) else { return true };
+        let earlier = job.parts.iter().take(pk.index as usize);
+        !earlier.into_iter().any(|p| p.phase == Phase::Running(Stage::Upload) && p.device == Some(dev(d)))
     }
 
     fn open_device(&self) -> bool {
@@ -85,7 +96,7 @@ impl Engine {
         let mut tight = None;
         for d in 0..self.devices.len() {
             let s = &self.devices[d];
-            if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() {
+            if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() || !self.fits_ever(c, d, crit) {
                 continue;
             }
             let avail = s.pool.avail(crit);
@@ -107,7 +118,7 @@ impl Engine {
             }
             return;
         }
-        if c.present_on_any_device() {
+        if self.usable_copy(c, crit) {
             return;
         }
         if !self.demand_load(circuit, pk.job, need) {
@@ -213,6 +224,10 @@ impl Engine {
                 part.held.host_abc = fp.host_abc;
                 part.held.host_rest = fp.host_rest;
             }
+            let circuit = job.spec.circuit;
+            if let Some(c) = self.circuits.get_mut(&circuit) {
+                c.add_active(jk);
+            }
             self.pool_take(Location::Host, fp.host());
             if !crit {
                 self.lookahead += 1;
@@ -243,9 +258,7 @@ impl Engine {
                 IdleCause::NoWork
             } else if self.claimed[d] {
                 IdleCause::DeviceMemory
-            } else if *eligible.get_or_insert_with(|| self.eligible_ready())
-                || self.circuits.values().any(|c| c.devices[d].state == Presence::Loading)
-            {
+            } else if *eligible.get_or_insert_with(|| self.eligible_ready()) {
                 IdleCause::Params
             } else if self.host_blocked {
                 IdleCause::HostMemory

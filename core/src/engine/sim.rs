@@ -3,7 +3,9 @@
 //! netem): a virtual clock, an ordered event queue, a seeded generator, and an independent
 //! ledger of every byte the actions reserve and release.
 //!
-//! Same seed and inputs, same run: every event is ordered by (time, sequence number).
+//! Same seed and inputs, same run: every event is ordered by (time, sequence number), and
+//! the modelled duration and fault of a stage are a hash of (seed, job, partition, stage),
+//! so they do not depend on the order in which the engine happened to schedule things.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -126,9 +128,28 @@ impl Rng {
         ppm > 0 && self.next_u64() % 1_000_000 < u64::from(ppm)
     }
 
-    fn sample(&mut self, d: Dur) -> Nanos {
-        d.base + Nanos(self.upto(d.jitter.0))
+}
+
+/// A 64-bit hash of `parts` (SplitMix64 over each word).
+pub fn hash64(parts: &[u64]) -> u64 {
+    let mut r = Rng::new(0x243F_6A88_85A3_08D3);
+    let mut h = 0u64;
+    for p in parts {
+        r.0 ^= p.wrapping_add(h);
+        h = r.next_u64();
     }
+    h
+}
+
+/// A duration drawn from `d` by the hash `h`.
+fn sample(d: Dur, h: u64) -> Nanos {
+    let j = d.jitter.0;
+    d.base + Nanos(if j == u64::MAX { h } else { h % (j + 1) })
+}
+
+/// True with probability `ppm / 1e6`, decided by the hash `h`.
+fn chance(ppm: u32, h: u64) -> bool {
+    ppm > 0 && h % 1_000_000 < u64::from(ppm)
 }
 
 #[derive(Debug, Clone)]
@@ -161,6 +182,8 @@ pub struct SimLog {
     pub starts: Vec<(Nanos, Dispatch)>,
     /// Number of actions executed.
     pub actions: u64,
+    /// Number of parameter evictions (including failed loads).
+    pub evictions: u64,
     /// Number of inputs fed.
     pub inputs: u64,
 }
@@ -170,7 +193,8 @@ pub struct SimLog {
 pub struct Sim {
     engine: Engine,
     model: Model,
-    rng: Rng,
+    seed: u64,
+    loads: u64,
     now: Nanos,
     seq: u64,
     queue: BTreeMap<(Nanos, u64), Event>,
@@ -190,7 +214,8 @@ impl Sim {
         Ok(Sim {
             engine: Engine::new(cfg, Nanos::ZERO)?,
             model,
-            rng: Rng::new(seed),
+            seed,
+            loads: 0,
             now: Nanos::ZERO,
             seq: 0,
             queue: BTreeMap::new(),
@@ -408,8 +433,10 @@ impl Sim {
             Action::Start(d) => {
                 self.account(d.location, i128::from(d.reserved));
                 let m = *self.model.circuit(d.circuit);
-                let dur = self.rng.sample(m.stage(d.stage));
-                let fail = self.rng.chance(self.model.faults.stage_fail_ppm);
+                let (job, index) = (d.partition.job.0, u64::from(d.partition.index));
+                let key = [self.seed, job, index, stage_index(d.stage) as u64];
+                let dur = sample(m.stage(d.stage), hash64(&key));
+                let fail = chance(self.model.faults.stage_fail_ppm, hash64(&[key[0], key[1], key[2], key[3], 1]));
                 self.push(now + dur, Event::StageEnd { p: d.partition, stage: d.stage, fail });
                 if self.record_starts {
                     self.log.starts.push((now, d));
@@ -420,11 +447,16 @@ impl Sim {
                 self.account(to, i128::from(bytes));
                 let m = *self.model.circuit(circuit);
                 let d = if matches!(to, Location::Host) { m.load_host } else { m.load_device };
-                let dur = self.rng.sample(d);
-                let fail = self.rng.chance(self.model.faults.load_fail_ppm);
+                self.loads += 1;
+                let h = hash64(&[self.seed, u64::from(circuit.0), self.loads, 2]);
+                let dur = sample(d, h);
+                let fail = chance(self.model.faults.load_fail_ppm, hash64(&[h, 3]));
                 self.push(now + dur, Event::LoadEnd { circuit, at: to, fail });
             }
-            Action::EvictParams { from, bytes, .. } => self.account(from, -i128::from(bytes)),
+            Action::EvictParams { from, bytes, .. } => {
+                self.log.evictions += 1;
+                self.account(from, -i128::from(bytes));
+            }
             Action::JobEnded { job, outcome } => self.log.ends.entry(job).or_default().push((now, outcome)),
         }
     }
