@@ -4,8 +4,8 @@
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos,
-    Outcome, SpanKind, Stage,
+    CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos, Outcome,
+    SpanKind, Stage,
 };
 use proptest::prelude::*;
 
@@ -18,8 +18,11 @@ fn dur(max_base_ms: u64) -> impl Strategy<Value = Dur> {
 }
 
 fn model() -> impl Strategy<Value = CircuitModel> {
-    ([dur(60), dur(10), dur(20), dur(30), dur(40)], dur(30))
-        .prop_map(|(stages, load)| CircuitModel { stages, load_device: load, load_host: load })
+    ([dur(60), dur(10), dur(20), dur(30), dur(40)], dur(30)).prop_map(|(stages, load)| CircuitModel {
+        stages,
+        load_device: load,
+        load_host: load,
+    })
 }
 
 fn profile() -> impl Strategy<Value = CircuitProfile> {
@@ -56,20 +59,28 @@ fn case() -> impl Strategy<Value = Case> {
         backlog,
         (0..=600u64, any::<bool>(), any::<u64>()),
     )
-        .prop_map(|((devices, workers, lanes, synth, finalize, host_slack_mb), normal, critical, backlog, (submit_ms, preload, seed))| Case {
-            devices,
-            workers,
-            lanes,
-            synth,
-            finalize,
-            host_slack_mb,
-            normal,
-            critical,
-            backlog,
-            submit_ms,
-            preload,
-            seed,
-        })
+        .prop_map(
+            |(
+                (devices, workers, lanes, synth, finalize, host_slack_mb),
+                normal,
+                critical,
+                backlog,
+                (submit_ms, preload, seed),
+            )| Case {
+                devices,
+                workers,
+                lanes,
+                synth,
+                finalize,
+                host_slack_mb,
+                normal,
+                critical,
+                backlog,
+                submit_ms,
+                preload,
+                seed,
+            },
+        )
 }
 
 proptest! {

@@ -4,8 +4,8 @@
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, DeviceId, DeviceReport, EngineConfig, Footprint, IdleCause,
-    JobKind, JobSpec, Location, Nanos, Outcome, Span, SpanKind, Stage,
+    CircuitId, CircuitProfile, DeviceConfig, DeviceId, DeviceReport, EngineConfig, Footprint, IdleCause, JobKind,
+    JobSpec, Location, Nanos, Outcome, Span, SpanKind, Stage,
 };
 
 const GB: u64 = 1 << 30;
@@ -128,7 +128,8 @@ fn slow_finalize_leaves_gpu_time_unchanged() {
     assert_eq!(fast.reports[0].wall(), slow.reports[0].wall());
     assert!(slow.reports[0].busy_fraction() >= 0.99, "{}", describe(&slow.reports[0]));
     // The finalize work did happen, 500 ms each, off the GPU path.
-    let fin: Vec<_> = slow.sim.engine().timeline().spans().filter(|s| s.kind == SpanKind::Stage(Stage::Finalize)).collect();
+    let fin: Vec<_> =
+        slow.sim.engine().timeline().spans().filter(|s| s.kind == SpanKind::Stage(Stage::Finalize)).collect();
     assert!(fin.iter().all(|s| s.end - s.start == ms(500) && s.location == Location::Host));
     assert_eq!(fin.len(), 120);
 }

@@ -187,10 +187,8 @@ impl Engine {
             }
             _ => {}
         }
-        let before_gpu = matches!(
-            phase,
-            Phase::Pending | Phase::Running(Stage::Synthesize) | Phase::Ready(Stage::Upload)
-        );
+        let before_gpu =
+            matches!(phase, Phase::Pending | Phase::Running(Stage::Synthesize) | Phase::Ready(Stage::Upload));
         if before_gpu {
             self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
             if phase != Phase::Pending && !key.critical() {

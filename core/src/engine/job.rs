@@ -71,14 +71,7 @@ pub(crate) struct Part {
 
 impl Part {
     fn new() -> Part {
-        Part {
-            phase: Phase::Pending,
-            device: None,
-            slot: 0,
-            since: Nanos::ZERO,
-            lane: false,
-            held: Held::default(),
-        }
+        Part { phase: Phase::Pending, device: None, slot: 0, since: Nanos::ZERO, lane: false, held: Held::default() }
     }
 
     /// Still needs device parameters (has not left the GPU).
@@ -110,15 +103,6 @@ pub(crate) struct Job {
 impl Job {
     pub fn new(key: JobKey, spec: JobSpec) -> Job {
         let parts = (0..spec.partitions).map(|_| Part::new()).collect();
-        Job {
-            key,
-            spec,
-            next_synth: 0,
-            next_upload: 0,
-            finalized: 0,
-            running: 0,
-            ended: false,
-            parts,
-        }
+        Job { key, spec, next_synth: 0, next_upload: 0, finalized: 0, running: 0, ended: false, parts }
     }
 }

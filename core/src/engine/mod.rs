@@ -73,13 +73,8 @@ pub use action::{Action, Dispatch, JobFailure, Outcome};
 pub use config::{CircuitProfile, DeviceConfig, EngineConfig, Footprint};
 pub use error::EngineError;
 pub use params::Presence;
-pub use timeline::{
-    DeviceReport, EndKind, Gap, IdleCause, JobRecord, Span, SpanKind, Timeline,
-};
-pub use types::{
-    Buffers, CircuitId, DeviceId, JobId, JobKind, JobSpec, Location, Nanos, PartitionId,
-    Priority, Tier,
-};
+pub use timeline::{DeviceReport, EndKind, Gap, IdleCause, JobRecord, Span, SpanKind, Timeline};
+pub use types::{Buffers, CircuitId, DeviceId, JobId, JobKind, JobSpec, Location, Nanos, PartitionId, Priority, Tier};
 
 pub use crate::prover::Stage;
 
@@ -288,9 +283,7 @@ impl Engine {
         match r.state {
             Presence::Absent => return Ok(()),
             Presence::Loading => return Err(EngineError::ParamsInUse { circuit, location: from }),
-            Presence::Resident if r.users > 0 => {
-                return Err(EngineError::ParamsInUse { circuit, location: from })
-            }
+            Presence::Resident if r.users > 0 => return Err(EngineError::ParamsInUse { circuit, location: from }),
             Presence::Resident => {}
         }
         self.advance(now);
@@ -368,9 +361,10 @@ impl Engine {
     pub fn is_quiescent(&self) -> bool {
         self.live_jobs == 0
             && self.jobs.is_empty()
-            && self.circuits.values().all(|c| {
-                c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading)
-            })
+            && self
+                .circuits
+                .values()
+                .all(|c| c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading))
     }
 
     /// How close a circuit's parameters are to a GPU.
@@ -445,29 +439,68 @@ impl Engine {
     pub fn describe(&self) -> String {
         use std::fmt::Write as _;
         let mut o = String::new();
-        let _ = writeln!(o, "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
-            self.now, self.live_jobs, self.lookahead, self.gpu_waiting, self.host.used, self.host.capacity, self.host_blocked);
+        let _ = writeln!(
+            o,
+            "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
+            self.now,
+            self.live_jobs,
+            self.lookahead,
+            self.gpu_waiting,
+            self.host.used,
+            self.host.capacity,
+            self.host_blocked
+        );
         for j in self.jobs.values() {
-            let phases: Vec<String> = j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
-            let _ = writeln!(o, "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
-                j.key.id, j.key.prio.0, j.spec.circuit.0, j.ended, j.running, j.next_synth, j.next_upload, phases.join(", "));
+            let phases: Vec<String> =
+                j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
+            let _ = writeln!(
+                o,
+                "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
+                j.key.id,
+                j.key.prio.0,
+                j.spec.circuit.0,
+                j.ended,
+                j.running,
+                j.next_synth,
+                j.next_upload,
+                phases.join(", ")
+            );
         }
         let _ = writeln!(o, "synth_queue {:?}", self.synth_queue.iter().map(|k| k.id.0).collect::<Vec<_>>());
         let _ = writeln!(o, "gpu_ready {:?}", self.gpu_ready.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
-        let _ = writeln!(o, "finalize_queue {:?}", self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
+        let _ = writeln!(
+            o,
+            "finalize_queue {:?}",
+            self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>()
+        );
         for (d, s) in self.devices.iter().enumerate() {
-            let _ = writeln!(o, "device {d}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
-                s.pool.used, s.pool.capacity, s.pool.reserve, s.workers.free_count(), s.lanes_free, s.active,
+            let _ = writeln!(
+                o,
+                "device {d}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                s.pool.used,
+                s.pool.capacity,
+                s.pool.reserve,
+                s.workers.free_count(),
+                s.lanes_free,
+                s.active,
                 self.claimed.get(d).copied().unwrap_or(false),
-                s.lane_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
+                s.lane_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>()
+            );
         }
         for (id, c) in &self.circuits {
             let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}", r.state, r.users)).collect();
-            let _ = writeln!(o, "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{}",
-                id.0, c.host.state, c.host.users, devs.join(", "),
+            let _ = writeln!(
+                o,
+                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{}",
+                id.0,
+                c.host.state,
+                c.host.users,
+                devs.join(", "),
                 c.demand.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
                 c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
-                c.profile.params_device_bytes, c.profile.footprint.device());
+                c.profile.params_device_bytes,
+                c.profile.footprint.device()
+            );
         }
         o
     }

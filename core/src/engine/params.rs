@@ -174,7 +174,7 @@ impl Engine {
             (Location::Host, _) => true,
             (_, Evict::Idle) => c.demand.is_empty(),
             (Location::Device(d), Evict::Before(k)) => {
-                let later = c.active.keys().next().map_or(true, |first| *first > k);
+                let later = !matches!(c.active.keys().next(), Some(first) if *first <= k);
                 let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident());
                 later || replica
             }
@@ -184,10 +184,19 @@ impl Engine {
     /// Makes `need` bytes available at `loc`, evicting least recently used parameters that
     /// `rule` allows; evicts nothing and returns false when that cannot be enough.
     pub(crate) fn make_room(&mut self, loc: Location, need: u64, critical: bool, rule: Evict) -> bool {
-        let mut have = self.avail(loc, critical);
-        if have >= need {
+        if self.avail(loc, critical) >= need {
             return true;
         }
+        // Signed: usage may already exceed what non-CRITICAL work may use (the reserve).
+        let pool = match loc {
+            Location::Host => self.host,
+            Location::Device(d) => match self.devices.get(d.0 as usize) {
+                Some(s) => s.pool,
+                None => return false,
+            },
+        };
+        let mut have = i128::from(pool.usable(critical)) - i128::from(pool.used);
+        let need = i128::from(need);
         let mut cands: Vec<(u64, CircuitId, u64)> = self
             .circuits
             .iter()
@@ -200,7 +209,7 @@ impl Engine {
             if have >= need {
                 break;
             }
-            have = have.saturating_add(*b);
+            have += i128::from(*b);
             chosen += 1;
         }
         if have < need {
@@ -226,6 +235,9 @@ impl Engine {
     pub(crate) fn start_load(&mut self, id: CircuitId, loc: Location) {
         let now = self.now;
         let Some(c) = self.circuits.get_mut(&id) else { return };
+        if !matches!(c.at(loc), Some(r) if !r.present()) {
+            return; // already there or on its way (or no such device): nothing to reserve
+        }
         let bytes = c.bytes(loc);
         let from_host = matches!(loc, Location::Device(_)) && c.host.resident();
         if from_host {
@@ -282,7 +294,7 @@ impl Engine {
         for d in 0..self.devices.len() {
             let loc = Location::Device(dev(d));
             let avail = self.avail(loc, crit);
-            if self.claimed[d] || avail < need {
+            if self.claimed[d] || avail < need || c.devices[d].present() {
                 continue;
             }
             let cand = (self.devices[d].workers.has_free(), avail, std::cmp::Reverse(d));
@@ -291,7 +303,8 @@ impl Engine {
         let mut pick = best.map(|(_, _, std::cmp::Reverse(d))| d);
         if pick.is_none() {
             pick = (0..self.devices.len()).find(|&d| {
-                !self.claimed[d] && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key))
+                let absent = self.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
+                absent && !self.claimed[d] && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key))
             });
         }
         match pick {

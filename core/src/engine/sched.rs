@@ -41,8 +41,7 @@ impl Engine {
                 s.lane_queue.remove(&pk);
                 s.lanes_free -= 1;
                 let p = pid(pk);
-                let Some(part) = self.jobs.get_mut(&p.job).and_then(|j| j.parts.get_mut(p.index as usize))
-                else {
+                let Some(part) = self.jobs.get_mut(&p.job).and_then(|j| j.parts.get_mut(p.index as usize)) else {
                     self.devices[d].lanes_free += 1;
                     continue;
                 };

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::prover::Stage;
 
 use super::{
-    Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec,
-    Location, Nanos, Outcome, PartitionId,
+    Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec, Location, Nanos,
+    Outcome, PartitionId,
 };
 
 /// A modelled duration: uniform in `[base, base + jitter]`.
@@ -127,7 +127,6 @@ impl Rng {
     pub fn chance(&mut self, ppm: u32) -> bool {
         ppm > 0 && self.next_u64() % 1_000_000 < u64::from(ppm)
     }
-
 }
 
 /// A 64-bit hash of `parts` (SplitMix64 over each word).

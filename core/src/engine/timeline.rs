@@ -55,13 +55,8 @@ pub enum IdleCause {
 
 impl IdleCause {
     /// All causes.
-    pub const ALL: [IdleCause; 5] = [
-        IdleCause::NoWork,
-        IdleCause::Synthesis,
-        IdleCause::HostMemory,
-        IdleCause::Params,
-        IdleCause::DeviceMemory,
-    ];
+    pub const ALL: [IdleCause; 5] =
+        [IdleCause::NoWork, IdleCause::Synthesis, IdleCause::HostMemory, IdleCause::Params, IdleCause::DeviceMemory];
 
     /// Lower-case name.
     pub fn name(self) -> &'static str {
