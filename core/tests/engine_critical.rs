@@ -84,7 +84,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 5000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
 
     #[test]
     fn critical_jumps_a_full_normal_backlog(c in case()) {

@@ -197,7 +197,7 @@ fn check_order(r: &Run, cfg: &EngineConfig) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
 
     /// With faults, cancellations and deadlines: budgets are never exceeded (checked on
     /// every action by an independent ledger and by the engine's own recount after every
@@ -217,7 +217,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
 
     /// Without faults, cancellations or deadlines, every accepted job completes (no
     /// deadlock, whatever the memory pressure and parameter juggling; `tight` shrinks the

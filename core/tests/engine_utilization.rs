@@ -144,3 +144,11 @@ fn starved_gpu_reports_why() {
     assert_eq!(r.busy + r.idle(), r.wall());
     assert!(r.idle_by(IdleCause::Synthesis).0 * 10 >= r.idle().0 * 9, "the gaps are blamed on synthesis");
 }
+
+#[test]
+fn simulation_is_deterministic() {
+    let a = simulate(2, 8, ms(50), 1, 4);
+    let b = simulate(2, 8, ms(50), 1, 4);
+    assert_eq!(a.sim.log().starts, b.sim.log().starts);
+    assert_eq!(a.sim.engine().timeline().chrome_trace(), b.sim.engine().timeline().chrome_trace());
+}
