@@ -1,3 +1,7 @@
+// Point operations are compiled as real calls (not inlined): each is thousands of
+// instructions, so the call costs nothing measurable while keeping NVRTC's compile time low.
+#define CURVE_FN __device__ __noinline__
+
 // Short Weierstrass points y^2 = x^3 + b over F (Fp for G1, Fp2 for G2).
 //
 // Affine points use blst's layout {x, y}; the identity is encoded as x = y = 0 (not on the
@@ -46,7 +50,7 @@ DEV void store_xyzz(Xyzz<F>* p, const Xyzz<F>& a) {
 
 // 2·P for an affine P (not the identity, y != 0 in a prime-order group).
 template <class F>
-DEV Xyzz<F> xyzz_dbl_affine(const Affine<F>& p) {
+CURVE_FN Xyzz<F> xyzz_dbl_affine(const Affine<F>& p) {
     F U = dbl(p.y);
     F V = sqr(U);
     F W = U * V;
@@ -60,7 +64,7 @@ DEV Xyzz<F> xyzz_dbl_affine(const Affine<F>& p) {
 
 // 2·P in place.
 template <class F>
-DEV void xyzz_dbl(Xyzz<F>& p) {
+CURVE_FN void xyzz_dbl(Xyzz<F>& p) {
     if (p.is_inf()) return;
     F U = dbl(p.Y);
     F V = sqr(U);
@@ -78,7 +82,7 @@ DEV void xyzz_dbl(Xyzz<F>& p) {
 
 // P += Q with Q affine.
 template <class F>
-DEV void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
+CURVE_FN void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
     if (q.is_inf()) return;
     if (p.is_inf()) {
         p = Xyzz<F>{q.x, q.y, F::one(), F::one()};
@@ -109,7 +113,7 @@ DEV void xyzz_add_affine(Xyzz<F>& p, const Affine<F>& q) {
 
 // P += Q, both XYZZ.
 template <class F>
-DEV void xyzz_add(Xyzz<F>& p, const Xyzz<F>& q) {
+CURVE_FN void xyzz_add(Xyzz<F>& p, const Xyzz<F>& q) {
     if (q.is_inf()) return;
     if (p.is_inf()) {
         p = q;
@@ -142,7 +146,7 @@ DEV void xyzz_add(Xyzz<F>& p, const Xyzz<F>& q) {
 
 // k·P for a small non-negative k (double-and-add, most significant bit first).
 template <class F>
-DEV Xyzz<F> xyzz_mul_small(const Xyzz<F>& p, u32 k) {
+CURVE_FN Xyzz<F> xyzz_mul_small(const Xyzz<F>& p, u32 k) {
     Xyzz<F> acc = Xyzz<F>::inf();
     if (k == 0 || p.is_inf()) return acc;
     int top = 31 - __clz(k);
@@ -158,7 +162,7 @@ DEV Xyzz<F> xyzz_mul_small(const Xyzz<F>& p, u32 k) {
 // Z' = ZZ·ZZZ, X' = X·ZZZ·Z', Y' = Y·ZZ·Z'^2. The identity (ZZ = 0) maps to Z' = 0, as blst
 // expects.
 template <class F>
-DEV void xyzz_to_jacobian(const Xyzz<F>& p, F& X, F& Y, F& Z) {
+CURVE_FN void xyzz_to_jacobian(const Xyzz<F>& p, F& X, F& Y, F& Z) {
     Z = p.ZZ * p.ZZZ;
     X = p.X * p.ZZZ * Z;
     Y = p.Y * p.ZZ * sqr(Z);

@@ -144,9 +144,9 @@ DEV Mont<P> dbl(const Mont<P>& a) {
     return a + a;
 }
 
-// Montgomery product a*b/R mod p.
+// Montgomery product a*b/R mod p (inlined; see the Fp specialization below).
 template <class P>
-DEV Mont<P> operator*(const Mont<P>& a, const Mont<P>& b) {
+DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
     constexpr int N = P::N;
     u32 E[2 * N], O[2 * N];
 #pragma unroll
@@ -203,6 +203,19 @@ DEV Mont<P> operator*(const Mont<P>& a, const Mont<P>& b) {
     for (int j = 0; j < N; j++) r.v[j] = E[N + j];
     mont_reduce_once<P>(r.v);
     return r;
+}
+
+// Fr products are inlined (the NTT's inner loop); Fp products are real calls: a 12-limb
+// product is ~700 instructions, so the call is cheap, and inlining every one of them into
+// the curve formulas makes NVRTC's compile time explode.
+template <class P>
+DEV Mont<P> operator*(const Mont<P>& a, const Mont<P>& b) {
+    return mont_mul<P>(a, b);
+}
+
+template <>
+__device__ __noinline__ Mont<FpParams> operator*<FpParams>(const Mont<FpParams>& a, const Mont<FpParams>& b) {
+    return mont_mul<FpParams>(a, b);
 }
 
 template <class P>

@@ -113,14 +113,15 @@ extern "C" __global__ void scan_add(u32* out, u32 n, const u32* block_offsets) {
 }
 
 // ---- Chunk tasks: bucket b (count[b] entries from offset[b]) -> ceil(count/S) tasks at
-// task_base[b]. Also records the largest chunk count.
+// task_base[b]; new_count[b] = that number of tasks. Also records the largest chunk count.
 extern "C" __global__ void msm_make_tasks(const u32* count, const u32* offset, const u32* task_base, u32 nb, u32 S,
-                                          u32* task_start, u32* task_len, u32* max_chunks) {
+                                          u32* task_start, u32* task_len, u32* max_chunks, u32* new_count) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
     u32 cnt = count[b];
     u32 k = (cnt + S - 1) / S;
     if (k > 1) atomicMax(max_chunks, k);
+    new_count[b] = k;
     u32 base = task_base[b], off = offset[b];
     for (u32 t = 0; t < k; t++) {
         task_start[base + t] = off + t * S;

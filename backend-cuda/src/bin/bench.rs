@@ -1,0 +1,262 @@
+//! `cuzk-cuda-bench`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
+//! first CUDA device.
+//!
+//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g2 LO HI] [h LO HI]` (log2 sizes);
+//! with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
+
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_backend_cuda::CudaBackend;
+use cuzk_core::alloc::{heap, PinnedVec};
+use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
+use cuzk_core::domain::Domain;
+use ff::Field;
+use group::{prime::PrimeCurveAffine, Curve, Group};
+
+/// Fast valid scalars: random limbs with the top limb below 2^62 (so < r; any value < r is a
+/// valid Montgomery representation).
+fn fill_scalars(v: &mut [Scalar], seed: u64) {
+    let mut x = seed | 1;
+    for s in v.iter_mut() {
+        let mut l = [0u64; 4];
+        for w in l.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *w = x;
+        }
+        l[3] &= (1 << 62) - 1;
+        // SAFETY: Scalar is 4 Montgomery limbs; the value is below r.
+        *s = unsafe { std::mem::transmute::<[u64; 4], Scalar>(l) };
+    }
+}
+
+fn scalars_in(b: &CudaBackend, n: usize, seed: u64) -> PinnedVec<Scalar> {
+    let mut v = PinnedVec::from_elem_in(Scalar::ZERO, n, b.host_allocator()).expect("pinned alloc");
+    fill_scalars(&mut v, seed);
+    v
+}
+
+/// n points P0 + i·Q, built in parallel chunks and batch-normalized.
+fn g1_points(n: usize) -> Vec<G1Affine> {
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
+    let chunk = n.div_ceil(threads).max(1);
+    let mut rng = rand_core_seed();
+    let p0 = G1Projective::random(&mut rng);
+    let q = G1Projective::random(&mut rng);
+    let mut out = vec![G1Affine::identity(); n];
+    std::thread::scope(|s| {
+        for (ci, part) in out.chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                let mut acc = p0 + q * Scalar::from((ci * chunk) as u64);
+                let mut proj = Vec::with_capacity(part.len());
+                for _ in 0..part.len() {
+                    proj.push(acc);
+                    acc += q;
+                }
+                G1Projective::batch_normalize(&proj, part);
+            });
+        }
+    });
+    out
+}
+
+fn g2_points(n: usize) -> Vec<G2Affine> {
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get());
+    let chunk = n.div_ceil(threads).max(1);
+    let mut rng = rand_core_seed();
+    let p0 = G2Projective::random(&mut rng);
+    let q = G2Projective::random(&mut rng);
+    let mut out = vec![G2Affine::identity(); n];
+    std::thread::scope(|s| {
+        for (ci, part) in out.chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                let mut acc = p0 + q * Scalar::from((ci * chunk) as u64);
+                let mut proj = Vec::with_capacity(part.len());
+                for _ in 0..part.len() {
+                    proj.push(acc);
+                    acc += q;
+                }
+                G2Projective::batch_normalize(&proj, part);
+            });
+        }
+    });
+    out
+}
+
+fn rand_core_seed() -> impl rand_core::RngCore {
+    struct X(u64);
+    impl rand_core::RngCore for X {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn fill_bytes(&mut self, d: &mut [u8]) {
+            for c in d.chunks_mut(8) {
+                let v = self.next_u64().to_le_bytes();
+                c.copy_from_slice(&v[..c.len()]);
+            }
+        }
+        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(d);
+            Ok(())
+        }
+    }
+    X(0x9e37_79b9_7f4a_7c15)
+}
+
+fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
+    f(); // warm-up
+    let mut best = f64::MAX;
+    for _ in 0..reps {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed().as_secs_f64() * 1e3);
+    }
+    best
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = if args.is_empty() {
+        "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26".split(' ').map(String::from).collect()
+    } else {
+        args
+    };
+    let b = match CudaBackend::first() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("SKIPPED: no CUDA device: {e}");
+            return;
+        }
+    };
+    let (cached, secs) = b.module_info();
+    println!("# device: {}", b.name());
+    println!("# kernels: {} in {secs:.2} s", if cached { "loaded from cache" } else { "compiled by NVRTC" });
+    for k in ["ntt_pass", "msm_accumulate_affine_g1", "msm_accumulate_affine_g2", "msm_accumulate_xyzz_g1"] {
+        println!("# regs {k}: {:?}", b.kernel_regs(k));
+    }
+    let mut i = 0;
+    let range = |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
+    while i < args.len() {
+        match args[i].as_str() {
+            "h2d" => {
+                // a, b, c of a 2^24 domain: 3 × 512 MiB.
+                let n = 3 << 24;
+                let bytes = (n * 32) as f64;
+                let pinned = scalars_in(&b, n, 1);
+                // Measure the copy alone: pre-clone outside the timer.
+                let mut best_pin = f64::MAX;
+                for _ in 0..4 {
+                    let copy = pinned.clone();
+                    let t = Instant::now();
+                    let d = b.upload_scalars(copy).unwrap();
+                    b.synchronize().unwrap();
+                    best_pin = best_pin.min(t.elapsed().as_secs_f64());
+                    drop(d);
+                }
+                let mut pageable = PinnedVec::from_elem_in(Scalar::ZERO, n, heap()).unwrap();
+                fill_scalars(&mut pageable, 2);
+                let mut best_page = f64::MAX;
+                for _ in 0..4 {
+                    let copy = pageable.clone();
+                    let t = Instant::now();
+                    let d = b.upload_scalars(copy).unwrap();
+                    b.synchronize().unwrap();
+                    best_page = best_page.min(t.elapsed().as_secs_f64());
+                    drop(d);
+                }
+                println!(
+                    "h2d a,b,c (3 x 2^24 scalars, {:.2} GiB): pinned pool {:.1} GB/s, pageable {:.1} GB/s, ratio {:.1}x",
+                    bytes / (1u64 << 30) as f64,
+                    bytes / best_pin / 1e9,
+                    bytes / best_page / 1e9,
+                    best_page / best_pin
+                );
+                i += 1;
+            }
+            "ntt" => {
+                let (lo, hi) = range(i);
+                for k in lo..=hi {
+                    let d = Domain::new(k).unwrap();
+                    let mut buf = b.upload_scalars(scalars_in(&b, d.size(), 3)).unwrap();
+                    let fwd = time(3, || {
+                        b.ntt(&mut buf, &d, NttDirection::Forward, false).unwrap();
+                        b.synchronize().unwrap();
+                    });
+                    let coset = time(3, || {
+                        b.ntt(&mut buf, &d, NttDirection::Inverse, true).unwrap();
+                        b.synchronize().unwrap();
+                    });
+                    println!("ntt 2^{k}: forward {fwd:.3} ms, inverse coset {coset:.3} ms");
+                }
+                i += 3;
+            }
+            "h" => {
+                let (lo, hi) = range(i);
+                for k in lo..=hi {
+                    let d = Domain::new(k).unwrap();
+                    let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
+                    let mut best = f64::MAX;
+                    for _ in 0..3 {
+                        let bufs: Vec<_> = host.iter().map(|h| b.upload_scalars(h.clone()).unwrap()).collect();
+                        b.synchronize().unwrap();
+                        let mut it = bufs.into_iter();
+                        let (x, y, z) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                        let t = Instant::now();
+                        let h = b.compute_h(x, y, z, &d).unwrap();
+                        b.synchronize().unwrap();
+                        best = best.min(t.elapsed().as_secs_f64() * 1e3);
+                        drop(h);
+                    }
+                    println!("compute_h 2^{k} (7 NTTs + quotient): {best:.3} ms");
+                }
+                i += 3;
+            }
+            "g1" => {
+                let (lo, hi) = range(i);
+                let t = Instant::now();
+                let pts = g1_points(1 << hi);
+                let gen_s = t.elapsed().as_secs_f64();
+                let bases = b.load_g1(pts).unwrap();
+                println!("# g1 bases: 2^{hi} generated in {gen_s:.1} s");
+                for k in lo..=hi {
+                    let n = 1usize << k;
+                    let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
+                    let ms = time(2, || {
+                        b.msm_g1(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                    });
+                    println!("msm g1 2^{k}: {ms:.2} ms");
+                }
+                i += 3;
+            }
+            "g2" => {
+                let (lo, hi) = range(i);
+                let t = Instant::now();
+                let pts = g2_points(1 << hi);
+                let gen_s = t.elapsed().as_secs_f64();
+                let bases = b.load_g2(pts).unwrap();
+                println!("# g2 bases: 2^{hi} generated in {gen_s:.1} s");
+                for k in lo..=hi {
+                    let n = 1usize << k;
+                    let s = b.upload_scalars(scalars_in(&b, n, 5)).unwrap();
+                    let ms = time(2, || {
+                        b.msm_g2(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                    });
+                    println!("msm g2 2^{k}: {ms:.2} ms");
+                }
+                i += 3;
+            }
+            other => {
+                eprintln!("unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+}

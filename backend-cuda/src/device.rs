@@ -1,0 +1,267 @@
+//! Thin owners of driver objects: the context, a stream, device buffers and the kernel module.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaContext, DriverError};
+
+use crate::error::CudaError;
+use crate::{kernels, nvrtc};
+
+/// Whether the CUDA driver library can be loaded (without panicking when it cannot).
+pub fn driver_present() -> bool {
+    // SAFETY: only probes dlopen.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Number of CUDA devices, 0 when there is no driver.
+pub fn device_count() -> usize {
+    if !driver_present() {
+        return 0;
+    }
+    if result::init().is_err() {
+        return 0;
+    }
+    result::device::get_count().map(|n| n.max(0) as usize).unwrap_or(0)
+}
+
+/// A stream of the backend's context (a cheap, shared handle).
+#[derive(Debug, Clone)]
+pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+#[derive(Debug)]
+struct StreamInner {
+    raw: sys::CUstream,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: CUDA streams may be used from any thread once the context is current.
+unsafe impl Send for StreamInner {}
+unsafe impl Sync for StreamInner {}
+
+impl Stream {
+    /// A new non-blocking stream.
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        ctx.bind_to_thread()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)?;
+        Ok(Stream { inner: Arc::new(StreamInner { raw, ctx: ctx.clone() }) })
+    }
+
+    /// The raw handle.
+    pub fn raw(&self) -> sys::CUstream {
+        self.inner.raw
+    }
+
+    /// Waits for all work on the stream.
+    pub fn sync(&self) -> Result<(), CudaError> {
+        // SAFETY: live stream.
+        unsafe { result::stream::synchronize(self.raw()) }?;
+        Ok(())
+    }
+
+    /// Records a new event (no timing) on the stream and returns it; the caller owns it.
+    pub fn record(&self) -> Result<sys::CUevent, CudaError> {
+        let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        // SAFETY: live event and stream.
+        unsafe { result::event::record(ev, self.raw()) }?;
+        Ok(ev)
+    }
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: destroyed once (last handle); pending work completes first.
+        unsafe {
+            let _ = result::stream::synchronize(self.raw);
+            let _ = result::stream::destroy(self.raw);
+        }
+    }
+}
+
+/// Device memory from the stream-ordered allocator, freed on the same stream.
+#[derive(Debug)]
+pub struct DevBuf {
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) bytes: usize,
+    stream: Stream,
+}
+
+// SAFETY: a device pointer is just an address; ordering goes through the stream.
+unsafe impl Send for DevBuf {}
+unsafe impl Sync for DevBuf {}
+
+impl DevBuf {
+    /// Allocates `bytes` (at least 1) on `stream`.
+    pub fn new(stream: &Stream, bytes: usize) -> Result<Self, CudaError> {
+        let bytes = bytes.max(16);
+        // SAFETY: plain allocation on a live stream.
+        let ptr = unsafe { result::malloc_async(stream.raw(), bytes) }.map_err(|e| match e.0 {
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => CudaError::OutOfMemory(format!("{bytes} bytes of device memory")),
+            _ => CudaError::Driver(e),
+        })?;
+        Ok(DevBuf { ptr, bytes, stream: stream.clone() })
+    }
+
+    /// Allocates and zeroes.
+    pub fn zeroed(stream: &Stream, bytes: usize) -> Result<Self, CudaError> {
+        let b = Self::new(stream, bytes)?;
+        b.memset0(stream)?;
+        Ok(b)
+    }
+
+    /// Zeroes the whole buffer on `stream`.
+    pub fn memset0(&self, stream: &Stream) -> Result<(), CudaError> {
+        // SAFETY: within the allocation.
+        unsafe { result::memset_d8_async(self.ptr, 0, self.bytes, stream.raw()) }?;
+        Ok(())
+    }
+
+    /// Device address `offset` bytes in.
+    pub fn at(&self, offset: usize) -> sys::CUdeviceptr {
+        self.ptr + offset as u64
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        let _ = self.stream.inner.ctx.bind_to_thread();
+        // SAFETY: allocated on this stream; freed once, after prior work on the stream.
+        unsafe {
+            let _ = result::free_async(self.ptr, self.stream.raw());
+        }
+    }
+}
+
+/// Copies host bytes to the device on `stream` (asynchronous; `src` must stay alive and
+/// unchanged until the stream reaches this point).
+///
+/// # Safety
+/// `dst` must have room for `src`.
+pub unsafe fn htod_async(dst: sys::CUdeviceptr, src: *const u8, bytes: usize, stream: &Stream) -> Result<(), CudaError> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.raw()).result()?;
+    Ok(())
+}
+
+/// Copies device bytes to the host and waits for the copy.
+///
+/// # Safety
+/// `src` must hold `dst.len()` bytes.
+pub unsafe fn dtoh_sync(dst: &mut [u8], src: sys::CUdeviceptr, stream: &Stream) -> Result<(), CudaError> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), src, dst.len(), stream.raw()).result()?;
+    stream.sync()
+}
+
+/// The loaded kernel module.
+#[derive(Debug)]
+pub struct Module {
+    raw: sys::CUmodule,
+    funcs: HashMap<&'static str, usize>,
+    ctx: Arc<CudaContext>,
+    /// Whether the image came from the disk cache.
+    pub cached: bool,
+    /// Seconds spent compiling or loading.
+    pub load_seconds: f64,
+}
+
+// SAFETY: module and function handles are context-wide and immutable.
+unsafe impl Send for Module {}
+unsafe impl Sync for Module {}
+
+impl Module {
+    /// Compiles (or fetches from the cache) and loads all kernels for the context's device.
+    pub fn load(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let t = std::time::Instant::now();
+        let (major, minor) = ctx.compute_capability()?;
+        let arch = (major * 10 + minor) as u32;
+        let (image, cached) = nvrtc::compile_cached(kernels::SOURCE, arch)?;
+        ctx.bind_to_thread()?;
+        // SAFETY: a complete cubin image.
+        let raw = unsafe { result::module::load_data(image.as_ptr().cast()) }?;
+        let mut funcs = HashMap::new();
+        for &k in kernels::KERNELS {
+            let name = CString::new(k).unwrap();
+            // SAFETY: live module.
+            let f = unsafe { result::module::get_function(raw, name) }?;
+            funcs.insert(k, f as usize);
+        }
+        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64() })
+    }
+
+    /// Launches kernel `name` with the given argument pointers.
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameter list and the buffers must be large enough.
+    pub unsafe fn launch(
+        &self,
+        name: &str,
+        grid: u32,
+        block: u32,
+        smem: u32,
+        stream: &Stream,
+        mut args: Args,
+    ) -> Result<(), CudaError> {
+        let f = *self.funcs.get(name).ok_or_else(|| CudaError::Invalid(format!("unknown kernel {name}")))? as sys::CUfunction;
+        if grid == 0 {
+            return Ok(());
+        }
+        let mut ptrs = args.ptrs();
+        result::launch_kernel(f, (grid, 1, 1), (block, 1, 1), smem, stream.raw(), &mut ptrs).map_err(|e: DriverError| {
+            CudaError::Device(format!("launching {name} (grid {grid}, block {block}): {e}"))
+        })
+    }
+
+    /// Registers per thread of a kernel (for reports).
+    pub fn num_regs(&self, name: &str) -> Option<i32> {
+        let f = *self.funcs.get(name)? as sys::CUfunction;
+        // SAFETY: live function.
+        unsafe { result::function::get_function_attribute(f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS) }.ok()
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: unloaded once.
+        unsafe {
+            let _ = result::module::unload(self.raw);
+        }
+    }
+}
+
+/// Kernel arguments, each copied into its own stable heap slot (at most 32 bytes).
+#[derive(Default)]
+pub struct Args {
+    slots: Vec<Box<[u64; 4]>>,
+}
+
+impl Args {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        Args::default()
+    }
+
+    /// Appends a plain-old-data argument.
+    pub fn push<T: Copy>(mut self, v: T) -> Self {
+        assert!(std::mem::size_of::<T>() <= 32 && std::mem::align_of::<T>() <= 8);
+        let mut b = Box::new([0u64; 4]);
+        // SAFETY: the slot has 32 bytes, 8-aligned.
+        unsafe { std::ptr::write(b.as_mut_ptr().cast::<T>(), v) };
+        self.slots.push(b);
+        self
+    }
+
+    /// The pointer array `cuLaunchKernel` wants.
+    pub fn ptrs(&mut self) -> Vec<*mut c_void> {
+        self.slots.iter_mut().map(|b| b.as_mut_ptr().cast::<c_void>()).collect()
+    }
+}

@@ -1,0 +1,406 @@
+//! `cuzk-backend-cuda`: the CUDA backend of cuzk.
+//!
+//! - The driver is reached through cudarc with dynamic loading, and the kernels (CUDA C under
+//!   `kernels/cuda/`) are compiled at run time by NVRTC for the device's architecture and
+//!   cached on disk ([`nvrtc`]), so building this crate needs no CUDA toolkit.
+//! - [`PinnedPool`] hands out pooled page-locked host buffers; synthesis writes `a, b, c` into
+//!   them and [`CudaBackend::upload_scalars`] moves them to the device by DMA at line rate.
+//! - Scalars, G1 and G2 bases live on the device; the NTT family, the quotient, `compute_h`
+//!   and G1/G2 Pippenger MSMs run on the GPU ([`ntt`], [`msm`]).
+//!
+//! blstrs types are `repr(transparent)` over blst's, whose Montgomery limbs are exactly the
+//! kernels' 32-bit-limb Montgomery form, so uploads and downloads are plain byte copies.
+
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod error;
+pub mod kernels;
+pub mod msm;
+pub mod ntt;
+pub mod nvrtc;
+pub mod pinned;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::{result, sys, CudaContext};
+use cuzk_core::alloc::{PinnedVec, SharedAllocator};
+use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
+use cuzk_core::domain::Domain;
+use group::Group as _;
+
+pub use error::CudaError;
+pub use pinned::PinnedPool;
+
+use device::{dtoh_sync, htod_async, Args, DevBuf, Module, Stream};
+
+const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
+const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
+const _: () = assert!(std::mem::size_of::<G2Affine>() == 192);
+const _: () = assert!(std::mem::size_of::<G1Projective>() == 144);
+const _: () = assert!(std::mem::size_of::<G2Projective>() == 288);
+const _: () = assert!(std::mem::size_of::<Fp>() == 48);
+
+/// A scalar passed by value to a kernel (8 × u32, Montgomery form).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub struct FrArg(pub [u32; 8]);
+
+impl From<Scalar> for FrArg {
+    fn from(s: Scalar) -> Self {
+        // SAFETY: Scalar is 32 bytes of Montgomery limbs (asserted above).
+        FrArg(unsafe { std::mem::transmute::<Scalar, [u32; 8]>(s) })
+    }
+}
+
+/// The raw bytes of a slice of plain-old-data blstrs values.
+pub(crate) fn as_bytes<T>(v: &[T]) -> &[u8] {
+    // SAFETY: the blstrs types used here have no padding and no invalid bit patterns as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Scalars as little-endian u64 words (Montgomery form).
+pub(crate) fn scalar_words(v: &[Scalar]) -> Vec<u64> {
+    as_bytes(v).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Scalars on the device (Montgomery form).
+#[derive(Debug)]
+pub struct CudaScalars {
+    buf: Option<DevBuf>,
+    len: usize,
+}
+
+impl CudaScalars {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    fn ptr(&self) -> u64 {
+        self.buf.as_ref().map_or(0, |b| b.ptr)
+    }
+}
+
+/// Resident affine bases (G1 or G2).
+#[derive(Debug)]
+pub struct CudaBases {
+    buf: Option<DevBuf>,
+    len: usize,
+}
+
+impl CudaBases {
+    fn ptr(&self) -> u64 {
+        self.buf.as_ref().map_or(0, |b| b.ptr)
+    }
+}
+
+struct Inner {
+    // Field order is drop order: GPU objects before the context.
+    tables: OnceLock<ntt::NttTables>,
+    module: Module,
+    stream: Stream,
+    pool: Arc<PinnedPool>,
+    ctx: Arc<CudaContext>,
+    name: String,
+    lock: Mutex<()>,
+}
+
+/// The CUDA backend on one device.
+#[derive(Clone)]
+pub struct CudaBackend {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend").field("name", &self.inner.name).finish()
+    }
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`: context, stream, kernels (compiled or from the cache).
+    pub fn new(ordinal: usize) -> Result<Self, CudaError> {
+        if !device::driver_present() {
+            return Err(CudaError::Unavailable("libcuda not found".into()));
+        }
+        let count = device::device_count();
+        if ordinal >= count {
+            return Err(CudaError::Unavailable(format!("device {ordinal} requested, {count} present")));
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        // Keep freed device memory in the stream-ordered pool instead of returning it.
+        // SAFETY: plain attribute set on the device's default pool.
+        unsafe {
+            if let Ok(pool) = result::device::get_default_mem_pool(ctx.cu_device()) {
+                let mut thr: u64 = u64::MAX;
+                let _ = result::mem_pool::set_attribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    (&mut thr as *mut u64).cast(),
+                );
+            }
+        }
+        let stream = Stream::new(&ctx)?;
+        let module = Module::load(&ctx)?;
+        let name = format!("cuda:{ordinal} {}", ctx.name().unwrap_or_default());
+        let pool = Arc::new(PinnedPool::new(ctx.clone()));
+        Ok(CudaBackend { inner: Arc::new(Inner { tables: OnceLock::new(), module, stream, pool, ctx, name, lock: Mutex::new(()) }) })
+    }
+
+    /// The first device, or `None` (with the reason) when there is no usable GPU.
+    pub fn first() -> Result<Self, CudaError> {
+        Self::new(0)
+    }
+
+    /// The pinned pool (also available as [`Backend::host_allocator`]).
+    pub fn pool(&self) -> &Arc<PinnedPool> {
+        &self.inner.pool
+    }
+
+    /// Whether the kernels came from the disk cache, and the seconds spent compiling/loading.
+    pub fn module_info(&self) -> (bool, f64) {
+        (self.inner.module.cached, self.inner.module.load_seconds)
+    }
+
+    /// Registers per thread of a kernel.
+    pub fn kernel_regs(&self, name: &str) -> Option<i32> {
+        self.inner.module.num_regs(name)
+    }
+
+    fn enter(&self) -> Result<std::sync::MutexGuard<'_, ()>, CudaError> {
+        self.inner.ctx.bind_to_thread()?;
+        Ok(self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn tables(&self) -> Result<&ntt::NttTables, CudaError> {
+        if let Some(t) = self.inner.tables.get() {
+            return Ok(t);
+        }
+        let t = ntt::NttTables::new(&self.inner.module, &self.inner.stream)?;
+        let _ = self.inner.tables.set(t);
+        Ok(self.inner.tables.get().expect("just set"))
+    }
+
+    /// Waits for all queued work.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        let _g = self.enter()?;
+        self.inner.stream.sync()
+    }
+
+    /// Copies raw bytes to a new device buffer; pinned pool memory is copied asynchronously and
+    /// fenced, anything else synchronously.
+    fn upload_bytes(&self, bytes: &[u8], from_pool: bool) -> Result<Option<DevBuf>, CudaError> {
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let s = &self.inner.stream;
+        let buf = DevBuf::new(s, bytes.len())?;
+        // SAFETY: the buffer has room; the source stays alive until fenced or synced.
+        unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), s)? };
+        if from_pool {
+            let ev = s.record()?;
+            self.inner.pool.fence(bytes.as_ptr(), ev);
+        } else {
+            s.sync()?;
+        }
+        Ok(Some(buf))
+    }
+
+    fn is_our_pool(&self, a: &SharedAllocator) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(&self.inner.pool))
+    }
+
+    /// Uploads scalars from any slice (synchronous copy).
+    pub fn upload_slice(&self, v: &[Scalar]) -> Result<CudaScalars, CudaError> {
+        let _g = self.enter()?;
+        Ok(CudaScalars { buf: self.upload_bytes(as_bytes(v), false)?, len: v.len() })
+    }
+
+    /// Runs a self-test kernel over `n` element pairs of `elem` bytes and returns `out_per`
+    /// elements of `out_bytes` each per pair (diagnostics for the tests).
+    pub fn selftest(&self, kernel: &str, a: &[u8], b: &[u8], n: usize, out_bytes: usize) -> Result<Vec<u8>, CudaError> {
+        let _g = self.enter()?;
+        let s = &self.inner.stream;
+        let da = self.upload_bytes(a, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let db = self.upload_bytes(b, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let out = DevBuf::new(s, out_bytes)?;
+        let args = Args::new().push(da.ptr).push(db.ptr).push(out.ptr).push(n as u32);
+        // SAFETY: the self-test kernels take (a, b, out, n).
+        unsafe { self.inner.module.launch(kernel, (n as u32).div_ceil(64), 64, 0, s, args)? };
+        let mut host = vec![0u8; out_bytes];
+        // SAFETY: out holds out_bytes.
+        unsafe { dtoh_sync(&mut host, out.ptr, s)? };
+        Ok(host)
+    }
+
+    fn msm_raw(&self, group: msm::Group, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<(Vec<u8>, u32, usize), CudaError> {
+        if sc.len > sc.buf.len {
+            return Err(CudaError::Invalid(format!("MSM over {} scalars, buffer has {}", sc.len, sc.buf.len)));
+        }
+        if let Some(d) = sc.density {
+            if d.len() != sc.len {
+                return Err(CudaError::Invalid(format!("density has {} bits for {} scalars", d.len(), sc.len)));
+            }
+        }
+        let need = sc.bases_needed();
+        if offset.checked_add(need).is_none_or(|e| e > bases.len) {
+            return Err(CudaError::Invalid(format!("MSM needs bases {offset}..{} of {}", offset.saturating_add(need), bases.len)));
+        }
+        let _g = self.enter()?;
+        let src = msm::ScalarSource { ptr: sc.buf.ptr(), len: sc.len, density: sc.density.map(|d| (d.words(), d.count())) };
+        let base_ptr = bases.ptr() + (offset * group.affine_bytes()) as u64;
+        msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)
+    }
+
+    /// G1 MSM with explicit tunables (benchmarks).
+    pub fn msm_g1_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G1Projective, CudaError> {
+        let (raw, c, w) = self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)?;
+        let pts: Vec<G1Projective> = raw.chunks_exact(144).map(g1_from_jacobian).collect();
+        debug_assert_eq!(pts.len(), w);
+        Ok(combine(&pts, c, G1Projective::identity()))
+    }
+
+    /// G2 MSM with explicit tunables (benchmarks).
+    pub fn msm_g2_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G2Projective, CudaError> {
+        let (raw, c, w) = self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)?;
+        let pts: Vec<G2Projective> = raw.chunks_exact(288).map(g2_from_jacobian).collect();
+        debug_assert_eq!(pts.len(), w);
+        Ok(combine(&pts, c, G2Projective::identity()))
+    }
+}
+
+fn fp_from(b: &[u8]) -> Fp {
+    let mut l = [0u64; 6];
+    for (i, c) in b.chunks_exact(8).enumerate() {
+        l[i] = u64::from_le_bytes(c.try_into().unwrap());
+    }
+    Fp::from_raw_unchecked(l)
+}
+
+fn g1_from_jacobian(b: &[u8]) -> G1Projective {
+    G1Projective::from_raw_unchecked(fp_from(&b[0..48]), fp_from(&b[48..96]), fp_from(&b[96..144]))
+}
+
+fn fp2_from(b: &[u8]) -> Fp2 {
+    Fp2::new(fp_from(&b[0..48]), fp_from(&b[48..96]))
+}
+
+fn g2_from_jacobian(b: &[u8]) -> G2Projective {
+    G2Projective::from_raw_unchecked(fp2_from(&b[0..96]), fp2_from(&b[96..192]), fp2_from(&b[192..288]))
+}
+
+/// sum_w 2^(c·w) · S_w by Horner's rule.
+fn combine<G: group::Group>(windows: &[G], c: u32, identity: G) -> G {
+    let mut acc = identity;
+    for (i, s) in windows.iter().enumerate().rev() {
+        if i + 1 != windows.len() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+        }
+        acc += s;
+    }
+    acc
+}
+
+impl Backend for CudaBackend {
+    type Scalars = CudaScalars;
+    type G1Bases = CudaBases;
+    type G2Bases = CudaBases;
+
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    fn host_allocator(&self) -> SharedAllocator {
+        self.inner.pool.clone()
+    }
+
+    fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
+        let _g = self.enter()?;
+        let ours = self.is_our_pool(host.allocator());
+        let buf = self.upload_bytes(as_bytes(&host), ours)?;
+        let len = host.len();
+        drop(host); // parked by the pool until the copy has completed
+        Ok(CudaScalars { buf, len })
+    }
+
+    fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, BackendError> {
+        let _g = self.enter()?;
+        let mut out = vec![Scalar::from(0u64); buf.len];
+        if let Some(b) = &buf.buf {
+            // SAFETY: Scalar is plain bytes; the device buffer holds len scalars.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), 32 * buf.len) };
+            // SAFETY: sizes match.
+            unsafe { dtoh_sync(bytes, b.ptr, &self.inner.stream)? };
+        }
+        Ok(out)
+    }
+
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
+        if buf.len != domain.size() {
+            return Err(BackendError::InvalidInput(format!("NTT of {} scalars over a domain of {}", buf.len, domain.size())));
+        }
+        let _g = self.enter()?;
+        let t = self.tables()?;
+        ntt::ntt_natural(&self.inner.module, &self.inner.stream, t, buf.ptr(), domain, direction == NttDirection::Inverse, coset)?;
+        Ok(())
+    }
+
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
+        let n = domain.size();
+        if a.len != n || b.len != n || c.len != n {
+            return Err(BackendError::InvalidInput("quotient operands must have the domain's size".into()));
+        }
+        let _g = self.enter()?;
+        let n32 = n as u32;
+        let block = n32.min(256);
+        let args = Args::new().push(a.ptr()).push(b.ptr()).push(c.ptr()).push(FrArg::from(domain.z_inv_on_coset)).push(n32);
+        // SAFETY: arguments match ntt_quotient.
+        unsafe { self.inner.module.launch("ntt_quotient", n32.div_ceil(block), block, 0, &self.inner.stream, args) }?;
+        Ok(())
+    }
+
+    fn compute_h(&self, a: Self::Scalars, b: Self::Scalars, c: Self::Scalars, domain: &Domain) -> Result<Self::Scalars, BackendError> {
+        let n = domain.size();
+        if a.len != n || b.len != n || c.len != n {
+            return Err(BackendError::InvalidInput("compute_h operands must have the domain's size".into()));
+        }
+        let _g = self.enter()?;
+        let t = self.tables()?;
+        ntt::compute_h(&self.inner.module, &self.inner.stream, t, a.ptr(), b.ptr(), c.ptr(), domain)?;
+        drop((b, c));
+        Ok(a)
+    }
+
+    fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {
+        let _g = self.enter()?;
+        Ok(CudaBases { buf: self.upload_bytes(as_bytes(&points), false)?, len: points.len() })
+    }
+
+    fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
+        let _g = self.enter()?;
+        Ok(CudaBases { buf: self.upload_bytes(as_bytes(&points), false)?, len: points.len() })
+    }
+
+    fn g1_len(&self, bases: &Self::G1Bases) -> usize {
+        bases.len
+    }
+
+    fn g2_len(&self, bases: &Self::G2Bases) -> usize {
+        bases.len
+    }
+
+    fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
+        Ok(self.msm_g1_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
+    }
+
+    fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
+        Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
+    }
+}

@@ -1,0 +1,272 @@
+//! Host side of the Pippenger MSM (see `kernels/cuda/msm/msm.cu` for the algorithm).
+
+use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Module, Stream};
+use crate::error::CudaError;
+
+/// Which group: kernel suffix and sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// G1 over Fp.
+    G1,
+    /// G2 over Fp2.
+    G2,
+}
+
+impl Group {
+    fn suffix(self) -> &'static str {
+        match self {
+            Group::G1 => "g1",
+            Group::G2 => "g2",
+        }
+    }
+    /// Bytes of one base-field element.
+    pub fn field_bytes(self) -> usize {
+        match self {
+            Group::G1 => 48,
+            Group::G2 => 96,
+        }
+    }
+    /// Bytes of an affine point.
+    pub fn affine_bytes(self) -> usize {
+        2 * self.field_bytes()
+    }
+    fn xyzz_bytes(self) -> usize {
+        4 * self.field_bytes()
+    }
+}
+
+/// Window size for `m` scalars.
+pub fn window_bits(m: usize) -> u32 {
+    let lg = usize::BITS - m.max(1).leading_zeros(); // ~log2(m) + 1
+    (lg as i64 - 7).clamp(4, 16) as u32
+}
+
+/// Tunables of one MSM run (exposed for benchmarks).
+#[derive(Debug, Clone, Copy)]
+pub struct MsmConfig {
+    /// Window bits (0: choose from the size).
+    pub c: u32,
+}
+
+/// Scalars of an MSM already on the device.
+pub struct ScalarSource<'a> {
+    /// Montgomery-form scalars (32 bytes each).
+    pub ptr: u64,
+    /// How many of them take part (before density filtering).
+    pub len: usize,
+    /// Density words and the number of set bits, if sparse.
+    pub density: Option<(&'a [u64], usize)>,
+}
+
+fn scan(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32) -> Result<(), CudaError> {
+    const B: u32 = 1024;
+    let nblocks = n.div_ceil(B);
+    let sums = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
+    // SAFETY: arguments match scan_block; buffers hold n (resp. nblocks) u32.
+    unsafe { module.launch("scan_block", nblocks, B, 0, stream, Args::new().push(input).push(out).push(n).push(sums.ptr).push(ceil_div))? };
+    if nblocks > 1 {
+        let offs = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
+        scan(module, stream, sums.ptr, offs.ptr, nblocks, 0)?;
+        // SAFETY: arguments match scan_add.
+        unsafe { module.launch("scan_add", nblocks, B, 0, stream, Args::new().push(out).push(n).push(offs.ptr))? };
+    }
+    Ok(())
+}
+
+fn read_u32(stream: &Stream, ptr: u64) -> Result<u32, CudaError> {
+    let mut b = [0u8; 4];
+    // SAFETY: 4 bytes at ptr.
+    unsafe { dtoh_sync(&mut b, ptr, stream)? };
+    Ok(u32::from_le_bytes(b))
+}
+
+fn grid(n: usize, block: u32) -> Result<u32, CudaError> {
+    u32::try_from(n.div_ceil(block as usize)).map_err(|_| CudaError::Invalid(format!("{n} threads is too many")))
+}
+
+/// Runs the MSM and returns the window sums as Jacobian coordinates (X, Y, Z, each
+/// `field_bytes` long, Montgomery form) together with the window size `c`; the caller combines
+/// them as `sum_w 2^(c·w) S_w`.
+pub fn msm_windows(
+    module: &Module,
+    stream: &Stream,
+    group: Group,
+    bases: u64,
+    scalars: &ScalarSource<'_>,
+    cfg: MsmConfig,
+) -> Result<(Vec<u8>, u32, usize), CudaError> {
+    let sfx = group.suffix();
+    let m = scalars.density.map_or(scalars.len, |(_, c)| c);
+    if m == 0 {
+        return Ok((Vec::new(), 1, 0));
+    }
+    if m >= (1 << 31) || scalars.len >= (1 << 31) {
+        return Err(CudaError::Invalid("more than 2^31 scalars".into()));
+    }
+    let len = scalars.len as u32;
+    let m32 = m as u32;
+
+    // 1. Gather and convert scalars.
+    let prepared = DevBuf::new(stream, 32 * m)?;
+    let (words_buf, prefix_buf, _host) = if let Some((words, _)) = scalars.density {
+        let nw = scalars.len.div_ceil(64);
+        let mut prefix = Vec::with_capacity(nw);
+        let mut acc = 0u32;
+        for &w in &words[..nw] {
+            prefix.push(acc);
+            acc += w.count_ones();
+        }
+        let wb = DevBuf::new(stream, 8 * nw)?;
+        let pb = DevBuf::new(stream, 4 * nw)?;
+        let host_words = words[..nw].to_vec();
+        // SAFETY: sizes match; the host vectors live until the stream syncs below (read_u32).
+        unsafe {
+            htod_async(wb.ptr, host_words.as_ptr().cast(), 8 * nw, stream)?;
+            htod_async(pb.ptr, prefix.as_ptr().cast(), 4 * nw, stream)?;
+        }
+        (Some(wb), Some(pb), Some((host_words, prefix)))
+    } else {
+        (None, None, None)
+    };
+    let use_density = u32::from(words_buf.is_some());
+    let args = Args::new()
+        .push(scalars.ptr)
+        .push(len)
+        .push(words_buf.as_ref().map_or(0, |b| b.ptr))
+        .push(prefix_buf.as_ref().map_or(0, |b| b.ptr))
+        .push(use_density)
+        .push(prepared.ptr);
+    // SAFETY: arguments match msm_prepare.
+    unsafe { module.launch("msm_prepare", grid(scalars.len, 256)?, 256, 0, stream, args)? };
+
+    // 2-3. Digits, histogram, scan, scatter.
+    let c = if cfg.c == 0 { window_bits(m) } else { cfg.c };
+    let w = 256u32.div_ceil(c);
+    let half = 1u32 << (c - 1);
+    let nb = w * half;
+    let nb1 = nb as usize + 1;
+    let counts = DevBuf::zeroed(stream, 4 * nb1)?;
+    // SAFETY: arguments match msm_histogram.
+    unsafe {
+        module.launch("msm_histogram", grid(m, 256)?, 256, 0, stream, Args::new().push(prepared.ptr).push(m32).push(c).push(w).push(counts.ptr))?
+    };
+    let offsets = DevBuf::new(stream, 4 * nb1)?;
+    scan(module, stream, counts.ptr, offsets.ptr, nb + 1, 0)?;
+    let total = read_u32(stream, offsets.at(4 * nb as usize))? as usize;
+    drop((words_buf, prefix_buf));
+    if total == 0 {
+        return Ok((Vec::new(), c, 0));
+    }
+    let entries = DevBuf::new(stream, 4 * total)?;
+    let cursor = DevBuf::new(stream, 4 * nb1)?;
+    // SAFETY: same sizes.
+    unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
+    // SAFETY: arguments match msm_scatter.
+    unsafe {
+        module.launch(
+            "msm_scatter",
+            grid(m, 256)?,
+            256,
+            0,
+            stream,
+            Args::new().push(prepared.ptr).push(m32).push(c).push(w).push(cursor.ptr).push(entries.ptr),
+        )?
+    };
+    drop((cursor, prepared));
+
+    // 4. Bucket sums in rounds.
+    let s_chunk = ((total >> 19) as u32).clamp(16, 256);
+    let mut cur_count = counts;
+    let mut cur_off = offsets;
+    let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
+    let max_chunks = DevBuf::new(stream, 4)?;
+    let xb = group.xyzz_bytes();
+    let (final_count, final_base, partial) = loop {
+        let task_base = DevBuf::new(stream, 4 * nb1)?;
+        scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
+        let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
+        let ts = DevBuf::new(stream, 4 * ntasks)?;
+        let tl = DevBuf::new(stream, 4 * ntasks)?;
+        max_chunks.memset0(stream)?;
+        // The chunk count of each bucket becomes its count in the next round.
+        let new_count = DevBuf::new(stream, 4 * nb1)?;
+        new_count.memset0(stream)?;
+        let args = Args::new()
+            .push(cur_count.ptr)
+            .push(cur_off.ptr)
+            .push(task_base.ptr)
+            .push(nb)
+            .push(s_chunk)
+            .push(ts.ptr)
+            .push(tl.ptr)
+            .push(max_chunks.ptr)
+            .push(new_count.ptr);
+        // SAFETY: arguments match msm_make_tasks.
+        unsafe { module.launch("msm_make_tasks", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+        let out = DevBuf::new(stream, xb * ntasks)?;
+        let nt = ntasks as u32;
+        match &input {
+            None => {
+                let args = Args::new().push(bases).push(entries.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
+                // SAFETY: arguments match msm_accumulate_affine_*.
+                unsafe { module.launch(&format!("msm_accumulate_affine_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
+            }
+            Some(inp) => {
+                let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
+                // SAFETY: arguments match msm_accumulate_xyzz_*.
+                unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
+            }
+        }
+        let maxc = read_u32(stream, max_chunks.ptr)?;
+        drop((ts, tl));
+        if maxc <= 1 {
+            break (new_count, task_base, out);
+        }
+        cur_count = new_count;
+        cur_off = task_base;
+        input = Some(out);
+    };
+    drop(entries);
+    let buckets = DevBuf::new(stream, xb * nb as usize)?;
+    let args = Args::new().push(partial.ptr).push(final_count.ptr).push(final_base.ptr).push(nb).push(buckets.ptr);
+    // SAFETY: arguments match msm_gather_*.
+    unsafe { module.launch(&format!("msm_gather_{sfx}"), grid(nb as usize, 256)?, 256, 0, stream, args)? };
+    drop((partial, final_count, final_base, cur_off));
+
+    // 5. Window sums.
+    let nseg = (16384 / w).next_power_of_two().min(half).max(1);
+    let nseg = if nseg * w > 16384 { (nseg / 2).max(1) } else { nseg };
+    let seg = half / nseg;
+    let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
+    let args = Args::new().push(buckets.ptr).push(half).push(w).push(seg).push(layer.ptr);
+    // SAFETY: arguments match msm_window_segments_*.
+    unsafe { module.launch(&format!("msm_window_segments_{sfx}"), grid((w * nseg) as usize, 64)?, 64, 0, stream, args)? };
+    drop(buckets);
+    let mut width = nseg;
+    while width > 1 {
+        let mh = width / 2;
+        let next = DevBuf::new(stream, xb * (w * mh) as usize)?;
+        let args = Args::new().push(layer.ptr).push(w).push(mh).push(next.ptr);
+        // SAFETY: arguments match msm_pair_sums_*.
+        unsafe { module.launch(&format!("msm_pair_sums_{sfx}"), grid((w * mh) as usize, 64)?, 64, 0, stream, args)? };
+        layer = next;
+        width = mh;
+    }
+    let fb = group.field_bytes();
+    let jac = DevBuf::new(stream, 3 * fb * w as usize)?;
+    // SAFETY: arguments match msm_to_jacobian_*.
+    unsafe { module.launch(&format!("msm_to_jacobian_{sfx}"), 1, w, 0, stream, Args::new().push(layer.ptr).push(w).push(jac.ptr))? };
+    let mut out = vec![0u8; 3 * fb * w as usize];
+    // SAFETY: jac holds that many bytes.
+    unsafe { dtoh_sync(&mut out, jac.ptr, stream)? };
+    Ok((out, c, w as usize))
+}
+
+/// Device-to-device copy on the stream.
+///
+/// # Safety
+/// Both ranges must be valid.
+unsafe fn sys_dtod(dst: u64, src: u64, bytes: usize, stream: &Stream) -> Result<(), CudaError> {
+    cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.raw())?;
+    Ok(())
+}
