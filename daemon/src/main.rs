@@ -1,63 +1,25 @@
-//! `cuzk`: the command-line front end of the cuzk proving engine.
+//! `cuzk`: the command-line front end of the cuzk proving engine: local proving and setup,
+//! the `serve` daemon, and the client commands that talk to it.
 
-mod bench;
-mod setup;
-
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_circuits::{CircuitError, CircuitKind};
+use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
-use cuzk_core::params::{Parameters, ParamsError, Validation};
+use cuzk_core::params::{Parameters, Validation};
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{prove, ProveError, ProvingKey, Stage};
-use cuzk_core::synth::{synthesize, SizeHint, SynthesizeError};
+use cuzk_core::synth::{synthesize, SizeHint};
+use cuzk_daemon::commands::{self, Conn, SubmitArgs};
+use cuzk_daemon::config::{Config, ShutdownMode};
+use cuzk_daemon::loadgen::BenchArgs;
+use cuzk_daemon::{data_dir, prover_bench, read_params, server, setup, CliError};
 use ff::Field;
 use rand::SeedableRng;
-
-/// Errors the CLI reports to the user.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// Bad circuit name or size.
-    #[error(transparent)]
-    Circuit(#[from] CircuitError),
-    /// File system trouble.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The parameter file is invalid.
-    #[error("parameter file {path}: {source}")]
-    Params {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: ParamsError,
-    },
-    /// Synthesis failed.
-    #[error(transparent)]
-    Synthesize(#[from] SynthesizeError),
-    /// Proving failed.
-    #[error(transparent)]
-    Prove(#[from] ProveError),
-    /// Parameter generation failed.
-    #[error("parameter generation failed: {0}")]
-    Setup(String),
-    /// The proof did not verify (a bug: report it).
-    #[error("the proof does not verify")]
-    InvalidProof,
-    /// The requested backend is not available.
-    #[error("backend {0} is not available in this build or on this machine")]
-    BackendUnavailable(String),
-}
 
 #[derive(Parser, Debug)]
 #[command(name = "cuzk", version, about = "GPU Groth16 proving engine for BLS12-381")]
@@ -66,6 +28,13 @@ struct Cli {
     /// ~/.local/share/cuzk).
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
+    /// Daemon address for client commands: unix:/path, /path or http://host:port (default: the
+    /// socket in the data directory).
+    #[arg(long, global = true, env = "CUZK_ADDR")]
+    addr: Option<String>,
+    /// Bearer token (client commands over TCP; `serve`: the token TCP clients must send).
+    #[arg(long, global = true, env = "CUZK_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,6 +45,41 @@ enum BackendChoice {
     Auto,
     /// The CPU reference backend.
     Cpu,
+}
+
+/// `cuzk serve` flags; each overrides the config file.
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// TOML configuration file (see docs/daemon.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// gRPC unix socket path ("" disables it).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// gRPC TCP address (needs --token or server.token).
+    #[arg(long)]
+    tcp: Option<SocketAddr>,
+    /// HTTP status address ("" disables it).
+    #[arg(long)]
+    http: Option<String>,
+    /// Synthesis workers.
+    #[arg(long)]
+    synth_workers: Option<u32>,
+    /// Generate missing parameter files instead of refusing jobs.
+    #[arg(long)]
+    generate_params: bool,
+    /// Skip curve and subgroup checks of parameter points (files you made yourself).
+    #[arg(long)]
+    trust_params: bool,
+    /// Circuits to make resident at start, e.g. squaring-chain-2^10.
+    #[arg(long, value_delimiter = ',')]
+    preload: Vec<String>,
+    /// What SIGTERM/SIGINT do with accepted jobs.
+    #[arg(long, value_enum)]
+    shutdown_mode: Option<ShutdownMode>,
+    /// Verify every proof before returning it.
+    #[arg(long)]
+    verify_proofs: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -122,30 +126,39 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
-}
-
-fn data_dir(explicit: Option<PathBuf>) -> PathBuf {
-    if let Some(d) = explicit {
-        return d;
-    }
-    if let Some(d) = std::env::var_os("CUZK_DATA_DIR") {
-        return d.into();
-    }
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
-        return PathBuf::from(d).join("cuzk");
-    }
-    match std::env::var_os("HOME") {
-        Some(h) => PathBuf::from(h).join(".local/share/cuzk"),
-        None => PathBuf::from(".cuzk"),
-    }
-}
-
-/// Reads and decodes a parameter file with all cores.
-pub fn read_params(path: &std::path::Path, validation: Validation) -> Result<Parameters, CliError> {
-    let file = std::fs::File::open(path).map_err(|source| CliError::Io { path: path.into(), source })?;
-    // SAFETY: the file is only read; cuzk never writes a file it has open.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CliError::Io { path: path.into(), source })?;
-    cuzk_backend_cpu::params::load_parameters(&map, validation).map_err(|source| CliError::Params { path: path.into(), source })
+    /// Runs the proving daemon (gRPC cuzk.v1.ProvingEngine, HTTP status) until SIGTERM/SIGINT.
+    Serve(ServeArgs),
+    /// Submits a proof job to the daemon.
+    Submit(SubmitArgs),
+    /// Waits for a job and prints its result.
+    Await {
+        /// The job id.
+        job_id: String,
+        /// Give up after this many ms (0: wait until it ends).
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        /// Write the proof bytes here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Prints the daemon's status.
+    Status,
+    /// Cancels a job.
+    Cancel {
+        /// The job id.
+        job_id: String,
+    },
+    /// Load generator: mixed circuits and priorities against a running daemon.
+    Bench(BenchArgs),
+    /// Writes the daemon's timeline as a Chrome trace (chrome://tracing, Perfetto).
+    Trace {
+        /// The daemon's HTTP address.
+        #[arg(long, default_value = "127.0.0.1:9820")]
+        http: SocketAddr,
+        /// Output file.
+        #[arg(long, default_value = "cuzk-trace.json")]
+        out: PathBuf,
+    },
 }
 
 fn fmt_dur(d: Duration) -> String {
@@ -207,14 +220,64 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
+fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliError> {
+    let mut cfg = match &args.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    if let Some(s) = &args.socket {
+        cfg.server.socket = Some(s.clone());
+    }
+    if let Some(t) = args.tcp {
+        cfg.server.tcp = Some(t);
+    }
+    if let Some(h) = &args.http {
+        cfg.server.http = h.clone();
+    }
+    if token.is_some() {
+        cfg.server.token = token;
+    }
+    if let Some(n) = args.synth_workers {
+        cfg.engine.synth_workers = n;
+    }
+    cfg.params.generate_missing |= args.generate_params;
+    cfg.params.trusted |= args.trust_params;
+    cfg.params.preload.extend(args.preload.iter().cloned());
+    if let Some(m) = args.shutdown_mode {
+        cfg.shutdown.mode = m;
+    }
+    cfg.engine.verify_proofs |= args.verify_proofs;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn init_logging(filter: &str, json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json { b.json().try_init() } else { b.try_init() };
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| CliError::Io { path: "tokio runtime".into(), source })
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
     let dir = data_dir(cli.data_dir);
-    let result = match cli.command {
-        Command::Setup { circuit, log_size, force } => CircuitKind::from_name(&circuit)
-            .map_err(CliError::from)
-            .and_then(|kind| setup::ensure_params(&dir, kind, log_size, force).map(|p| println!("parameters: {}", p.display()))),
-        Command::Prove { circuit, log_size, backend, seed, trust_params } => (|| {
+    let conn = || Conn {
+        addr: cli.addr.clone().unwrap_or_else(|| format!("unix:{}", server::default_socket(&dir).display())),
+        token: cli.token.clone(),
+    };
+    match cli.command {
+        Command::Setup { circuit, log_size, force } => {
+            let kind = CircuitKind::from_name(&circuit)?;
+            let p = setup::ensure_params(&dir, kind, log_size, force)?;
+            println!("parameters: {}", p.display());
+            Ok(())
+        }
+        Command::Prove { circuit, log_size, backend, seed, trust_params } => {
             let kind = CircuitKind::from_name(&circuit)?;
             kind.instance(log_size, seed)?; // validate the size before any setup work
             let path = setup::ensure_params(&dir, kind, log_size, false)?;
@@ -225,10 +288,25 @@ fn main() -> ExitCode {
             match backend {
                 BackendChoice::Auto | BackendChoice::Cpu => run_prove(&CpuBackend::new(), kind, log_size, seed, params, read),
             }
-        })(),
-        Command::BenchProver { circuits, log_sizes, reps } => bench::bench_prover(&dir, &circuits, &log_sizes, reps),
-    };
-    match result {
+        }
+        Command::BenchProver { circuits, log_sizes, reps } => prover_bench::bench_prover(&dir, &circuits, &log_sizes, reps),
+        Command::Serve(args) => {
+            let cfg = serve_config(&args, cli.token.clone())?;
+            init_logging(&cfg.log.filter, cfg.log.json);
+            runtime()?.block_on(server::serve(cfg, dir.clone()))?;
+            Ok(())
+        }
+        Command::Submit(args) => runtime()?.block_on(commands::submit(&conn(), &args)),
+        Command::Await { job_id, timeout_ms, out } => runtime()?.block_on(commands::await_job(&conn(), &job_id, timeout_ms, out.as_ref())),
+        Command::Status => runtime()?.block_on(commands::status(&conn())),
+        Command::Cancel { job_id } => runtime()?.block_on(commands::cancel(&conn(), &job_id)),
+        Command::Bench(args) => runtime()?.block_on(cuzk_daemon::loadgen::bench(&conn(), &dir, &args)).map(|_| ()),
+        Command::Trace { http, out } => runtime()?.block_on(commands::trace(http, cli.token.as_deref(), &out)),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -1,0 +1,12 @@
+//! Compiles the cuzk.v1 proto with protox (pure Rust: no system `protoc`) and generates the
+//! tonic client and server, using our codec so undecodable requests get INVALID_ARGUMENT.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let proto = "proto/cuzk/v1/proving.proto";
+    println!("cargo:rerun-if-changed={proto}");
+    let fds = protox::compile([proto], ["proto"])?;
+    tonic_build::configure()
+        .codec_path("crate::codec::StrictCodec")
+        .compile_fds(fds)?;
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! The circuits the daemon can prove: built-in circuits at a domain size, each with its
+//! parameter file, registered with the engine on first use.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use cuzk_circuits::{CircuitError, CircuitKind};
+use cuzk_core::engine::{CircuitId, CircuitProfile, Footprint};
+
+use crate::setup::params_path;
+
+/// A built-in circuit at a domain size: the unit of parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CircuitSpec {
+    /// Which circuit.
+    pub kind: CircuitKind,
+    /// log2 of its domain.
+    pub log_size: u32,
+}
+
+impl CircuitSpec {
+    /// Checks the name and size.
+    pub fn new(kind: CircuitKind, log_size: u32) -> Result<CircuitSpec, CircuitError> {
+        let (min, max) = (kind.min_log_size(), cuzk_circuits::MAX_LOG_SIZE);
+        if log_size < min || log_size > max {
+            return Err(CircuitError::BadSize { name: kind.name(), min, max, got: log_size });
+        }
+        Ok(CircuitSpec { kind, log_size })
+    }
+
+    /// The id used in the API and on the status page: `squaring-chain-2^10`.
+    pub fn id(&self) -> String {
+        format!("{}-2^{}", self.kind.name(), self.log_size)
+    }
+
+    /// Parses [`CircuitSpec::id`].
+    pub fn parse(id: &str) -> Result<CircuitSpec, CircuitError> {
+        let unknown = || CircuitError::Unknown(id.to_string());
+        let (name, k) = id.rsplit_once("-2^").ok_or_else(unknown)?;
+        let k: u32 = k.parse().map_err(|_| unknown())?;
+        CircuitSpec::new(CircuitKind::from_name(name)?, k)
+    }
+
+    /// The memory profile the engine schedules with, from the parameter file's size.
+    pub fn profile(&self, params_file_bytes: u64) -> CircuitProfile {
+        // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
+        let n = 1u64 << self.log_size;
+        CircuitProfile {
+            params_host_bytes: params_file_bytes,
+            params_device_bytes: params_file_bytes,
+            footprint: Footprint::for_domain(self.log_size, 2 * 32 * n),
+        }
+    }
+}
+
+/// A registered circuit.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    /// Its spec.
+    pub spec: CircuitSpec,
+    /// Its parameter file.
+    pub path: PathBuf,
+    /// The file's size.
+    pub file_bytes: u64,
+}
+
+/// Circuit specs and the engine ids they were registered under.
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_spec: HashMap<CircuitSpec, CircuitId>,
+    entries: Vec<Registered>,
+}
+
+impl Registry {
+    /// The id of a registered spec.
+    pub fn get(&self, spec: &CircuitSpec) -> Option<CircuitId> {
+        self.by_spec.get(spec).copied()
+    }
+
+    /// A registered circuit.
+    pub fn entry(&self, id: CircuitId) -> Option<&Registered> {
+        self.entries.get(id.0 as usize)
+    }
+
+    /// All registered circuits with their ids.
+    pub fn iter(&self) -> impl Iterator<Item = (CircuitId, &Registered)> {
+        self.entries.iter().enumerate().map(|(i, r)| (CircuitId(i as u32), r))
+    }
+
+    /// Adds a circuit whose parameter file lies in `data_dir`; returns the new id, or `None`
+    /// when the file is missing.
+    pub fn add(&mut self, data_dir: &Path, spec: CircuitSpec) -> Option<(CircuitId, &Registered)> {
+        let path = params_path(data_dir, spec.kind, spec.log_size);
+        let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
+        let id = CircuitId(self.entries.len() as u32);
+        self.entries.push(Registered { spec, path, file_bytes });
+        self.by_spec.insert(spec, id);
+        Some((id, &self.entries[id.0 as usize]))
+    }
+}

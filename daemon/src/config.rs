@@ -1,0 +1,243 @@
+//! The daemon's configuration: a TOML file (every key optional, documented in
+//! `docs/daemon.md`), then command-line flags on top.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Why a configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this schema.
+    #[error("parsing {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// Whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Listeners and authentication.
+    pub server: ServerConfig,
+    /// Scheduling and memory.
+    pub engine: EngineSection,
+    /// Parameter files.
+    pub params: ParamsSection,
+    /// What happens on SIGTERM/SIGINT.
+    pub shutdown: ShutdownSection,
+    /// Logging.
+    pub log: LogSection,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// gRPC unix socket path; empty disables it. Default: `<data_dir>/cuzk.sock`.
+    pub socket: Option<PathBuf>,
+    /// gRPC TCP address (e.g. `127.0.0.1:9821`); off unless set, and then a token is required.
+    pub tcp: Option<SocketAddr>,
+    /// Bearer token required on TCP (and on HTTP when it listens beyond loopback).
+    pub token: Option<String>,
+    /// File holding the token (first line), instead of `token`.
+    pub token_file: Option<PathBuf>,
+    /// HTTP status/metrics address; empty string disables it.
+    pub http: String,
+    /// Largest accepted gRPC request, bytes.
+    pub max_request_bytes: usize,
+    /// Finished jobs whose results are kept for AwaitProof.
+    pub keep_results: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            socket: None,
+            tcp: None,
+            token: None,
+            token_file: None,
+            http: "127.0.0.1:9820".into(),
+            max_request_bytes: 64 << 20,
+            keep_results: 10_000,
+        }
+    }
+}
+
+/// `[engine]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    /// Compute backend: `cpu` (the only one in this build).
+    pub backend: String,
+    /// Partitions synthesized at once (0: half the cores, at least 1).
+    pub synth_workers: u32,
+    /// Partitions finalized at once (0: same as synth_workers).
+    pub finalize_workers: u32,
+    /// Host memory budget, bytes.
+    pub host_memory_bytes: u64,
+    /// Memory budget of each device, bytes.
+    pub device_memory_bytes: u64,
+    /// Partitions on a device at once (upload through MSM).
+    pub gpu_workers: u32,
+    /// Partitions running kernels on a device at once.
+    pub kernel_lanes: u32,
+    /// Non-CRITICAL partitions synthesized ahead of the devices (0: automatic).
+    pub synth_lookahead: u32,
+    /// Host bytes only CRITICAL work may use.
+    pub critical_host_reserve: u64,
+    /// Device bytes only CRITICAL work may use.
+    pub critical_device_reserve: u64,
+    /// Spans and job records kept for the timeline.
+    pub timeline_capacity: usize,
+    /// Verify every proof before returning it.
+    pub verify_proofs: bool,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection {
+            backend: "cpu".into(),
+            synth_workers: 0,
+            finalize_workers: 0,
+            host_memory_bytes: 16 << 30,
+            device_memory_bytes: 16 << 30,
+            gpu_workers: 2,
+            kernel_lanes: 1,
+            synth_lookahead: 0,
+            critical_host_reserve: 0,
+            critical_device_reserve: 0,
+            timeline_capacity: 100_000,
+            verify_proofs: false,
+        }
+    }
+}
+
+/// `[params]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParamsSection {
+    /// Data directory holding `params/` (default: the CLI's data directory).
+    pub data_dir: Option<PathBuf>,
+    /// Generate missing parameter files for built-in circuits instead of refusing the job.
+    pub generate_missing: bool,
+    /// Skip curve and subgroup checks when loading (only for files you made yourself).
+    pub trusted: bool,
+    /// Circuits (ids like `squaring-chain-2^10`) made resident at start.
+    pub preload: Vec<String>,
+}
+
+/// What to do with accepted work on SIGTERM/SIGINT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ShutdownMode {
+    /// Finish every accepted job (up to the timeout), then exit.
+    Drain,
+    /// Cancel every job not finished, then exit.
+    Cancel,
+}
+
+/// `[shutdown]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownSection {
+    /// `drain` or `cancel`.
+    pub mode: ShutdownMode,
+    /// In drain mode, jobs still running after this many seconds are cancelled.
+    pub timeout_s: u64,
+}
+
+impl Default for ShutdownSection {
+    fn default() -> Self {
+        ShutdownSection { mode: ShutdownMode::Drain, timeout_s: 300 }
+    }
+}
+
+/// `[log]`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSection {
+    /// `tracing` filter (e.g. `info`, `cuzk_daemon=debug`); `RUST_LOG` overrides.
+    pub filter: String,
+    /// JSON lines instead of text.
+    pub json: bool,
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        LogSection { filter: "info".into(), json: false }
+    }
+}
+
+impl Config {
+    /// Reads a TOML file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Config::parse(&text).map_err(|source| ConfigError::Parse { path: path.into(), source: Box::new(source) })
+    }
+
+    /// Parses TOML text.
+    pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// The bearer token, from `token` or `token_file`.
+    pub fn token(&self) -> Result<Option<String>, ConfigError> {
+        if let Some(t) = &self.server.token {
+            return Ok(Some(t.clone()).filter(|t| !t.is_empty()));
+        }
+        if let Some(p) = &self.server.token_file {
+            let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.clone(), source })?;
+            let t = text.lines().next().unwrap_or("").trim().to_string();
+            return Ok(Some(t).filter(|t| !t.is_empty()));
+        }
+        Ok(None)
+    }
+
+    /// Checks consistency: TCP needs a token, sizes are positive.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.server.tcp.is_some() && self.token()?.is_none() {
+            return Err(ConfigError::Invalid("server.tcp is set but no server.token or server.token_file: TCP needs a bearer token".into()));
+        }
+        if self.server.max_request_bytes < 1024 {
+            return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));
+        }
+        if self.engine.backend != "cpu" {
+            return Err(ConfigError::Invalid(format!("engine.backend {:?} is not available in this build (cpu is)", self.engine.backend)));
+        }
+        if self.engine.gpu_workers == 0 || self.engine.kernel_lanes == 0 {
+            return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));
+        }
+        for p in &self.params.preload {
+            crate::circuits::CircuitSpec::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Synthesis workers after defaults.
+    pub fn synth_workers(&self) -> u32 {
+        if self.engine.synth_workers > 0 {
+            return self.engine.synth_workers;
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
+        (cores / 2).max(1)
+    }
+}

@@ -1,0 +1,620 @@
+//! Drives the sans-io engine from tokio: one task owns the [`Engine`]; API calls arrive as
+//! [`Command`]s, finished work as [`Completion`]s; after every input the engine's actions are
+//! drained and executed (synthesis and finalize on a bounded CPU pool, GPU stages and
+//! parameter loads on blocking threads), and each completion is fed back with its end time.
+
+mod handle;
+mod snapshot;
+mod work;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_core::backend::Backend;
+use cuzk_core::engine::{
+    Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobFailure, JobId, JobKind, JobSpec, Location, Nanos,
+    Outcome, PartitionId, Presence, Stage, Tier,
+};
+use cuzk_core::params::{Parameters, Validation, VerifyingKey};
+use cuzk_core::proof::Proof;
+use cuzk_core::prover::ProvingKey;
+use ff::PrimeField;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tonic::Status;
+
+pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
+pub use work::{Completion, Loaded, PartData};
+
+use crate::circuits::{CircuitSpec, Registry};
+use crate::config::ShutdownMode;
+use crate::request::{priority_name, JobRequest};
+use crate::setup::params_path;
+use crate::status::{Histogram, JobCounts};
+use work::{LoadInput, StageInput};
+
+/// What the driver needs besides the engine configuration.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Directory holding `params/`.
+    pub data_dir: PathBuf,
+    /// How carefully parameter files are checked.
+    pub validation: Validation,
+    /// Verify every proof before returning it.
+    pub verify_proofs: bool,
+    /// Finished job results kept for AwaitProof.
+    pub keep_results: usize,
+    /// The engine's configuration.
+    pub engine: EngineConfig,
+    /// Circuits to make resident at start.
+    pub preload: Vec<CircuitSpec>,
+}
+
+struct LiveJob {
+    req: JobRequest,
+    circuit: CircuitId,
+    submitted: Instant,
+    started: bool,
+    proofs: Vec<Option<Proof>>,
+    publics: Vec<Vec<Scalar>>,
+    synth: Duration,
+    gpu: Duration,
+    srs_wait_since: Option<Instant>,
+    srs_load: Duration,
+}
+
+struct Running {
+    stage: Stage,
+    location: Location,
+    slot: u32,
+    start: Instant,
+    circuit: CircuitId,
+}
+
+type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, Status>>);
+
+/// The engine's owner. Generic over the compute backend; one backend instance per device.
+pub struct Driver<B: Backend> {
+    cfg: DriverConfig,
+    engine: Engine,
+    epoch: Instant,
+    backends: Vec<Arc<B>>,
+    pool: Arc<rayon::ThreadPool>,
+    done_tx: mpsc::UnboundedSender<Completion<B>>,
+    registry: Registry,
+    jobs: HashMap<JobId, LiveJob>,
+    results: HashMap<JobId, watch::Sender<Option<Arc<JobResult>>>>,
+    ended: VecDeque<(JobId, String)>,
+    request_ids: HashMap<String, JobId>,
+    parts: HashMap<PartitionId, PartData<B>>,
+    host_params: HashMap<CircuitId, Arc<Parameters>>,
+    keys: HashMap<(CircuitId, u32), Arc<ProvingKey<B>>>,
+    vks: HashMap<CircuitId, Arc<VerifyingKey>>,
+    running: HashMap<PartitionId, Running>,
+    loading: HashMap<(CircuitId, Location), Instant>,
+    preload_waiters: HashMap<CircuitId, Vec<PreloadWaiter>>,
+    counts: JobCounts,
+    stage_totals: [(u64, f64); 5],
+    latency: HashMap<CircuitId, Histogram>,
+    draining: Option<(ShutdownMode, Instant)>,
+}
+
+fn stage_index(s: Stage) -> usize {
+    Stage::ALL.iter().position(|x| *x == s).unwrap_or(0)
+}
+
+fn scalar_bytes(s: &[Scalar]) -> Vec<u8> {
+    s.iter().flat_map(|x| x.to_repr().as_ref().to_vec()).collect()
+}
+
+/// Starts the driver task; returns its handle and the task (which ends after a shutdown once
+/// every accepted job has ended).
+pub fn spawn<B: Backend + 'static>(
+    cfg: DriverConfig,
+    backends: Vec<Arc<B>>,
+    pool: rayon::ThreadPool,
+) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
+    let epoch = Instant::now();
+    let engine = Engine::new(cfg.engine.clone(), Nanos::ZERO)?;
+    if backends.len() != cfg.engine.devices.len() {
+        return Err(EngineError::InvalidConfig("one backend per configured device is needed"));
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let mut d = Driver {
+        cfg,
+        engine,
+        epoch,
+        backends,
+        pool: Arc::new(pool),
+        done_tx,
+        registry: Registry::default(),
+        jobs: HashMap::new(),
+        results: HashMap::new(),
+        ended: VecDeque::new(),
+        request_ids: HashMap::new(),
+        parts: HashMap::new(),
+        host_params: HashMap::new(),
+        keys: HashMap::new(),
+        vks: HashMap::new(),
+        running: HashMap::new(),
+        loading: HashMap::new(),
+        preload_waiters: HashMap::new(),
+        counts: JobCounts::default(),
+        stage_totals: [(0, 0.0); 5],
+        latency: HashMap::new(),
+        draining: None,
+    };
+    for spec in d.cfg.preload.clone() {
+        let (t, _rx) = oneshot::channel();
+        d.preload(spec, t);
+    }
+    let task = tokio::spawn(d.run(rx, done_rx));
+    Ok((DriverHandle { tx }, task))
+}
+
+impl<B: Backend + 'static> Driver<B> {
+    fn now(&self) -> Nanos {
+        self.at(Instant::now())
+    }
+
+    fn at(&self, t: Instant) -> Nanos {
+        Nanos(t.saturating_duration_since(self.epoch).as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    fn instant(&self, t: Nanos) -> Instant {
+        self.epoch + Duration::from_nanos(t.0)
+    }
+
+    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>, mut done: mpsc::UnboundedReceiver<Completion<B>>) {
+        loop {
+            if self.draining.is_some() && self.engine.live_jobs() == 0 {
+                break;
+            }
+            let deadline = self.engine.next_deadline().map(|t| self.instant(t));
+            let drain_by = match self.draining {
+                Some((ShutdownMode::Drain, by)) => Some(by),
+                _ => None,
+            };
+            tokio::select! {
+                c = cmds.recv() => match c {
+                    Some(c) => self.command(c),
+                    // Every handle is gone: nobody can await results any more.
+                    None => self.start_shutdown(ShutdownMode::Cancel, Duration::ZERO),
+                },
+                Some(c) = done.recv() => self.completion(c),
+                _ = sleep_until(deadline), if deadline.is_some() => {
+                    let now = self.now();
+                    self.engine.tick(now);
+                    self.drain();
+                }
+                _ = sleep_until(drain_by), if drain_by.is_some() => {
+                    tracing::warn!("shutdown timeout: cancelling the jobs still running");
+                    self.cancel_all();
+                }
+            }
+        }
+        tracing::info!(completed = self.counts.completed, failed = self.counts.failed, cancelled = self.counts.cancelled, "engine stopped; every accepted job has a final status");
+    }
+
+    fn command(&mut self, c: Command) {
+        match c {
+            Command::Submit(req, reply) => {
+                let r = self.submit(req);
+                let _ = reply.send(r);
+            }
+            Command::Watch(job, reply) => {
+                let _ = reply.send(self.results.get(&job).map(|t| t.subscribe()));
+            }
+            Command::Cancel(job, reply) => {
+                let r = self.cancel(job);
+                let _ = reply.send(r);
+            }
+            Command::Preload(spec, reply) => self.preload(spec, reply),
+            Command::Evict(spec, reply) => {
+                let r = self.evict(spec);
+                let _ = reply.send(r);
+            }
+            Command::Snapshot(reply) => {
+                let _ = reply.send(self.snapshot());
+            }
+            Command::Trace(reply) => {
+                let _ = reply.send(self.engine.timeline().chrome_trace());
+            }
+            Command::Shutdown(mode, timeout) => self.start_shutdown(mode, timeout),
+        }
+    }
+
+    fn start_shutdown(&mut self, mode: ShutdownMode, timeout: Duration) {
+        let upgrade = matches!(self.draining, Some((ShutdownMode::Drain, _))) && mode == ShutdownMode::Cancel;
+        if self.draining.is_some() && !upgrade {
+            return;
+        }
+        tracing::info!(?mode, live = self.engine.live_jobs(), "shutting down: no new jobs accepted");
+        self.draining = Some((mode, Instant::now() + timeout));
+        if mode == ShutdownMode::Cancel {
+            self.cancel_all();
+        }
+    }
+
+    fn cancel_all(&mut self) {
+        let mut ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let now = self.now();
+            let _ = self.engine.cancel(id, now);
+            self.drain();
+        }
+    }
+
+    /// Executes every pending action (the drain rule).
+    fn drain(&mut self) {
+        while let Some(a) = self.engine.poll_action() {
+            self.execute(a);
+        }
+    }
+
+    fn execute(&mut self, a: Action) {
+        match a {
+            Action::Start(d) => self.start(d),
+            // Buffers move with the partition's data from stage to stage and are dropped
+            // when the stage that consumes them ends, so there is nothing to free here.
+            Action::Release { .. } => {}
+            Action::LoadParams { circuit, to, from_host, .. } => self.load(circuit, to, from_host),
+            Action::EvictParams { circuit, from, .. } => {
+                tracing::info!(circuit = circuit.0, at = ?from, "parameters evicted");
+                match from {
+                    Location::Host => {
+                        self.host_params.remove(&circuit);
+                    }
+                    Location::Device(d) => {
+                        self.keys.remove(&(circuit, d.0));
+                    }
+                }
+            }
+            Action::JobEnded { job, outcome } => self.job_ended(job, outcome),
+        }
+    }
+
+    fn start(&mut self, d: Dispatch) {
+        let p = d.partition;
+        let now = Instant::now();
+        let Some(job) = self.jobs.get_mut(&p.job) else {
+            // Cannot happen (the engine starts no stage of an ended job); report it anyway.
+            let _ = self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: job unknown".into()) });
+            return;
+        };
+        job.started = true;
+        let spec = self.registry.entry(d.circuit).map(|r| r.spec);
+        let seed = job.req.seed.wrapping_add(u64::from(p.index));
+        let verify_with = (self.cfg.verify_proofs && d.stage == Stage::Finalize).then(|| job.publics.get(p.index as usize).cloned().unwrap_or_default());
+        self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: now, circuit: d.circuit });
+        let dev = match d.location {
+            Location::Device(x) => x.0,
+            Location::Host => 0,
+        };
+        let Some(spec) = spec else { return };
+        let input = StageInput {
+            partition: p,
+            stage: d.stage,
+            data: self.parts.remove(&p),
+            backend: self.backends[(dev as usize).min(self.backends.len() - 1)].clone(),
+            key: self.keys.get(&(d.circuit, dev)).cloned(),
+            vk: self.vks.get(&d.circuit).cloned(),
+            circuit: (spec.kind, spec.log_size, seed),
+            verify_with,
+        };
+        tracing::debug!(job = p.job.0, partition = p.index, stage = d.stage.name(), at = ?d.location, slot = d.slot, "stage start");
+        let tx = self.done_tx.clone();
+        match d.stage {
+            Stage::Synthesize | Stage::Finalize => self.pool.spawn(move || work::run_and_report(input, &tx)),
+            Stage::Upload | Stage::Ntt | Stage::Msm => {
+                tokio::task::spawn_blocking(move || work::run_and_report(input, &tx));
+            }
+        }
+    }
+
+    fn load(&mut self, circuit: CircuitId, at: Location, from_host: bool) {
+        let Some(reg) = self.registry.entry(circuit) else { return };
+        let dev = match at {
+            Location::Device(d) => d.0 as usize,
+            Location::Host => 0,
+        };
+        let input = LoadInput {
+            circuit,
+            at,
+            path: reg.path.clone(),
+            validation: self.cfg.validation,
+            host: if from_host { self.host_params.get(&circuit).cloned() } else { None },
+            backend: self.backends[dev.min(self.backends.len() - 1)].clone(),
+        };
+        self.loading.insert((circuit, at), Instant::now());
+        let tx = self.done_tx.clone();
+        tokio::task::spawn_blocking(move || work::load_and_report(input, &tx));
+    }
+
+    fn completion(&mut self, c: Completion<B>) {
+        match c {
+            Completion::Stage { partition, stage, started, ended, result } => {
+                self.running.remove(&partition);
+                let took = ended.saturating_duration_since(started);
+                let t = self.at(ended);
+                let i = partition.index as usize;
+                let r = match result {
+                    Ok(data) => {
+                        let tot = &mut self.stage_totals[stage_index(stage)];
+                        tot.0 += 1;
+                        tot.1 += took.as_secs_f64();
+                        if let Some(j) = self.jobs.get_mut(&partition.job) {
+                            match stage {
+                                Stage::Synthesize => j.synth += took,
+                                Stage::Upload | Stage::Ntt | Stage::Msm => j.gpu += took,
+                                Stage::Finalize => {}
+                            }
+                            match data {
+                                PartData::Synth { synth, public } => {
+                                    if let Some(slot) = j.publics.get_mut(i) {
+                                        *slot = public;
+                                    }
+                                    self.parts.insert(partition, PartData::Synth { synth, public: Vec::new() });
+                                }
+                                PartData::Proof(p) => {
+                                    if let Some(slot) = j.proofs.get_mut(i) {
+                                        *slot = Some(p);
+                                    }
+                                }
+                                other => {
+                                    self.parts.insert(partition, other);
+                                }
+                            }
+                        }
+                        self.engine.stage_finished(partition, stage, t)
+                    }
+                    Err(reason) => self.engine.stage_failed(partition, stage, t, reason),
+                };
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "engine refused a stage report");
+                }
+            }
+            Completion::Params { circuit, at, ended, result } => {
+                let since = self.loading.remove(&(circuit, at)).unwrap_or(ended);
+                let t = self.at(ended);
+                let r = match result {
+                    Ok(Loaded::Host(p)) => {
+                        self.vks.insert(circuit, Arc::new(p.vk.clone()));
+                        self.host_params.insert(circuit, p);
+                        self.engine.params_loaded(circuit, at, t)
+                    }
+                    Ok(Loaded::Device(k)) => {
+                        self.vks.insert(circuit, Arc::new(k.vk.clone()));
+                        if let Location::Device(d) = at {
+                            self.keys.insert((circuit, d.0), k);
+                        }
+                        for j in self.jobs.values_mut().filter(|j| j.circuit == circuit) {
+                            if let Some(s) = j.srs_wait_since.take() {
+                                j.srs_load = ended.saturating_duration_since(s);
+                            }
+                        }
+                        for (t0, w) in self.preload_waiters.remove(&circuit).unwrap_or_default() {
+                            let load_time = ended.saturating_duration_since(t0.max(since));
+                            let _ = w.send(Ok(Preloaded { already_loaded: false, load_time }));
+                        }
+                        self.engine.params_loaded(circuit, at, t)
+                    }
+                    Err(reason) => {
+                        if matches!(at, Location::Device(_)) {
+                            for (_, w) in self.preload_waiters.remove(&circuit).unwrap_or_default() {
+                                let _ = w.send(Err(Status::failed_precondition(format!("loading parameters failed: {reason}"))));
+                            }
+                        }
+                        self.engine.params_load_failed(circuit, at, t, reason)
+                    }
+                };
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "engine refused a load report");
+                }
+            }
+        }
+        self.drain();
+    }
+
+    fn job_ended(&mut self, job: JobId, outcome: Outcome) {
+        let Some(j) = self.jobs.remove(&job) else { return };
+        self.parts.retain(|p, _| p.job != job);
+        let queue_wait = self.engine.timeline().job(job).and_then(|r| r.queue_wait()).map_or(Duration::ZERO, |n| Duration::from_nanos(n.0));
+        let total = j.submitted.elapsed();
+        let mut res = JobResult {
+            status: FinalStatus::Completed,
+            proof: Vec::new(),
+            public_inputs: j.publics.iter().map(|p| scalar_bytes(p)).collect(),
+            error: String::new(),
+            queue_wait,
+            srs_load: j.srs_load,
+            synthesis: j.synth,
+            gpu: j.gpu,
+            total,
+        };
+        match outcome {
+            Outcome::Completed if j.proofs.iter().all(Option::is_some) => {
+                res.proof = j.proofs.iter().flatten().flat_map(|p| p.to_bytes()).collect();
+                self.counts.completed += 1;
+                let name = self.registry.entry(j.circuit).map(|r| r.spec.id()).unwrap_or_default();
+                self.latency.entry(j.circuit).or_insert_with(|| Histogram::new(name)).observe(total.as_secs_f64());
+            }
+            Outcome::Completed => {
+                res.status = FinalStatus::Failed;
+                res.error = "internal: a partition's proof is missing".into();
+                self.counts.failed += 1;
+            }
+            Outcome::Failed(f) => {
+                res.status = FinalStatus::Failed;
+                res.error = match f {
+                    JobFailure::Stage { partition, stage, reason } => format!("partition {} failed in {}: {reason}", partition.index, stage.name()),
+                    JobFailure::Params { reason, .. } => format!("loading parameters failed: {reason}"),
+                    JobFailure::DeadlineExceeded => "deadline exceeded".into(),
+                };
+                self.counts.failed += 1;
+            }
+            Outcome::Cancelled => {
+                res.status = FinalStatus::Cancelled;
+                res.error = if self.draining.is_some() { "cancelled: the daemon is shutting down".into() } else { "cancelled".into() };
+                self.counts.cancelled += 1;
+            }
+        }
+        tracing::info!(job = job.0, status = ?res.status, total_ms = total.as_millis() as u64, error = %res.error, "job ended");
+        if let Some(tx) = self.results.get(&job) {
+            tx.send_replace(Some(Arc::new(res)));
+        }
+        self.ended.push_back((job, j.req.request_id));
+        while self.ended.len() > self.cfg.keep_results.max(1) {
+            if let Some((old, rid)) = self.ended.pop_front() {
+                self.results.remove(&old);
+                if self.request_ids.get(&rid) == Some(&old) {
+                    self.request_ids.remove(&rid);
+                }
+            }
+        }
+    }
+
+    fn circuit_id(&mut self, spec: CircuitSpec) -> Result<CircuitId, Status> {
+        if let Some(id) = self.registry.get(&spec) {
+            return Ok(id);
+        }
+        let Some((id, reg)) = self.registry.add(&self.cfg.data_dir, spec) else {
+            let path = params_path(&self.cfg.data_dir, spec.kind, spec.log_size);
+            return Err(Status::failed_precondition(format!(
+                "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
+                spec.id(),
+                path.display(),
+                spec.kind.name(),
+                spec.log_size
+            )));
+        };
+        let profile = spec.profile(reg.file_bytes);
+        self.engine.register_circuit(id, profile).map_err(|e| Status::internal(e.to_string()))?;
+        Ok(id)
+    }
+
+    fn submit(&mut self, req: JobRequest) -> Result<Submitted, Status> {
+        if self.draining.is_some() {
+            return Err(Status::unavailable("the daemon is shutting down and accepts no new jobs"));
+        }
+        if !req.request_id.is_empty() {
+            if let Some(&job) = self.request_ids.get(&req.request_id) {
+                if let Some(tx) = self.results.get(&job) {
+                    return Ok(Submitted { job, queue_position: 0, watch: tx.subscribe() });
+                }
+            }
+        }
+        let circuit = self.circuit_id(req.circuit)?;
+        let now = self.now();
+        let mut spec = JobSpec::new(JobKind::Generic, circuit, req.partitions).with_priority(req.priority);
+        if let Some(d) = req.deadline {
+            spec = spec.with_deadline(now + Nanos(d.as_nanos().min(u64::MAX as u128) as u64));
+        }
+        let hot = self.engine.tier(circuit) == Some(Tier::Hot);
+        let job = self.engine.submit(spec, now).map_err(|e| match e {
+            EngineError::TooLarge { .. } => Status::resource_exhausted(e.to_string()),
+            e => Status::internal(e.to_string()),
+        })?;
+        let queue_position = self.jobs.values().filter(|j| !j.started && j.req.priority >= req.priority).count() as u32;
+        let (tx, rx) = watch::channel(None);
+        self.results.insert(job, tx);
+        if !req.request_id.is_empty() {
+            self.request_ids.insert(req.request_id.clone(), job);
+        }
+        tracing::info!(job = job.0, circuit = %req.circuit.id(), priority = priority_name(req.priority), partitions = req.partitions, "job accepted");
+        let n = req.partitions as usize;
+        self.jobs.insert(job, LiveJob {
+            req,
+            circuit,
+            submitted: Instant::now(),
+            started: false,
+            proofs: vec![None; n],
+            publics: vec![Vec::new(); n],
+            synth: Duration::ZERO,
+            gpu: Duration::ZERO,
+            srs_wait_since: (!hot).then(Instant::now),
+            srs_load: Duration::ZERO,
+        });
+        self.counts.submitted += 1;
+        self.drain();
+        Ok(Submitted { job, queue_position, watch: rx })
+    }
+
+    fn cancel(&mut self, job: JobId) -> Result<bool, Status> {
+        let Some(j) = self.jobs.get(&job) else {
+            return Err(if self.results.contains_key(&job) {
+                Status::failed_precondition(format!("job {} has already ended", job.0))
+            } else {
+                Status::not_found(format!("no job {}", job.0))
+            });
+        };
+        let was_running = j.started;
+        let now = self.now();
+        self.engine.cancel(job, now).map_err(|e| Status::failed_precondition(e.to_string()))?;
+        self.drain();
+        Ok(was_running)
+    }
+
+    fn devices(&self) -> impl Iterator<Item = Location> {
+        (0..self.backends.len() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
+    }
+
+    fn preload(&mut self, spec: CircuitSpec, reply: oneshot::Sender<Result<Preloaded, Status>>) {
+        let id = match self.circuit_id(spec) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(circuit = %spec.id(), error = %e.message(), "preload refused");
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let states: Vec<Option<Presence>> = self.devices().map(|l| self.engine.presence(id, l)).collect();
+        if states.contains(&Some(Presence::Resident)) {
+            let _ = reply.send(Ok(Preloaded { already_loaded: true, load_time: Duration::ZERO }));
+            return;
+        }
+        if !states.contains(&Some(Presence::Loading)) {
+            let free = |l: Location| self.engine.usage(l).map_or(0, |u| u.capacity.saturating_sub(u.used));
+            let Some(to) = self.devices().max_by_key(|l| free(*l)) else { return };
+            let now = self.now();
+            if let Err(e) = self.engine.preload(id, to, now) {
+                self.drain();
+                let _ = reply.send(Err(Status::resource_exhausted(e.to_string())));
+                return;
+            }
+        }
+        self.preload_waiters.entry(id).or_default().push((Instant::now(), reply));
+        self.drain();
+    }
+
+    fn evict(&mut self, spec: CircuitSpec) -> Result<Evicted, Status> {
+        let Some(id) = self.registry.get(&spec) else {
+            return Ok(Evicted { was_loaded: false, freed_bytes: 0 });
+        };
+        let bytes = self.registry.entry(id).map_or(0, |r| r.file_bytes);
+        let mut out = Evicted { was_loaded: false, freed_bytes: 0 };
+        let locs: Vec<Location> = self.devices().chain([Location::Host]).collect();
+        for l in locs {
+            if self.engine.presence(id, l) == Some(Presence::Resident) {
+                let now = self.now();
+                self.engine.evict(id, l, now).map_err(|e| Status::failed_precondition(e.to_string()))?;
+                self.drain();
+                out.was_loaded = true;
+                out.freed_bytes += bytes;
+            }
+        }
+        Ok(out)
+    }
+}
+
+async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,161 @@
+//! Builds the [`Snapshot`] the status endpoints serve.
+
+use cuzk_core::backend::Backend;
+use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind, Tier};
+
+use super::Driver;
+use crate::request::priority_name;
+use crate::status::{Budget, DeviceStatus, JobCounts, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
+
+/// How far back the timeline on the status page reaches.
+pub const TIMELINE_WINDOW: Nanos = Nanos::from_secs(120);
+/// Most finished spans shown per track.
+pub const TIMELINE_SPANS: usize = 2_000;
+
+fn ms(t: Nanos) -> f64 {
+    t.0 as f64 / 1e6
+}
+
+fn presence(p: Option<Presence>) -> String {
+    match p {
+        Some(Presence::Resident) => "resident",
+        Some(Presence::Loading) => "loading",
+        Some(Presence::Absent) | None => "absent",
+    }
+    .into()
+}
+
+impl<B: Backend + 'static> Driver<B> {
+    pub(super) fn snapshot(&self) -> Snapshot {
+        let now = self.now();
+        let from = now.saturating_sub(TIMELINE_WINDOW);
+        let name = |c| self.registry.entry(c).map(|r| r.spec.id()).unwrap_or_default();
+        let n_dev = self.backends.len();
+        let mut host = Track::default();
+        let mut dev_spans: Vec<Vec<SpanView>> = vec![Vec::new(); n_dev];
+        for s in self.engine.timeline().spans().filter(|s| s.end >= from) {
+            let (job, partition) = s.partition.map_or((0, 0), |p| (p.job.0, p.index));
+            let stage = match s.kind {
+                SpanKind::Stage(st) => st.name().to_string(),
+                SpanKind::LoadParams => "load-params".into(),
+            };
+            let v = SpanView { job, partition, stage, slot: s.slot, circuit: name(s.circuit), start_ms: ms(s.start), end_ms: Some(ms(s.end)), failed: s.failed };
+            match s.location {
+                Location::Host => host.spans.push(v),
+                Location::Device(d) => {
+                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
+                        t.push(v)
+                    }
+                }
+            }
+        }
+        for t in dev_spans.iter_mut().chain([&mut host.spans]) {
+            let extra = t.len().saturating_sub(TIMELINE_SPANS);
+            t.drain(..extra);
+        }
+        for (p, r) in &self.running {
+            let v = SpanView {
+                job: p.job.0,
+                partition: p.index,
+                stage: r.stage.name().into(),
+                slot: r.slot,
+                circuit: name(r.circuit),
+                start_ms: ms(self.at(r.start)),
+                end_ms: None,
+                failed: false,
+            };
+            match r.location {
+                Location::Host => host.spans.push(v),
+                Location::Device(d) => {
+                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
+                        t.push(v)
+                    }
+                }
+            }
+        }
+        for (&(c, at), since) in &self.loading {
+            let v = SpanView { job: 0, partition: 0, stage: "load-params".into(), slot: 0, circuit: name(c), start_ms: ms(self.at(*since)), end_ms: None, failed: false };
+            match at {
+                Location::Host => host.spans.push(v),
+                Location::Device(d) => {
+                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
+                        t.push(v)
+                    }
+                }
+            }
+        }
+        let budget = |l| self.engine.usage(l).map_or(Budget::default(), |u| Budget { used: u.used, capacity: u.capacity });
+        let devices = dev_spans
+            .into_iter()
+            .enumerate()
+            .map(|(d, spans)| {
+                let id = DeviceId(d as u32);
+                let busy = self.engine.device_report(id, Nanos::ZERO, now).map_or(Nanos::ZERO, |r| r.busy);
+                let active = self.running.values().filter(|r| r.location == Location::Device(id)).count() as u32;
+                DeviceStatus {
+                    id: d as u32,
+                    name: self.backends[d].name(),
+                    busy_s: busy.as_secs_f64(),
+                    busy_fraction: if now.0 == 0 { 0.0 } else { busy.0 as f64 / now.0 as f64 },
+                    memory: budget(Location::Device(id)),
+                    active,
+                    spans,
+                }
+            })
+            .collect();
+        let queues = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low]
+            .into_iter()
+            .map(|p| {
+                let jobs = self.jobs.values().filter(|j| j.req.priority == p);
+                let (mut pending, mut running) = (0, 0);
+                for j in jobs {
+                    if j.started {
+                        running += 1
+                    } else {
+                        pending += 1
+                    }
+                }
+                QueueDepth { priority: priority_name(p).into(), pending, running }
+            })
+            .collect();
+        let params = self
+            .registry
+            .iter()
+            .map(|(id, r)| ParamsEntry {
+                circuit: r.spec.id(),
+                tier: match self.engine.tier(id) {
+                    Some(Tier::Hot) => "hot",
+                    Some(Tier::Warm) => "warm",
+                    _ => "cold",
+                }
+                .into(),
+                host: presence(self.engine.presence(id, Location::Host)),
+                devices: (0..n_dev).map(|d| presence(self.engine.presence(id, Location::Device(DeviceId(d as u32))))).collect(),
+                bytes: r.file_bytes,
+                ref_count: self.jobs.values().filter(|j| j.circuit == id).count() as u32,
+            })
+            .collect();
+        let stages = cuzk_core::engine::Stage::ALL
+            .iter()
+            .zip(self.stage_totals)
+            .map(|(s, (count, seconds))| StageTotal { stage: s.name().into(), count, seconds })
+            .collect();
+        let mut latency: Vec<_> = self.latency.values().cloned().collect();
+        latency.sort_by(|a, b| a.circuit.cmp(&b.circuit));
+        Snapshot {
+            version: env!("CARGO_PKG_VERSION").into(),
+            backend: self.backends.first().map(|b| b.name()).unwrap_or_default(),
+            uptime_s: self.epoch.elapsed().as_secs_f64(),
+            now_ms: ms(now),
+            draining: self.draining.is_some(),
+            jobs: JobCounts { live: self.jobs.len() as u64, ..self.counts },
+            queues,
+            memory: Memory { host: budget(Location::Host), devices: (0..n_dev).map(|d| budget(Location::Device(DeviceId(d as u32)))).collect() },
+            params,
+            host,
+            devices,
+            stages,
+            latency,
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! `cuzk-daemon`: the `cuzk` command and the `cuzk serve` proving daemon.
+//!
+//! The daemon is a thin tokio layer over the sans-io engine of `cuzk-core`: [`driver`] owns
+//! the engine and executes its actions; [`service`] is the `cuzk.v1.ProvingEngine` gRPC API
+//! ([`proto`]); [`http`] serves the status page, `/status` and `/metrics`; [`server`] wires the
+//! listeners and the shutdown. [`client`], [`commands`] and [`loadgen`] are the client side.
+
+#![warn(missing_docs)]
+
+pub mod auth;
+pub mod circuits;
+pub mod client;
+pub mod codec;
+pub mod commands;
+pub mod config;
+pub mod driver;
+pub mod http;
+pub mod loadgen;
+pub mod metrics;
+pub mod proto;
+pub mod prover_bench;
+pub mod request;
+pub mod server;
+pub mod service;
+pub mod setup;
+pub mod status;
+
+use std::path::{Path, PathBuf};
+
+use cuzk_circuits::CircuitError;
+use cuzk_core::params::{Parameters, ParamsError, Validation};
+use cuzk_core::prover::ProveError;
+use cuzk_core::synth::SynthesizeError;
+
+/// Errors the CLI reports to the user.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad circuit name or size.
+    #[error(transparent)]
+    Circuit(#[from] CircuitError),
+    /// File system trouble.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The parameter file is invalid.
+    #[error("parameter file {path}: {source}")]
+    Params {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: ParamsError,
+    },
+    /// Synthesis failed.
+    #[error(transparent)]
+    Synthesize(#[from] SynthesizeError),
+    /// Proving failed.
+    #[error(transparent)]
+    Prove(#[from] ProveError),
+    /// Parameter generation failed.
+    #[error("parameter generation failed: {0}")]
+    Setup(String),
+    /// The proof did not verify (a bug: report it).
+    #[error("the proof does not verify")]
+    InvalidProof,
+    /// The requested backend is not available.
+    #[error("backend {0} is not available in this build or on this machine")]
+    BackendUnavailable(String),
+    /// The daemon could not run.
+    #[error(transparent)]
+    Serve(#[from] server::ServeError),
+    /// A client command failed.
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// A command-line value is invalid.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Reads and decodes a parameter file with all cores.
+pub fn read_params(path: &Path, validation: Validation) -> Result<Parameters, CliError> {
+    let file = std::fs::File::open(path).map_err(|source| CliError::Io { path: path.into(), source })?;
+    // SAFETY: the file is only read; cuzk never writes a file it has open.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CliError::Io { path: path.into(), source })?;
+    cuzk_backend_cpu::params::load_parameters(&map, validation).map_err(|source| CliError::Params { path: path.into(), source })
+}
+
+/// The data directory: `explicit`, else `$CUZK_DATA_DIR`, else `$XDG_DATA_HOME/cuzk`, else
+/// `~/.local/share/cuzk`.
+pub fn data_dir(explicit: Option<PathBuf>) -> PathBuf {
+    if let Some(d) = explicit {
+        return d;
+    }
+    if let Some(d) = std::env::var_os("CUZK_DATA_DIR") {
+        return d.into();
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(d).join("cuzk");
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => PathBuf::from(h).join(".local/share/cuzk"),
+        None => PathBuf::from(".cuzk"),
+    }
+}

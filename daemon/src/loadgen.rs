@@ -1,0 +1,224 @@
+//! `cuzk bench`: a load generator against a running daemon with mixed circuits and
+//! priorities; prints throughput, p50/p99 latency per kind and the device busy fraction.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_core::params::{Validation, VerifyingKey};
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::circuits::CircuitSpec;
+use crate::client::{verify_result, Client, ClientError};
+use crate::commands::{Conn, PriorityArg};
+use crate::proto::{self, await_proof_response::Status as AwaitStatus};
+use crate::setup::params_path;
+use crate::CliError;
+
+/// `cuzk bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Jobs to run in all.
+    #[arg(long, default_value_t = 32)]
+    pub jobs: usize,
+    /// Jobs in flight at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Job kinds as `circuit:log_size:priority[*weight]`, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "squaring-chain:10:normal*3,squaring-chain:8:critical")]
+    pub mix: Vec<String>,
+    /// Partitions per job.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: u32,
+    /// Verify every proof with the parameter files in the data directory.
+    #[arg(long)]
+    pub verify: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// One kind of job in the mix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MixEntry {
+    /// Circuit.
+    pub circuit: CircuitSpec,
+    /// Priority.
+    pub priority: PriorityArg,
+    /// Relative share.
+    pub weight: u32,
+}
+
+impl MixEntry {
+    /// Parses `circuit:log_size:priority[*weight]`.
+    pub fn parse(s: &str) -> Result<MixEntry, CliError> {
+        let bad = || CliError::Usage(format!("bad --mix entry {s:?}: expected circuit:log_size:priority[*weight]"));
+        let (body, weight) = match s.split_once('*') {
+            Some((b, w)) => (b, w.parse::<u32>().map_err(|_| bad())?),
+            None => (s, 1),
+        };
+        let mut it = body.split(':');
+        let (Some(c), Some(k), p) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
+        let kind = cuzk_circuits::CircuitKind::from_name(c)?;
+        let circuit = CircuitSpec::new(kind, k.parse().map_err(|_| bad())?)?;
+        let priority = match p {
+            Some(p) => PriorityArg::from_name(p).ok_or_else(bad)?,
+            None => PriorityArg::Default,
+        };
+        Ok(MixEntry { circuit, priority, weight: weight.max(1) })
+    }
+
+    /// `squaring-chain-2^10/normal`.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.circuit.id(), format!("{:?}", self.priority).to_lowercase())
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Per-device busy seconds from the metrics text.
+pub fn busy_seconds(metrics: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in metrics.lines().filter(|l| l.starts_with("cuzk_device_busy_seconds_total{")) {
+        let dev = line.split("device=\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or("?").to_string();
+        if let Some(v) = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) {
+            out.insert(dev, v);
+        }
+    }
+    out
+}
+
+async fn metrics(c: &mut Client) -> Result<String, CliError> {
+    Ok(c.get_metrics(proto::GetMetricsRequest {}).await.map_err(ClientError::from)?.into_inner().prometheus_text)
+}
+
+/// Runs the benchmark and prints the summary; returns it too.
+pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<String, CliError> {
+    let mix = args.mix.iter().map(|m| MixEntry::parse(m)).collect::<Result<Vec<_>, _>>()?;
+    if mix.is_empty() {
+        return Err(CliError::Usage("--mix is empty".into()));
+    }
+    let schedule: Vec<usize> = mix.iter().enumerate().flat_map(|(i, m)| std::iter::repeat(i).take(m.weight as usize)).collect();
+    let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
+    if args.verify {
+        for (i, m) in mix.iter().enumerate() {
+            let p = params_path(data_dir, m.circuit.kind, m.circuit.log_size);
+            vks.insert(i, Arc::new(crate::read_params(&p, Validation::Trusted)?.vk));
+        }
+    }
+    let mut client = conn.client().await?;
+    let status = client.get_status(proto::GetStatusRequest {}).await.map_err(ClientError::from)?.into_inner();
+    let names: BTreeMap<String, String> = status.gpus.iter().map(|g| (g.ordinal.to_string(), g.name.clone())).collect();
+    let before = busy_seconds(&metrics(&mut client).await?);
+    let pb = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(args.jobs as u64) };
+    pb.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs  {per_sec}  eta {eta}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    let start = Instant::now();
+    let sem = Arc::new(Semaphore::new(args.concurrency.max(1)));
+    let mut set = JoinSet::new();
+    for i in 0..args.jobs {
+        let permit = sem.clone().acquire_owned().await.map_err(|e| CliError::Usage(e.to_string()))?;
+        let k = schedule[i % schedule.len()];
+        let m = &mix[k];
+        let req = proto::ProveRequest {
+            submit: Some(proto::SubmitProofRequest {
+                proof_kind: proto::ProofKind::Generic as i32,
+                priority: m.priority.proto() as i32,
+                generic: Some(proto::GenericJob { circuit: m.circuit.kind.name().into(), log_size: m.circuit.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
+                ..Default::default()
+            }),
+            timeout_ms: 0,
+        };
+        let mut c = client.clone();
+        let vk = vks.get(&k).cloned();
+        let pb = pb.clone();
+        set.spawn(async move {
+            let t = Instant::now();
+            let r = c.prove(req).await;
+            let took = t.elapsed();
+            drop(permit);
+            pb.inc(1);
+            let outcome = match r {
+                Ok(r) => match r.into_inner().result {
+                    Some(res) if res.status == AwaitStatus::Completed as i32 => match vk {
+                        Some(vk) => verify_result(&vk, &res).map(|_| ()),
+                        None => Ok(()),
+                    },
+                    Some(res) => Err(format!("{}: {}", AwaitStatus::try_from(res.status).map_or("UNKNOWN", |s| s.as_str_name()), res.error_message)),
+                    None => Err("empty response".into()),
+                },
+                Err(s) => Err(format!("{:?}: {}", s.code(), s.message())),
+            };
+            (k, took, outcome)
+        });
+    }
+    let mut lat: Vec<Vec<Duration>> = vec![Vec::new(); mix.len()];
+    let mut failed = vec![0usize; mix.len()];
+    let mut errors: BTreeMap<String, usize> = BTreeMap::new();
+    while let Some(r) = set.join_next().await {
+        let (k, took, outcome) = r.map_err(|e| CliError::Usage(format!("bench task: {e}")))?;
+        match outcome {
+            Ok(()) => lat[k].push(took),
+            Err(e) => {
+                failed[k] += 1;
+                *errors.entry(e).or_default() += 1;
+            }
+        }
+    }
+    let wall = start.elapsed();
+    pb.finish_and_clear();
+    let after = busy_seconds(&metrics(&mut client).await?);
+
+    let ok: usize = lat.iter().map(Vec::len).sum();
+    let mut o = String::new();
+    let _ = writeln!(o, "cuzk bench: {} jobs ({} partitions each) against {}, concurrency {}", args.jobs, args.partitions.max(1), conn.addr, args.concurrency);
+    let _ = writeln!(o, "wall {:.2} s; completed {ok}, failed {}", wall.as_secs_f64(), args.jobs - ok);
+    let _ = writeln!(
+        o,
+        "throughput {:.2} jobs/s, {:.2} partitions/s{}",
+        ok as f64 / wall.as_secs_f64(),
+        (ok as u64 * u64::from(args.partitions.max(1))) as f64 / wall.as_secs_f64(),
+        if args.verify { "; every proof verified" } else { "" }
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "| kind | jobs | failed | p50 (ms) | p99 (ms) | mean (ms) |");
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for (k, m) in mix.iter().enumerate() {
+        let mut v = lat[k].clone();
+        v.sort();
+        let mean = if v.is_empty() { 0.0 } else { v.iter().map(Duration::as_secs_f64).sum::<f64>() / v.len() as f64 * 1e3 };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+            m.label(),
+            v.len() + failed[k],
+            failed[k],
+            percentile(&v, 0.5).as_secs_f64() * 1e3,
+            percentile(&v, 0.99).as_secs_f64() * 1e3,
+            mean
+        );
+    }
+    let _ = writeln!(o);
+    for (dev, b) in &after {
+        let busy = b - before.get(dev).copied().unwrap_or(0.0);
+        let name = names.get(dev).map(String::as_str).unwrap_or("?");
+        let _ = writeln!(o, "device {dev} ({name}): busy {:.1}% of the wall time ({busy:.2} s of GPU stages)", 100.0 * busy / wall.as_secs_f64());
+    }
+    for (e, n) in &errors {
+        let _ = writeln!(o, "error ×{n}: {e}");
+    }
+    print!("{o}");
+    if ok < args.jobs {
+        return Err(CliError::Usage(format!("{} of {} jobs did not complete", args.jobs - ok, args.jobs)));
+    }
+    Ok(o)
+}

@@ -1,0 +1,78 @@
+//! Prometheus text exposition of a [`Snapshot`].
+
+use std::fmt::Write as _;
+
+use crate::status::Snapshot;
+
+fn head(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}");
+    let _ = writeln!(o, "# TYPE {name} {kind}");
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Renders the metrics (text format 0.0.4).
+pub fn render(s: &Snapshot) -> String {
+    let mut o = String::new();
+    head(&mut o, "cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.");
+    let _ = writeln!(o, "cuzk_uptime_seconds {}", s.uptime_s);
+    head(&mut o, "cuzk_jobs_submitted_total", "counter", "Jobs accepted.");
+    let _ = writeln!(o, "cuzk_jobs_submitted_total {}", s.jobs.submitted);
+    head(&mut o, "cuzk_jobs_ended_total", "counter", "Jobs ended, by outcome.");
+    for (k, v) in [("completed", s.jobs.completed), ("failed", s.jobs.failed), ("cancelled", s.jobs.cancelled)] {
+        let _ = writeln!(o, "cuzk_jobs_ended_total{{outcome=\"{k}\"}} {v}");
+    }
+    head(&mut o, "cuzk_jobs_live", "gauge", "Jobs accepted and not ended.");
+    let _ = writeln!(o, "cuzk_jobs_live {}", s.jobs.live);
+    head(&mut o, "cuzk_queue_jobs", "gauge", "Live jobs per priority and state.");
+    for q in &s.queues {
+        let _ = writeln!(o, "cuzk_queue_jobs{{priority=\"{}\",state=\"pending\"}} {}", q.priority, q.pending);
+        let _ = writeln!(o, "cuzk_queue_jobs{{priority=\"{}\",state=\"running\"}} {}", q.priority, q.running);
+    }
+    head(&mut o, "cuzk_memory_used_bytes", "gauge", "Bytes reserved in each memory budget.");
+    let _ = writeln!(o, "cuzk_memory_used_bytes{{location=\"host\"}} {}", s.memory.host.used);
+    for (d, b) in s.memory.devices.iter().enumerate() {
+        let _ = writeln!(o, "cuzk_memory_used_bytes{{location=\"device{d}\"}} {}", b.used);
+    }
+    head(&mut o, "cuzk_memory_capacity_bytes", "gauge", "Size of each memory budget.");
+    let _ = writeln!(o, "cuzk_memory_capacity_bytes{{location=\"host\"}} {}", s.memory.host.capacity);
+    for (d, b) in s.memory.devices.iter().enumerate() {
+        let _ = writeln!(o, "cuzk_memory_capacity_bytes{{location=\"device{d}\"}} {}", b.capacity);
+    }
+    head(&mut o, "cuzk_device_busy_seconds_total", "counter", "Seconds with at least one GPU stage running.");
+    for d in &s.devices {
+        let _ = writeln!(o, "cuzk_device_busy_seconds_total{{device=\"{}\",name=\"{}\"}} {}", d.id, esc(&d.name), d.busy_s);
+    }
+    head(&mut o, "cuzk_device_active_partitions", "gauge", "Partitions on each device now.");
+    for d in &s.devices {
+        let _ = writeln!(o, "cuzk_device_active_partitions{{device=\"{}\"}} {}", d.id, d.active);
+    }
+    head(&mut o, "cuzk_params_resident", "gauge", "1 where a circuit's parameters are resident.");
+    for p in &s.params {
+        let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"host\"}} {}", esc(&p.circuit), u8::from(p.host == "resident"));
+        for (d, st) in p.devices.iter().enumerate() {
+            let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"device{d}\"}} {}", esc(&p.circuit), u8::from(st == "resident"));
+        }
+    }
+    head(&mut o, "cuzk_stage_seconds_total", "counter", "Seconds spent in each stage, over all partitions.");
+    for st in &s.stages {
+        let _ = writeln!(o, "cuzk_stage_seconds_total{{stage=\"{}\"}} {}", st.stage, st.seconds);
+    }
+    head(&mut o, "cuzk_stage_runs_total", "counter", "Stages finished successfully.");
+    for st in &s.stages {
+        let _ = writeln!(o, "cuzk_stage_runs_total{{stage=\"{}\"}} {}", st.stage, st.count);
+    }
+    head(&mut o, "cuzk_job_latency_seconds", "histogram", "Submission to completion of completed jobs, per circuit.");
+    for h in &s.latency {
+        let c = esc(&h.circuit);
+        for (le, n) in &h.buckets {
+            let _ = writeln!(o, "cuzk_job_latency_seconds_bucket{{circuit=\"{c}\",le=\"{le}\"}} {n}");
+        }
+        let _ = writeln!(o, "cuzk_job_latency_seconds_bucket{{circuit=\"{c}\",le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(o, "cuzk_job_latency_seconds_sum{{circuit=\"{c}\"}} {}", h.sum);
+        let _ = writeln!(o, "cuzk_job_latency_seconds_count{{circuit=\"{c}\"}} {}", h.count);
+    }
+    o
+}

@@ -1,0 +1,287 @@
+//! `cuzk serve`: starts the driver and the listeners, and shuts everything down in order.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_core::backend::Backend;
+use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
+use cuzk_core::params::Validation;
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+use tonic::service::interceptor::InterceptedService;
+
+use crate::auth::RequireToken;
+use crate::circuits::CircuitSpec;
+use crate::config::{Config, ConfigError, ShutdownMode};
+use crate::driver::{self, DriverConfig, DriverHandle};
+use crate::proto::proving_engine_server::ProvingEngineServer;
+use crate::service::{Service, ServiceConfig};
+
+/// Why the daemon could not start or stopped badly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The engine refused the configuration.
+    #[error("engine: {0}")]
+    Engine(#[from] EngineError),
+    /// A listener could not be set up.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another daemon answers on the socket.
+    #[error("{0} is in use by a running daemon")]
+    SocketInUse(PathBuf),
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
+    let what = what.into();
+    move |source| ServeError::Io { what, source }
+}
+
+/// Where the daemon listens.
+#[derive(Debug, Clone, Default)]
+pub struct Listening {
+    /// The unix socket.
+    pub socket: Option<PathBuf>,
+    /// The TCP gRPC address.
+    pub tcp: Option<SocketAddr>,
+    /// The HTTP address.
+    pub http: Option<SocketAddr>,
+}
+
+/// A running daemon.
+pub struct Server {
+    /// Its addresses.
+    pub listening: Listening,
+    handle: DriverHandle,
+    shutdown: crate::config::ShutdownSection,
+    task: JoinHandle<Result<(), ServeError>>,
+}
+
+impl Server {
+    /// A handle to the driver.
+    pub fn handle(&self) -> DriverHandle {
+        self.handle.clone()
+    }
+
+    /// Starts the shutdown with the configured mode and timeout.
+    pub fn shutdown(&self) {
+        self.handle.shutdown(self.shutdown.mode, Duration::from_secs(self.shutdown.timeout_s));
+    }
+
+    /// Starts the shutdown with the given mode.
+    pub fn shutdown_with(&self, mode: ShutdownMode) {
+        self.handle.shutdown(mode, Duration::from_secs(self.shutdown.timeout_s));
+    }
+
+    /// Waits until the daemon has stopped.
+    pub async fn wait(self) -> Result<(), ServeError> {
+        self.task.await.unwrap_or(Ok(()))
+    }
+}
+
+/// The default socket path.
+pub fn default_socket(data_dir: &Path) -> PathBuf {
+    data_dir.join("cuzk.sock")
+}
+
+/// Starts the daemon on the CPU backend.
+pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
+    cfg.validate()?;
+    start_with(cfg, data_dir, vec![CpuBackend::new()]).await
+}
+
+fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
+    let e = &cfg.engine;
+    let devices = backends
+        .iter()
+        .map(|_| DeviceConfig { memory_bytes: e.device_memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes })
+        .collect();
+    let synth = cfg.synth_workers();
+    let mut ec = EngineConfig::new(synth, e.host_memory_bytes, devices);
+    if e.finalize_workers > 0 {
+        ec.finalize_workers = e.finalize_workers;
+    }
+    if e.synth_lookahead > 0 {
+        ec.synth_lookahead = e.synth_lookahead;
+    }
+    ec.critical_host_reserve = e.critical_host_reserve;
+    ec.critical_device_reserve = e.critical_device_reserve;
+    ec.timeline_capacity = e.timeline_capacity;
+    // The CPU backend adopts the host a, b, c buffers at upload and transforms them in place,
+    // so they stay in use until the NTT ends; a GPU backend copies them at upload.
+    if backends.first().is_some_and(|b| b.name().starts_with("cpu")) {
+        ec.release_host_abc_after = Stage::Ntt;
+    }
+    ec
+}
+
+async fn bind_socket(path: &Path) -> Result<UnixListener, ServeError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(io(format!("chmod {}", parent.display())))?;
+        }
+    }
+    if path.exists() {
+        if tokio::net::UnixStream::connect(path).await.is_ok() {
+            return Err(ServeError::SocketInUse(path.into()));
+        }
+        std::fs::remove_file(path).map_err(io(format!("removing stale socket {}", path.display())))?;
+    }
+    let l = UnixListener::bind(path).map_err(io(format!("binding {}", path.display())))?;
+    // Owner only: the socket is the daemon's whole authentication.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(format!("chmod {}", path.display())))?;
+    Ok(l)
+}
+
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+/// Starts the daemon over the given backends (one per device).
+pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
+    cfg.validate()?;
+    let token = cfg.token()?;
+    let data_dir = cfg.params.data_dir.clone().unwrap_or(data_dir);
+    let ec = engine_config(&cfg, &backends);
+    let threads = (ec.synth_workers + ec.finalize_workers) as usize;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("cuzk-cpu-{i}"))
+        .build()
+        .map_err(|e| ServeError::Io { what: "starting the CPU pool".into(), source: std::io::Error::other(e) })?;
+    let preload = cfg.params.preload.iter().filter_map(|p| CircuitSpec::parse(p).ok()).collect();
+    let dcfg = DriverConfig {
+        data_dir: data_dir.clone(),
+        validation: if cfg.params.trusted { Validation::Trusted } else { Validation::Full },
+        verify_proofs: cfg.engine.verify_proofs,
+        keep_results: cfg.server.keep_results,
+        engine: ec,
+        preload,
+    };
+
+    // Bind everything before starting the engine, so a bad address fails fast.
+    let socket = match &cfg.server.socket {
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) => Some(p.clone()),
+        None => Some(default_socket(&data_dir)),
+    };
+    let uds = match &socket {
+        Some(p) => Some(bind_socket(p).await?),
+        None => None,
+    };
+    let tcp = match cfg.server.tcp {
+        Some(a) => Some(TcpListener::bind(a).await.map_err(io(format!("binding gRPC TCP {a}")))?),
+        None => None,
+    };
+    let http = if cfg.server.http.trim().is_empty() {
+        None
+    } else {
+        let a: SocketAddr = cfg.server.http.parse().map_err(|e| ConfigError::Invalid(format!("server.http {:?}: {e}", cfg.server.http)))?;
+        if !a.ip().is_loopback() && token.is_none() {
+            return Err(ConfigError::Invalid(format!("server.http {a} is not a loopback address: set server.token to protect it")).into());
+        }
+        Some(TcpListener::bind(a).await.map_err(io(format!("binding HTTP {a}")))?)
+    };
+    let listening = Listening {
+        socket: socket.clone(),
+        tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()),
+        http: http.as_ref().and_then(|l| l.local_addr().ok()),
+    };
+
+    let backends: Vec<Arc<B>> = backends.into_iter().map(Arc::new).collect();
+    let (handle, driver_task) = driver::spawn(dcfg, backends, pool)?;
+    let service = Service::new(handle.clone(), ServiceConfig { data_dir: data_dir.clone(), generate_missing: cfg.params.generate_missing });
+    let max = cfg.server.max_request_bytes;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut servers: Vec<JoinHandle<Result<(), ServeError>>> = Vec::new();
+    if let Some(l) = uds {
+        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max);
+        let stop = stopped(stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(UnixListenerStream::new(l), stop).await?;
+            Ok(())
+        }));
+    }
+    if let Some(l) = tcp {
+        let Some(t) = token.clone() else { return Err(ConfigError::Invalid("TCP needs a token".into()).into()) };
+        let svc = InterceptedService::new(ProvingEngineServer::new(service.clone()).max_decoding_message_size(max), RequireToken(t.into()));
+        let stop = stopped(stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(TcpListenerStream::new(l), stop).await?;
+            Ok(())
+        }));
+    }
+    if let Some(l) = http {
+        let local = l.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(false);
+        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() });
+        let stop = stopped(stop_rx.clone());
+        servers.push(tokio::spawn(async move {
+            axum::serve(l, router).with_graceful_shutdown(stop).await.map_err(io("HTTP server"))?;
+            Ok(())
+        }));
+    }
+    tracing::info!(socket = ?listening.socket, tcp = ?listening.tcp, http = ?listening.http, data_dir = %data_dir.display(), "cuzk daemon listening");
+
+    let task = tokio::spawn(async move {
+        // The driver ends only after a shutdown, once every accepted job has a final status.
+        let _ = driver_task.await;
+        let _ = stop_tx.send(true);
+        let mut result = Ok(());
+        for s in servers {
+            match s.await {
+                Ok(Err(e)) => result = Err(e),
+                Err(e) => tracing::error!(error = %e, "listener task failed"),
+                Ok(Ok(())) => {}
+            }
+        }
+        if let Some(p) = socket {
+            let _ = std::fs::remove_file(p);
+        }
+        tracing::info!("cuzk daemon stopped");
+        result
+    });
+    Ok(Server { listening, handle, shutdown: cfg.shutdown.clone(), task })
+}
+
+/// Runs the daemon until SIGTERM or SIGINT (a second signal cancels whatever is left).
+pub async fn serve(cfg: Config, data_dir: PathBuf) -> Result<(), ServeError> {
+    let server = start(cfg, data_dir).await?;
+    let handle = server.handle();
+    let mode = server.shutdown.mode;
+    let timeout = Duration::from_secs(server.shutdown.timeout_s);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(io("installing the SIGTERM handler"))?;
+    let signals = tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            let m = if first { mode } else { ShutdownMode::Cancel };
+            tracing::info!(mode = ?m, "signal received");
+            handle.shutdown(m, timeout);
+            first = false;
+        }
+    });
+    let r = server.wait().await;
+    signals.abort();
+    r
+}

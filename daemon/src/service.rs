@@ -1,0 +1,206 @@
+//! The `cuzk.v1.ProvingEngine` gRPC service.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_core::engine::JobId;
+use tonic::{Request, Response, Status};
+
+use crate::driver::{DriverHandle, FinalStatus, JobResult};
+use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
+use crate::request::{validate, JobRequest};
+use crate::setup::{ensure_params, params_path};
+use crate::status::Snapshot;
+
+/// Parses a job id as this daemon issues them (a decimal number).
+pub fn parse_job_id(s: &str) -> Result<JobId, Status> {
+    s.trim().parse::<u64>().map(JobId).map_err(|_| Status::invalid_argument(format!("invalid job_id {s:?}: expected the id SubmitProof returned")))
+}
+
+/// Service settings.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Directory holding `params/`.
+    pub data_dir: PathBuf,
+    /// Generate missing parameter files.
+    pub generate_missing: bool,
+}
+
+/// The gRPC service.
+#[derive(Debug, Clone)]
+pub struct Service {
+    handle: DriverHandle,
+    cfg: Arc<ServiceConfig>,
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+fn to_proto(job: JobId, r: &JobResult) -> proto::AwaitProofResponse {
+    let status = match r.status {
+        FinalStatus::Completed => AwaitStatus::Completed,
+        FinalStatus::Failed => AwaitStatus::Failed,
+        FinalStatus::Cancelled => AwaitStatus::Cancelled,
+    };
+    proto::AwaitProofResponse {
+        job_id: job.0.to_string(),
+        status: status as i32,
+        proof: r.proof.clone(),
+        error_message: r.error.clone(),
+        queue_wait_ms: ms(r.queue_wait),
+        srs_load_ms: ms(r.srs_load),
+        synthesis_ms: ms(r.synthesis),
+        gpu_compute_ms: ms(r.gpu),
+        total_ms: ms(r.total),
+        public_inputs: r.public_inputs.clone(),
+    }
+}
+
+impl Service {
+    /// A service over a running driver.
+    pub fn new(handle: DriverHandle, cfg: ServiceConfig) -> Service {
+        Service { handle, cfg: Arc::new(cfg) }
+    }
+
+    async fn accept(&self, req: &proto::SubmitProofRequest) -> Result<crate::driver::Submitted, Status> {
+        let job: JobRequest = validate(req)?;
+        let spec = job.circuit;
+        if !params_path(&self.cfg.data_dir, spec.kind, spec.log_size).exists() && self.cfg.generate_missing {
+            let dir = self.cfg.data_dir.clone();
+            tokio::task::spawn_blocking(move || ensure_params(&dir, spec.kind, spec.log_size, false))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
+        }
+        self.handle.submit(job).await
+    }
+
+    async fn await_job(&self, job: JobId, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
+        let watch = match watch {
+            Some(w) => w,
+            None => self.handle.watch(job).await?.ok_or_else(|| Status::not_found(format!("no job {} (never submitted, or its result was dropped)", job.0)))?,
+        };
+        let mut w = watch;
+        let wait = async move {
+            loop {
+                if let Some(r) = w.borrow_and_update().clone() {
+                    return Some(r);
+                }
+                if w.changed().await.is_err() {
+                    return w.borrow().clone();
+                }
+            }
+        };
+        let r = if timeout_ms == 0 {
+            wait.await
+        } else {
+            match tokio::time::timeout(Duration::from_millis(timeout_ms), wait).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Ok(proto::AwaitProofResponse {
+                        job_id: job.0.to_string(),
+                        status: AwaitStatus::Timeout as i32,
+                        error_message: format!("not finished after {timeout_ms} ms"),
+                        ..Default::default()
+                    })
+                }
+            }
+        };
+        r.map(|r| to_proto(job, &r)).ok_or_else(|| Status::unavailable("the daemon stopped before the job ended"))
+    }
+}
+
+/// `GetStatus` from a snapshot.
+pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
+    let gpus = s
+        .devices
+        .iter()
+        .map(|d| {
+            let cur = d.spans.iter().find(|v| v.end_ms.is_none() && v.stage != "load-params");
+            proto::GpuStatus {
+                ordinal: d.id,
+                name: d.name.clone(),
+                vram_total_bytes: d.memory.capacity,
+                vram_free_bytes: d.memory.capacity.saturating_sub(d.memory.used),
+                current_job_id: cur.map(|v| v.job.to_string()).unwrap_or_default(),
+                current_proof_kind: cur.map(|_| "GENERIC".to_string()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let loaded_srs = s
+        .params
+        .iter()
+        .filter(|p| p.tier != "cold")
+        .map(|p| proto::SrsStatus {
+            circuit_id: p.circuit.clone(),
+            tier: if p.tier == "hot" { proto::srs_status::Tier::Hot } else { proto::srs_status::Tier::Warm } as i32,
+            size_bytes: p.bytes,
+            ref_count: p.ref_count,
+        })
+        .collect();
+    let (pending, running) = s.queues.iter().fold((0, 0), |(p, r), q| (p + q.pending, r + q.running));
+    let mut queues = vec![proto::QueueStatus { proof_kind: "GENERIC".into(), pending, in_progress: running }];
+    queues.extend(s.queues.iter().map(|q| proto::QueueStatus { proof_kind: format!("priority:{}", q.priority), pending: q.pending, in_progress: q.running }));
+    proto::GetStatusResponse {
+        gpus,
+        loaded_srs,
+        queues,
+        total_proofs_completed: s.jobs.completed,
+        total_proofs_failed: s.jobs.failed,
+        uptime_seconds: s.uptime_s as u64,
+        pinned_memory_bytes: s.memory.host.used,
+        pinned_memory_limit_bytes: s.memory.host.capacity,
+        total_proofs_cancelled: s.jobs.cancelled,
+    }
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for Service {
+    async fn submit_proof(&self, req: Request<proto::SubmitProofRequest>) -> Result<Response<proto::SubmitProofResponse>, Status> {
+        let s = self.accept(req.get_ref()).await?;
+        Ok(Response::new(proto::SubmitProofResponse { job_id: s.job.0.to_string(), queue_position: s.queue_position, assigned_gpu: String::new() }))
+    }
+
+    async fn await_proof(&self, req: Request<proto::AwaitProofRequest>) -> Result<Response<proto::AwaitProofResponse>, Status> {
+        let r = req.into_inner();
+        let job = parse_job_id(&r.job_id)?;
+        Ok(Response::new(self.await_job(job, None, r.timeout_ms).await?))
+    }
+
+    async fn prove(&self, req: Request<proto::ProveRequest>) -> Result<Response<proto::ProveResponse>, Status> {
+        let r = req.into_inner();
+        let submit = r.submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
+        let s = self.accept(&submit).await?;
+        let result = self.await_job(s.job, Some(s.watch), r.timeout_ms).await?;
+        Ok(Response::new(proto::ProveResponse { result: Some(result) }))
+    }
+
+    async fn cancel_proof(&self, req: Request<proto::CancelProofRequest>) -> Result<Response<proto::CancelProofResponse>, Status> {
+        let job = parse_job_id(&req.get_ref().job_id)?;
+        let was_running = self.handle.cancel(job).await?;
+        Ok(Response::new(proto::CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(&self, _req: Request<proto::GetStatusRequest>) -> Result<Response<proto::GetStatusResponse>, Status> {
+        Ok(Response::new(status_proto(&self.handle.snapshot().await?)))
+    }
+
+    async fn get_metrics(&self, _req: Request<proto::GetMetricsRequest>) -> Result<Response<proto::GetMetricsResponse>, Status> {
+        let s = self.handle.snapshot().await?;
+        Ok(Response::new(proto::GetMetricsResponse { prometheus_text: crate::metrics::render(&s) }))
+    }
+
+    async fn preload_srs(&self, req: Request<proto::PreloadSrsRequest>) -> Result<Response<proto::PreloadSrsResponse>, Status> {
+        let spec = crate::circuits::CircuitSpec::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let p = self.handle.preload(spec).await?;
+        Ok(Response::new(proto::PreloadSrsResponse { already_loaded: p.already_loaded, load_time_ms: ms(p.load_time) }))
+    }
+
+    async fn evict_srs(&self, req: Request<proto::EvictSrsRequest>) -> Result<Response<proto::EvictSrsResponse>, Status> {
+        let spec = crate::circuits::CircuitSpec::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let e = self.handle.evict(spec).await?;
+        Ok(Response::new(proto::EvictSrsResponse { was_loaded: e.was_loaded, freed_bytes: e.freed_bytes }))
+    }
+}

@@ -1,0 +1,188 @@
+//! The daemon's state as data: served as JSON on `GET /status`, rendered by the status page,
+//! turned into Prometheus text and into `GetStatus` answers.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything the status endpoints show.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Snapshot {
+    /// Daemon version.
+    pub version: String,
+    /// Backend name.
+    pub backend: String,
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Engine clock, ms since start (span times use this clock).
+    pub now_ms: f64,
+    /// Shutting down: no new jobs accepted.
+    pub draining: bool,
+    /// Job counters.
+    pub jobs: JobCounts,
+    /// Queue depths per priority, highest first.
+    pub queues: Vec<QueueDepth>,
+    /// Memory budgets.
+    pub memory: Memory,
+    /// Parameter residency per registered circuit.
+    pub params: Vec<ParamsEntry>,
+    /// Host workers (synthesis, finalize): recent spans.
+    pub host: Track,
+    /// Devices with their recent spans.
+    pub devices: Vec<DeviceStatus>,
+    /// Per-stage totals.
+    pub stages: Vec<StageTotal>,
+    /// Job latency histograms per circuit.
+    pub latency: Vec<Histogram>,
+}
+
+/// Job counters since start.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct JobCounts {
+    /// Accepted.
+    pub submitted: u64,
+    /// Completed with proofs.
+    pub completed: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+    /// Accepted and not ended.
+    pub live: u64,
+}
+
+/// Jobs of one priority.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// `critical`, `high`, `normal` or `low`.
+    pub priority: String,
+    /// Live jobs with no stage started yet.
+    pub pending: u32,
+    /// Live jobs with a stage started.
+    pub running: u32,
+}
+
+/// A memory budget.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Budget {
+    /// Bytes reserved.
+    pub used: u64,
+    /// Bytes in the budget.
+    pub capacity: u64,
+}
+
+/// The memory budgets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Memory {
+    /// Host (pinned pool and warm parameters).
+    pub host: Budget,
+    /// One per device.
+    pub devices: Vec<Budget>,
+}
+
+/// Where a circuit's parameters are.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ParamsEntry {
+    /// Circuit id, e.g. `squaring-chain-2^10`.
+    pub circuit: String,
+    /// `hot` (on a device), `warm` (host) or `cold` (disk).
+    pub tier: String,
+    /// Host copy: `absent`, `loading` or `resident`.
+    pub host: String,
+    /// Per device: `absent`, `loading` or `resident`.
+    pub devices: Vec<String>,
+    /// Parameter file size.
+    pub bytes: u64,
+    /// Live jobs using this circuit.
+    pub ref_count: u32,
+}
+
+/// One stage of one partition (or a parameter load) on a worker.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SpanView {
+    /// Job id (0 for loads).
+    pub job: u64,
+    /// Partition index.
+    pub partition: u32,
+    /// Stage name or `load-params`.
+    pub stage: String,
+    /// Worker slot.
+    pub slot: u32,
+    /// Circuit id.
+    pub circuit: String,
+    /// Start, ms on the engine clock.
+    pub start_ms: f64,
+    /// End, ms; `None` while running.
+    pub end_ms: Option<f64>,
+    /// Ended in failure.
+    pub failed: bool,
+}
+
+/// Recent activity of the host workers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Track {
+    /// Finished spans in the window and running ones.
+    pub spans: Vec<SpanView>,
+}
+
+/// One device.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceStatus {
+    /// Ordinal.
+    pub id: u32,
+    /// Backend name of the device.
+    pub name: String,
+    /// Seconds with a GPU stage running, since start.
+    pub busy_s: f64,
+    /// `busy_s / uptime`.
+    pub busy_fraction: f64,
+    /// Its memory budget.
+    pub memory: Budget,
+    /// Partitions on it now (upload through MSM).
+    pub active: u32,
+    /// Recent spans (finished in the window, and running).
+    pub spans: Vec<SpanView>,
+}
+
+/// Totals of one stage.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageTotal {
+    /// Stage name.
+    pub stage: String,
+    /// Runs finished.
+    pub count: u64,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+/// A latency histogram.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Histogram {
+    /// Circuit id.
+    pub circuit: String,
+    /// Upper bounds (seconds) with cumulative counts.
+    pub buckets: Vec<(f64, u64)>,
+    /// Sum of observations, seconds.
+    pub sum: f64,
+    /// Number of observations.
+    pub count: u64,
+}
+
+/// Histogram bucket bounds, seconds.
+pub const LATENCY_BUCKETS: [f64; 14] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1200.0];
+
+impl Histogram {
+    /// An empty histogram.
+    pub fn new(circuit: String) -> Histogram {
+        Histogram { circuit, buckets: LATENCY_BUCKETS.iter().map(|b| (*b, 0)).collect(), sum: 0.0, count: 0 }
+    }
+
+    /// Records one observation.
+    pub fn observe(&mut self, seconds: f64) {
+        for (le, n) in &mut self.buckets {
+            if seconds <= *le {
+                *n += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
