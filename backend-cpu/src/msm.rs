@@ -207,6 +207,7 @@ where
 mod tests {
     use super::*;
     use blstrs::{G1Projective, G2Projective};
+    use group::Group;
     use ff::Field;
     use rand::SeedableRng;
 

@@ -1,0 +1,307 @@
+//! Random Groth16 parameters for any `bellpepper-core` circuit, fast.
+//!
+//! The toxic waste `τ, α, β, γ, δ` is drawn from the caller's RNG, so these parameters are for
+//! tests and benchmarks only. The result is bellperson's `Parameters` layout (same queries,
+//! same filtering of points at infinity), so bellperson's prover and verifier accept it.
+//!
+//! How: the circuit is first counted, so the domain is known; then the Lagrange basis at `τ`
+//! is computed with one batch inversion, and a second synthesis accumulates
+//! `u_i(τ), v_i(τ), w_i(τ)` per variable directly from the constraints; finally every query
+//! point is a fixed-base multiplication from precomputed window tables (no doublings), in
+//! parallel, normalized in batches.
+
+#![warn(missing_docs)]
+
+mod fixed_base;
+
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use cuzk_core::domain::{Domain, DomainTooLarge};
+use cuzk_core::params::{Parameters, VerifyingKey};
+
+pub use fixed_base::FixedBase;
+
+/// Why parameters could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The circuit failed to synthesize.
+    #[error("circuit synthesis failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    /// Too many constraints.
+    #[error(transparent)]
+    DomainTooLarge(#[from] DomainTooLarge),
+    /// An aux variable appears in no constraint; its `l` point would be infinity, which the
+    /// parameter format cannot hold (bellperson refuses the same circuits).
+    #[error("aux variable {0} is unconstrained")]
+    UnconstrainedVariable(usize),
+    /// A drawn secret was zero (probability ~2^-255).
+    #[error("a random secret was zero; retry")]
+    ZeroSecret,
+}
+
+/// Counts constraints and variables.
+#[derive(Default)]
+struct Counter {
+    constraints: usize,
+    inputs: usize,
+    aux: usize,
+}
+
+impl ConstraintSystem<Scalar> for Counter {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// `u, v, w` evaluated at `τ`, per variable.
+#[derive(Default, Clone, Copy)]
+struct Qap {
+    u: Scalar,
+    v: Scalar,
+    w: Scalar,
+}
+
+/// Accumulates `u_i(τ), v_i(τ), w_i(τ)` from the constraints, given the Lagrange basis.
+struct Evaluator<'a> {
+    lagrange: &'a [Scalar],
+    next: usize,
+    inputs: Vec<Qap>,
+    aux: Vec<Qap>,
+}
+
+impl Evaluator<'_> {
+    fn add(&mut self, lc: &LinearCombination<Scalar>, lj: Scalar, pick: fn(&mut Qap) -> &mut Scalar) {
+        for (&i, c) in lc.iter_inputs() {
+            *pick(&mut self.inputs[i]) += lj * c;
+        }
+        for (&i, c) in lc.iter_aux() {
+            *pick(&mut self.aux[i]) += lj * c;
+        }
+    }
+}
+
+impl ConstraintSystem<Scalar> for Evaluator<'_> {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(Qap::default());
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(Qap::default());
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        // The counting pass sized the basis; a circuit that enforces more constraints the
+        // second time is not deterministic, and its extra constraints are dropped here and
+        // caught by the count check after synthesis.
+        let Some(&lj) = self.lagrange.get(self.next) else {
+            self.next += 1;
+            return;
+        };
+        self.next += 1;
+        self.add(&a(LinearCombination::zero()), lj, |q| &mut q.u);
+        self.add(&b(LinearCombination::zero()), lj, |q| &mut q.v);
+        self.add(&c(LinearCombination::zero()), lj, |q| &mut q.w);
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// `L_j(τ) = (τⁿ − 1)/n · ωʲ/(τ − ωʲ)` for `j < count`.
+fn lagrange_at(domain: &Domain, tau: Scalar, count: usize) -> Vec<Scalar> {
+    let n = domain.size();
+    let omegas = cuzk_backend_cpu_free_powers(domain.omega, count);
+    let mut denom: Vec<Scalar> = omegas.par_iter().map(|w| tau - w).collect();
+    batch_invert(&mut denom);
+    let zn = (tau.pow_vartime([n as u64]) - Scalar::ONE) * domain.n_inv;
+    omegas.par_iter().zip(denom.par_iter()).map(|(w, d)| zn * w * d).collect()
+}
+
+fn cuzk_backend_cpu_free_powers(root: Scalar, len: usize) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; len];
+    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| {
+        let mut w = root.pow_vartime([(ci * 4096) as u64]);
+        for x in chunk {
+            *x = w;
+            w *= root;
+        }
+    });
+    out
+}
+
+/// Montgomery's batch inversion, in parallel chunks (inputs must be non-zero).
+fn batch_invert(v: &mut [Scalar]) {
+    v.par_chunks_mut(1 << 12).for_each(|chunk| {
+        let mut prefix = Vec::with_capacity(chunk.len());
+        let mut acc = Scalar::ONE;
+        for x in chunk.iter() {
+            prefix.push(acc);
+            acc *= x;
+        }
+        let mut inv = acc.invert().unwrap();
+        for (x, p) in chunk.iter_mut().zip(prefix).rev() {
+            let next = inv * *x;
+            *x = inv * p;
+            inv = next;
+        }
+    });
+}
+
+fn nonzero(rng: &mut impl RngCore) -> Result<Scalar, SetupError> {
+    let x = Scalar::random(rng);
+    if bool::from(x.is_zero()) {
+        Err(SetupError::ZeroSecret)
+    } else {
+        Ok(x)
+    }
+}
+
+fn to_affine_g1(points: &[G1Projective]) -> Vec<G1Affine> {
+    let mut out = vec![G1Affine::from(G1Projective::identity()); points.len()];
+    out.par_chunks_mut(1 << 12).zip(points.par_chunks(1 << 12)).for_each(|(o, p)| G1Projective::batch_normalize(p, o));
+    out
+}
+
+fn to_affine_g2(points: &[G2Projective]) -> Vec<G2Affine> {
+    let mut out = vec![G2Affine::from(G2Projective::identity()); points.len()];
+    out.par_chunks_mut(1 << 12).zip(points.par_chunks(1 << 12)).for_each(|(o, p)| G2Projective::batch_normalize(p, o));
+    out
+}
+
+/// Generates random parameters for `circuit` (synthesized twice: once to count, once to
+/// evaluate). Equivalent to bellperson's `generate_random_parameters`, much faster.
+pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut impl RngCore) -> Result<Parameters, SetupError> {
+    // Pass 1: the shape.
+    let mut count = Counter { inputs: 1, ..Default::default() };
+    circuit.clone().synthesize(&mut count)?;
+    let total = count.constraints + count.inputs;
+    let domain = Domain::for_len(total)?;
+    let n = domain.size();
+
+    let tau = nonzero(rng)?;
+    let alpha = nonzero(rng)?;
+    let beta = nonzero(rng)?;
+    let gamma = nonzero(rng)?;
+    let delta = nonzero(rng)?;
+    if bool::from((tau.pow_vartime([n as u64]) - Scalar::ONE).is_zero()) {
+        return Err(SetupError::ZeroSecret); // τ in the domain: Z(τ) = 0
+    }
+
+    // Pass 2: u, v, w at τ.
+    let lagrange = lagrange_at(&domain, tau, total);
+    let mut ev = Evaluator { lagrange: &lagrange, next: 0, inputs: vec![Qap::default()], aux: Vec::new() };
+    circuit.synthesize(&mut ev)?;
+    for i in 0..ev.inputs.len() {
+        ev.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    }
+    if ev.next != total || ev.aux.len() != count.aux || ev.inputs.len() != count.inputs {
+        return Err(SetupError::Synthesis(SynthesisError::Unsatisfiable));
+    }
+
+    let gamma_inv = gamma.invert().unwrap();
+    let delta_inv = delta.invert().unwrap();
+    let combine = |q: &Qap, k: Scalar| (beta * q.u + alpha * q.v + q.w) * k;
+    let ic_s: Vec<Scalar> = ev.inputs.iter().map(|q| combine(q, gamma_inv)).collect();
+    let l_s: Vec<Scalar> = ev.aux.par_iter().map(|q| combine(q, delta_inv)).collect();
+    if let Some(i) = l_s.iter().position(|x| bool::from(x.is_zero())) {
+        return Err(SetupError::UnconstrainedVariable(i));
+    }
+    let zt = (tau.pow_vartime([n as u64]) - Scalar::ONE) * delta_inv;
+    let h_s: Vec<Scalar> = cuzk_backend_cpu_free_powers(tau, n - 1).into_par_iter().map(|t| t * zt).collect();
+    // A and B queries keep only the variables with a non-zero polynomial at τ (bellperson drops
+    // the points at infinity), inputs first.
+    let all = || ev.inputs.iter().chain(ev.aux.iter());
+    let a_s: Vec<Scalar> = all().map(|q| q.u).filter(|x| !bool::from(x.is_zero())).collect();
+    let b_s: Vec<Scalar> = all().map(|q| q.v).filter(|x| !bool::from(x.is_zero())).collect();
+
+    let g1 = FixedBase::new(G1Projective::generator());
+    let g2 = FixedBase::new(G2Projective::generator());
+    let vk = VerifyingKey {
+        alpha_g1: (G1Projective::generator() * alpha).to_affine(),
+        beta_g1: (G1Projective::generator() * beta).to_affine(),
+        beta_g2: (G2Projective::generator() * beta).to_affine(),
+        gamma_g2: (G2Projective::generator() * gamma).to_affine(),
+        delta_g1: (G1Projective::generator() * delta).to_affine(),
+        delta_g2: (G2Projective::generator() * delta).to_affine(),
+        ic: to_affine_g1(&g1.mul_many(&ic_s)),
+    };
+    Ok(Parameters {
+        vk,
+        h: to_affine_g1(&g1.mul_many(&h_s)),
+        l: to_affine_g1(&g1.mul_many(&l_s)),
+        a: to_affine_g1(&g1.mul_many(&a_s)),
+        b_g1: to_affine_g1(&g1.mul_many(&b_s)),
+        b_g2: to_affine_g2(&g2.mul_many(&b_s)),
+    })
+}
+
+#[doc(hidden)]
+pub fn _num_bits() -> u32 {
+    Scalar::NUM_BITS
+}
