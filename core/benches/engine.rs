@@ -2,11 +2,16 @@
 //! partition, and per action, with the work itself taking no time (every started stage is
 //! reported finished in FIFO order, 1 µs of virtual time later).
 //!
+//! Time is this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time, so that other
+//! processes on a shared machine do not inflate it; the engine is single-threaded and does
+//! no I/O, so the two agree on a quiet machine.
+//!
 //! `cargo bench -p cuzk-core --bench engine`
 
 use std::collections::VecDeque;
 use std::hint::black_box;
 
+use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use cuzk_core::engine::{
     Action, CircuitId, CircuitProfile, DeviceConfig, Engine, EngineConfig, Footprint, JobKind, JobSpec, Nanos, Priority,
@@ -72,7 +77,77 @@ fn drive(e: &mut Engine, s: &Setup) -> u64 {
     actions
 }
 
-fn bench(c: &mut Criterion) {
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant libc knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Criterion measurement: thread CPU time.
+struct ThreadCpu;
+
+struct NanosFormatter;
+
+impl ValueFormatter for NanosFormatter {
+    fn scale_values(&self, typical: f64, values: &mut [f64]) -> &'static str {
+        let (div, unit) = match typical {
+            t if t < 1e3 => (1.0, "ns"),
+            t if t < 1e6 => (1e3, "µs"),
+            t if t < 1e9 => (1e6, "ms"),
+            _ => (1e9, "s"),
+        };
+        values.iter_mut().for_each(|v| *v /= div);
+        unit
+    }
+
+    fn scale_throughputs(&self, typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let n = match t {
+            Throughput::Elements(n) | Throughput::Bytes(n) | Throughput::BytesDecimal(n) => *n as f64,
+        };
+        // values are ns per iteration; turn them into elements per second.
+        values.iter_mut().for_each(|v| *v = n * 1e9 / *v);
+        let _ = typical;
+        "elem/s"
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+impl Measurement for ThreadCpu {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        thread_cpu_ns()
+    }
+
+    fn end(&self, start: u64) -> u64 {
+        thread_cpu_ns().saturating_sub(start)
+    }
+
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+
+    fn zero(&self) -> u64 {
+        0
+    }
+
+    fn to_f64(&self, v: &u64) -> f64 {
+        *v as f64
+    }
+
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &NanosFormatter
+    }
+}
+
+fn bench(c: &mut Criterion<ThreadCpu>) {
     let cases = [
         ("1gpu_100jobs", Setup { devices: 1, jobs: 100, circuits: 1, timeline: true }),
         ("1gpu_100jobs_no_timeline", Setup { devices: 1, jobs: 100, circuits: 1, timeline: false }),
@@ -96,5 +171,9 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpu);
+    targets = bench
+}
 criterion_main!(benches);

@@ -49,7 +49,10 @@ impl Engine {
         match stage {
             Stage::Synthesize => {
                 self.set_phase(p, Phase::Ready(Stage::Upload));
-                self.gpu_ready.insert(pk);
+                // Only a job's next partition in line waits in `gpu_ready`.
+                if self.jobs.get(&p.job).is_some_and(|j| j.next_upload == p.index) {
+                    self.ready_insert(pk, circuit);
+                }
             }
             Stage::Upload => {
                 if self.cfg.release_host_abc_after == Stage::Upload {
@@ -175,7 +178,7 @@ impl Engine {
         match phase {
             Phase::Done | Phase::Dropped => return,
             Phase::Ready(Stage::Upload) => {
-                self.gpu_ready.remove(&pk);
+                self.ready_remove(pk, circuit);
             }
             Phase::Ready(Stage::Ntt) => {
                 if let Some(s) = device.and_then(|d| self.devices.get_mut(d.0 as usize)) {

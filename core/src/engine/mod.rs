@@ -59,6 +59,7 @@ mod action;
 mod config;
 mod error;
 mod flow;
+mod inspect;
 mod job;
 mod params;
 mod pool;
@@ -102,7 +103,8 @@ pub struct Engine {
     next_job: u64,
     /// Jobs with partitions still to synthesize.
     synth_queue: BTreeSet<JobKey>,
-    /// Synthesized partitions waiting for a GPU.
+    /// Synthesized partitions waiting for a GPU that are next in line in their job (at most
+    /// one per job; the others wait in their job until their turn).
     gpu_ready: BTreeSet<PartKey>,
     /// Partitions waiting for a finalize worker.
     finalize_queue: BTreeSet<PartKey>,
@@ -123,6 +125,8 @@ pub struct Engine {
     lru_clock: u64,
     /// Devices held by a waiting partition during a dispatch pass.
     claimed: Vec<bool>,
+    /// Circuits (and CRITICAL flag) that could not be dispatched in this pass.
+    stuck: Vec<(CircuitId, bool)>,
 }
 
 impl Engine {
@@ -136,6 +140,7 @@ impl Engine {
             finalize_slots: Slots::new(cfg.finalize_workers),
             timeline: Timeline::new(cfg.devices.len(), cfg.timeline_capacity, now),
             claimed: vec![false; cfg.devices.len()],
+            stuck: Vec::new(),
             devices,
             cfg,
             now,
@@ -335,174 +340,6 @@ impl Engine {
     /// The earliest job deadline still pending: call [`Engine::tick`] then.
     pub fn next_deadline(&self) -> Option<Nanos> {
         self.deadlines.first().map(|(t, _)| *t)
-    }
-
-    /// The latest time seen.
-    pub fn now(&self) -> Nanos {
-        self.now
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &EngineConfig {
-        &self.cfg
-    }
-
-    /// What happened so far.
-    pub fn timeline(&self) -> &Timeline {
-        &self.timeline
-    }
-
-    /// Jobs accepted and not yet ended.
-    pub fn live_jobs(&self) -> usize {
-        self.live_jobs
-    }
-
-    /// True when no job is live and no stage or load is outstanding.
-    pub fn is_quiescent(&self) -> bool {
-        self.live_jobs == 0
-            && self.jobs.is_empty()
-            && self
-                .circuits
-                .values()
-                .all(|c| c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading))
-    }
-
-    /// How close a circuit's parameters are to a GPU.
-    pub fn tier(&self, circuit: CircuitId) -> Option<Tier> {
-        self.circuits.get(&circuit).map(CircuitState::tier)
-    }
-
-    /// Whether a circuit's parameters are at a location.
-    pub fn presence(&self, circuit: CircuitId, at: Location) -> Option<Presence> {
-        self.circuits.get(&circuit)?.at(at).map(|r| r.state)
-    }
-
-    /// Memory use of the host budget or a device budget.
-    pub fn usage(&self, at: Location) -> Option<MemoryUsage> {
-        let p = match at {
-            Location::Host => &self.host,
-            Location::Device(d) => &self.devices.get(d.0 as usize)?.pool,
-        };
-        Some(MemoryUsage { used: p.used, capacity: p.capacity })
-    }
-
-    /// Busy time and idle gaps of a device over `[from, to]` (see [`Timeline::device_report`]).
-    pub fn device_report(&self, d: DeviceId, from: Nanos, to: Nanos) -> Option<DeviceReport> {
-        self.timeline.device_report(d, from, to)
-    }
-
-    /// Recomputes every reservation from the partitions and parameters and compares with the
-    /// budgets' counters; a test aid. Returns a description of the first mismatch.
-    pub fn check_consistency(&self) -> Result<(), String> {
-        let mut host = 0u64;
-        let mut devs = vec![0u64; self.devices.len()];
-        for c in self.circuits.values() {
-            if c.host.present() {
-                host += c.profile.params_host_bytes;
-            }
-            for (d, r) in c.devices.iter().enumerate() {
-                if r.present() {
-                    devs[d] += c.profile.params_device_bytes;
-                }
-            }
-        }
-        for j in self.jobs.values() {
-            for p in &j.parts {
-                host += p.held.host_abc + p.held.host_rest;
-                let dev_bytes = p.held.dev_abc + p.held.dev_rest;
-                match p.device {
-                    Some(d) => devs[d.0 as usize] += dev_bytes,
-                    None if dev_bytes > 0 => return Err(format!("{:?} holds device bytes off-device", j.key.id)),
-                    None => {}
-                }
-            }
-        }
-        if host != self.host.used {
-            return Err(format!("host used {} but reservations sum to {host}", self.host.used));
-        }
-        if self.host.used > self.host.capacity {
-            return Err(format!("host used {} exceeds {}", self.host.used, self.host.capacity));
-        }
-        for (d, s) in self.devices.iter().enumerate() {
-            if devs[d] != s.pool.used {
-                return Err(format!("device {d} used {} but reservations sum to {}", s.pool.used, devs[d]));
-            }
-            if s.pool.used > s.pool.capacity {
-                return Err(format!("device {d} used {} exceeds {}", s.pool.used, s.pool.capacity));
-            }
-        }
-        Ok(())
-    }
-
-    /// A multi-line description of the internal state (jobs and partition phases, queues,
-    /// devices, parameter residency), for logs and diagnostics.
-    pub fn describe(&self) -> String {
-        use std::fmt::Write as _;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
-            self.now,
-            self.live_jobs,
-            self.lookahead,
-            self.gpu_waiting,
-            self.host.used,
-            self.host.capacity,
-            self.host_blocked
-        );
-        for j in self.jobs.values() {
-            let phases: Vec<String> =
-                j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
-            let _ = writeln!(
-                o,
-                "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
-                j.key.id,
-                j.key.prio.0,
-                j.spec.circuit.0,
-                j.ended,
-                j.running,
-                j.next_synth,
-                j.next_upload,
-                phases.join(", ")
-            );
-        }
-        let _ = writeln!(o, "synth_queue {:?}", self.synth_queue.iter().map(|k| k.id.0).collect::<Vec<_>>());
-        let _ = writeln!(o, "gpu_ready {:?}", self.gpu_ready.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
-        let _ = writeln!(
-            o,
-            "finalize_queue {:?}",
-            self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>()
-        );
-        for (d, s) in self.devices.iter().enumerate() {
-            let _ = writeln!(
-                o,
-                "device {d}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
-                s.pool.used,
-                s.pool.capacity,
-                s.pool.reserve,
-                s.workers.free_count(),
-                s.lanes_free,
-                s.active,
-                self.claimed.get(d).copied().unwrap_or(false),
-                s.lane_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>()
-            );
-        }
-        for (id, c) in &self.circuits {
-            let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}", r.state, r.users)).collect();
-            let _ = writeln!(
-                o,
-                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{}",
-                id.0,
-                c.host.state,
-                c.host.users,
-                devs.join(", "),
-                c.demand.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
-                c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
-                c.profile.params_device_bytes,
-                c.profile.footprint.device()
-            );
-        }
-        o
     }
 
     fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a params::Residence, EngineError> {

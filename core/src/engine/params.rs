@@ -1,11 +1,11 @@
 //! Parameter (SRS) residency: where each circuit's parameters are, who uses them, and which
 //! may be evicted (least recently used, unreferenced) when memory is needed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::action::Action;
 use super::config::CircuitProfile;
-use super::job::JobKey;
+use super::job::{JobKey, PartKey};
 use super::timeline::{Span, SpanKind};
 use super::types::{CircuitId, Location, Nanos, Tier};
 use super::Engine;
@@ -60,6 +60,8 @@ pub(crate) struct CircuitState {
     /// these protect parameters from eviction by later jobs, so queued work cannot pin
     /// memory that started work needs.
     pub active: BTreeMap<JobKey, u32>,
+    /// This circuit's entries of the engine's `gpu_ready`.
+    pub ready: BTreeSet<PartKey>,
 }
 
 impl CircuitState {
@@ -70,6 +72,7 @@ impl CircuitState {
             devices: vec![Residence::ABSENT; devices],
             demand: BTreeMap::new(),
             active: BTreeMap::new(),
+            ready: BTreeSet::new(),
         }
     }
 

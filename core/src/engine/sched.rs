@@ -67,6 +67,7 @@ impl Engine {
     /// order); parameters are loaded where needed.
     fn dispatch_gpu(&mut self) {
         self.claimed.iter_mut().for_each(|c| *c = false);
+        self.stuck.clear();
         let mut cursor: Option<PartKey> = None;
         while self.open_device() {
             let next = match cursor {
@@ -76,18 +77,23 @@ impl Engine {
             let Some(pk) = next else { break };
             cursor = Some(pk);
             let Some(job) = self.jobs.get(&pk.job.id) else { continue };
-            if pk.index != job.next_upload {
+            let circuit = job.spec.circuit;
+            let key = (circuit, pk.job.critical());
+            // A later partition of a circuit that just could not go cannot go either (it may
+            // evict no more than the earlier one), so skip the work.
+            if pk.index != job.next_upload || self.stuck.contains(&key) {
                 continue;
             }
-            let circuit = job.spec.circuit;
-            self.try_admit(pk, circuit);
+            if !self.try_admit(pk, circuit) {
+                self.stuck.push(key);
+            }
         }
         self.replicate();
     }
 
-    /// Admits `pk` to the best device holding its parameters, or arranges for them.
-    fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) {
-        let Some(c) = self.circuits.get(&circuit) else { return };
+    /// Admits `pk` to the best device holding its parameters (true), or arranges for them.
+    fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) -> bool {
+        let Some(c) = self.circuits.get(&circuit) else { return false };
         let need = c.profile.footprint.device();
         let params = c.profile.params_device_bytes;
         let crit = pk.job.critical();
@@ -107,18 +113,18 @@ impl Engine {
         }
         if let Some((_, _, std::cmp::Reverse(d))) = best {
             self.admit(pk, d, need);
-            return;
+            return true;
         }
         if let Some(d) = tight {
             if self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(pk.job)) {
                 self.admit(pk, d, need);
-            } else {
-                self.claimed[d] = true;
+                return true;
             }
-            return;
+            self.claimed[d] = true;
+            return false;
         }
         if self.usable_copy(c, crit) {
-            return;
+            return false;
         }
         if !self.demand_load(circuit, pk.job, need) {
             let total = params.saturating_add(need);
@@ -127,65 +133,80 @@ impl Engine {
                 self.claimed[d] = true;
             }
         }
+        false
     }
 
     /// Starts the upload of `pk` on device `d` (the caller checked worker and memory).
     fn admit(&mut self, pk: PartKey, d: usize, need: u64) {
-        let Some(slot) = self.devices[d].workers.take() else { return };
         let p = pid(pk);
-        let now = self.now;
-        let tick = self.lru_tick();
-        self.gpu_ready.remove(&pk);
+        let Some(circuit) = self.jobs.get(&p.job).map(|j| j.spec.circuit) else { return };
+        let Some(fp) = self.circuits.get(&circuit).map(|c| c.profile.footprint) else { return };
+        let Some(slot) = self.devices[d].workers.take() else { return };
+        let (now, tick) = (self.now, self.lru_tick());
+        self.ready_remove(pk, circuit);
         if !pk.job.critical() {
             self.lookahead = self.lookahead.saturating_sub(1);
         }
         self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
         self.pool_take(Location::Device(dev(d)), need);
-        let Some(job) = self.jobs.get_mut(&p.job) else { return };
-        job.next_upload += 1;
-        let circuit = job.spec.circuit;
-        let Some(c) = self.circuits.get_mut(&circuit) else { return };
-        let fp = c.profile.footprint;
-        if let Some(r) = c.devices.get_mut(d) {
+        if let Some(r) = self.circuits.get_mut(&circuit).and_then(|c| c.devices.get_mut(d)) {
             r.users += 1;
             r.last_used = tick;
         }
+        let Some(job) = self.jobs.get_mut(&p.job) else { return };
+        job.next_upload += 1;
+        let next = job.parts.get(job.next_upload as usize).map(|n| n.phase);
         if let Some(part) = job.parts.get_mut(p.index as usize) {
             part.device = Some(dev(d));
             part.held.dev_abc = fp.device_abc;
             part.held.dev_rest = fp.device_rest;
+        }
+        if next == Some(Phase::Ready(Stage::Upload)) {
+            self.ready_insert(PartKey { job: pk.job, index: pk.index + 1 }, circuit);
         }
         self.timeline.job_started(p.job, now, true);
         self.begin(p, Stage::Upload, Location::Device(dev(d)), slot, need);
     }
 
     /// A device with a free worker and nothing it can run loads the parameters of the first
-    /// waiting partition, using free memory or parameters nobody needs.
+    /// waiting partition whose circuit it lacks, using free memory or parameters nobody needs.
     fn replicate(&mut self) {
         for d in 0..self.devices.len() {
             if self.claimed[d] || !self.devices[d].workers.has_free() {
                 continue;
             }
-            let mut target = None;
-            for pk in &self.gpu_ready {
-                let Some(job) = self.jobs.get(&pk.job.id) else { continue };
-                if pk.index != job.next_upload {
-                    continue;
-                }
-                let Some(c) = self.circuits.get(&job.spec.circuit) else { continue };
-                if c.devices[d].present() {
-                    continue;
-                }
-                let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
-                target = Some((job.spec.circuit, total, pk.job.critical()));
-                break;
-            }
+            let target = self
+                .circuits
+                .iter()
+                .filter(|(_, c)| !c.devices[d].present())
+                .filter_map(|(id, c)| c.ready.first().map(|pk| (*pk, *id, c)))
+                .min_by_key(|(pk, _, _)| *pk)
+                .map(|(pk, id, c)| {
+                    let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
+                    (id, total, pk.job.critical())
+                });
             if let Some((circuit, total, crit)) = target {
                 let loc = Location::Device(dev(d));
                 if self.make_room(loc, total, crit, Evict::Idle) {
                     self.start_load(circuit, loc);
                 }
             }
+        }
+    }
+
+    /// Puts a job's next partition in line into `gpu_ready`.
+    pub(crate) fn ready_insert(&mut self, pk: PartKey, circuit: CircuitId) {
+        self.gpu_ready.insert(pk);
+        if let Some(c) = self.circuits.get_mut(&circuit) {
+            c.ready.insert(pk);
+        }
+    }
+
+    /// Takes a partition out of `gpu_ready`.
+    pub(crate) fn ready_remove(&mut self, pk: PartKey, circuit: CircuitId) {
+        self.gpu_ready.remove(&pk);
+        if let Some(c) = self.circuits.get_mut(&circuit) {
+            c.ready.remove(&pk);
         }
     }
 
@@ -270,11 +291,6 @@ impl Engine {
 
     /// Some synthesized partition is next in line within its job.
     fn eligible_ready(&self) -> bool {
-        self.gpu_ready.iter().any(|pk| {
-            self.jobs.get(&pk.job.id).is_some_and(|j| {
-                j.next_upload == pk.index
-                    && j.parts.get(pk.index as usize).is_some_and(|p| p.phase == Phase::Ready(Stage::Upload))
-            })
-        })
+        !self.gpu_ready.is_empty()
     }
 }
