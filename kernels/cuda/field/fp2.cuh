@@ -16,7 +16,7 @@ DEV Fp2 operator-(const Fp2& a) { return Fp2{-a.c0, -a.c1}; }
 DEV Fp2 dbl(const Fp2& a) { return a + a; }
 
 // Karatsuba: three Fp products (a real call, to keep G2 code size and compile time in check).
-__device__ __noinline__ Fp2 operator*(const Fp2& a, const Fp2& b) {
+__device__ __noinline__ Fp2 operator*(Fp2 a, Fp2 b) {
     Fp t0 = a.c0 * b.c0;
     Fp t1 = a.c1 * b.c1;
     Fp t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
@@ -24,7 +24,7 @@ __device__ __noinline__ Fp2 operator*(const Fp2& a, const Fp2& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fp products.
-__device__ __noinline__ Fp2 sqr(const Fp2& a) {
+__device__ __noinline__ Fp2 sqr(Fp2 a) {
     Fp t = a.c0 * a.c1;
     return Fp2{(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
 }

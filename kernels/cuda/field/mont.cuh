@@ -208,13 +208,14 @@ DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
 // Fr products are inlined (the NTT's inner loop); Fp products are real calls: a 12-limb
 // product is ~700 instructions, so the call is cheap, and inlining every one of them into
 // the curve formulas makes NVRTC's compile time explode.
+// Operands by value: a non-inlined call then passes them in registers, not through the stack.
 template <class P>
-DEV Mont<P> operator*(const Mont<P>& a, const Mont<P>& b) {
+DEV Mont<P> operator*(Mont<P> a, Mont<P> b) {
     return mont_mul<P>(a, b);
 }
 
 template <>
-__device__ __noinline__ Mont<FpParams> operator*<FpParams>(const Mont<FpParams>& a, const Mont<FpParams>& b) {
+__device__ __noinline__ Mont<FpParams> operator*<FpParams>(Mont<FpParams> a, Mont<FpParams> b) {
     return mont_mul<FpParams>(a, b);
 }
 
