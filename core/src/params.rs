@@ -339,17 +339,29 @@ impl Parameters {
 
     /// Serializes in bellperson's `Parameters::write` layout.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = self.vk.to_bytes();
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.write_to(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// Size of the encoding in bytes.
+    pub fn encoded_len(&self) -> usize {
+        self.vk.to_bytes().len() + 5 * 4 + (self.h.len() + self.l.len() + self.a.len() + self.b_g1.len()) * G1_UNCOMPRESSED + self.b_g2.len() * G2_UNCOMPRESSED
+    }
+
+    /// Streams the encoding into `w` (which the caller buffers).
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        w.write_all(&self.vk.to_bytes())?;
         for sec in [&self.h, &self.l, &self.a, &self.b_g1] {
-            out.extend_from_slice(&(sec.len() as u32).to_be_bytes());
+            w.write_all(&(sec.len() as u32).to_be_bytes())?;
             for p in sec.iter() {
-                out.extend_from_slice(&p.to_uncompressed());
+                w.write_all(&p.to_uncompressed())?;
             }
         }
-        out.extend_from_slice(&(self.b_g2.len() as u32).to_be_bytes());
+        w.write_all(&(self.b_g2.len() as u32).to_be_bytes())?;
         for p in &self.b_g2 {
-            out.extend_from_slice(&p.to_uncompressed());
+            w.write_all(&p.to_uncompressed())?;
         }
-        out
+        Ok(())
     }
 }

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use blstrs::Bls12;
 use cuzk_circuits::CircuitKind;
 use rand::SeedableRng;
 
@@ -24,14 +23,14 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     eprintln!("generating parameters for {} at 2^{log_size} (once; cached in {})", kind.name(), path.display());
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let params = bellperson::groth16::generate_random_parameters::<Bls12, _, _>(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
+    let params = cuzk_setup::generate_parameters(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
     let parent = path.parent().expect("params path has a parent");
     std::fs::create_dir_all(parent).map_err(|source| CliError::Io { path: parent.into(), source })?;
     // Write to a temporary name and rename, so an interrupted setup never leaves a partial file.
     let tmp = path.with_extension("params.partial");
     let file = std::fs::File::create(&tmp).map_err(|source| CliError::Io { path: tmp.clone(), source })?;
     let mut w = std::io::BufWriter::new(file);
-    params.write(&mut w).map_err(|source| CliError::Io { path: tmp.clone(), source })?;
+    params.write_to(&mut w).and_then(|_| std::io::Write::flush(&mut w)).map_err(|source| CliError::Io { path: tmp.clone(), source })?;
     drop(w);
     std::fs::rename(&tmp, &path).map_err(|source| CliError::Io { path: path.clone(), source })?;
     eprintln!("parameters written in {:.1} s", t.elapsed().as_secs_f64());
