@@ -1,68 +1,57 @@
-//! Multi-threaded Pippenger MSM with signed windows, for G1 and G2.
+//! Multi-threaded MSM for G1 and G2 with density support.
 //!
 //! Scalars equal to zero are skipped and scalars equal to one are summed directly (common in
-//! boolean-heavy circuits); the rest are split into signed `c`-bit digits
-//! (`-2^(c-1) ≤ d < 2^(c-1)`), which halves the buckets. Work is split over (window, chunk of
-//! points) tasks; each task accumulates its buckets with mixed additions and reduces them with
-//! a running sum.
+//! boolean-heavy circuits). The remaining terms are split into one chunk per task and each
+//! chunk runs blst's Pippenger (XYZZ buckets, signed windows) on its own thread; the chunk
+//! sums are added. blst is the well-kept, audited implementation made for the job, and being
+//! independent of our GPU kernels it makes the CPU backend a genuine oracle for them.
 
-use std::ops::{AddAssign, SubAssign};
+use std::ops::AddAssign;
 
-use blstrs::Scalar;
+use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::PrimeField;
 use group::Curve;
 use rayon::prelude::*;
 
 use cuzk_core::density::DensityBitmap;
 
-/// Canonical little-endian limbs of a scalar.
-#[inline]
-fn limbs(s: &Scalar) -> [u64; 4] {
-    let b = s.to_repr();
-    let mut l = [0u64; 4];
-    for (i, w) in l.iter_mut().enumerate() {
-        *w = u64::from_le_bytes(b.as_ref()[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    }
-    l
+/// A curve group whose MSM can run on blst's Pippenger.
+pub trait BlstMsm: Curve + Send + Sync + for<'a> AddAssign<&'a Self::AffineRepr>
+where
+    Self::AffineRepr: Send + Sync,
+{
+    /// `Σ sᵢ·Pᵢ` over `points[i]` and little-endian 32-byte scalars `scalars[i]`.
+    fn pippenger(points: &[&Self::AffineRepr], scalars: &[[u8; 32]]) -> Self;
 }
 
-/// Window size minimizing `windows · (points + buckets)`.
-pub fn window_bits(points: usize) -> u32 {
-    if points < 4 {
-        return 2;
-    }
-    (2..=20u32)
-        .min_by_key(|&c| {
-            let windows = (255 / c + 1) as u64;
-            windows * (points as u64 + (1u64 << (c - 1)) * 2)
-        })
-        .unwrap_or(8)
-}
-
-/// Signed `c`-bit digits of a canonical scalar (at most 255 bits), least significant first.
-fn signed_digits(l: &[u64; 4], c: u32, windows: usize, out: &mut [i32]) {
-    let half = 1i64 << (c - 1);
-    let mut carry = 0i64;
-    for (w, d) in out.iter_mut().enumerate().take(windows) {
-        let bit = w * c as usize;
-        let mut v = 0u64;
-        if bit < 256 {
-            let (word, off) = (bit / 64, bit % 64);
-            v = l[word] >> off;
-            if off + c as usize > 64 && word + 1 < 4 {
-                v |= l[word + 1] << (64 - off);
+macro_rules! impl_blst_msm {
+    ($proj:ty, $aff:ty, $raw_proj:ty, $raw_aff:ty, $run:ident, $scratch:ident) => {
+        impl BlstMsm for $proj {
+            fn pippenger(points: &[&$aff], scalars: &[[u8; 32]]) -> Self {
+                debug_assert_eq!(points.len(), scalars.len());
+                let n = points.len();
+                if n == 0 {
+                    return <$proj as group::Group>::identity();
+                }
+                // The blstrs types are `repr(transparent)` over blst's.
+                let pts: Vec<*const $raw_aff> = points.iter().map(|p| (*p as *const $aff).cast()).collect();
+                let scs: Vec<*const u8> = scalars.iter().map(|s| s.as_ptr()).collect();
+                // SAFETY: blst reports the scratch size in bytes; u64 keeps it aligned.
+                let words = unsafe { blst::$scratch(n) }.div_ceil(8);
+                let mut scratch = vec![0u64; words];
+                let mut out = <$raw_proj>::default();
+                // SAFETY: n valid point and scalar pointers; scratch sized as blst asks.
+                unsafe { blst::$run(&mut out, pts.as_ptr(), n, scs.as_ptr(), 255, scratch.as_mut_ptr()) };
+                // SAFETY: same layout (repr(transparent)).
+                unsafe { std::mem::transmute::<$raw_proj, $proj>(out) }
             }
-            v &= (1u64 << c) - 1;
         }
-        let mut digit = v as i64 + carry;
-        carry = 0;
-        if digit >= half {
-            digit -= 1i64 << c;
-            carry = 1;
-        }
-        *d = digit as i32;
-    }
+    };
 }
+
+impl_blst_msm!(G1Projective, G1Affine, blst_p1, blst_p1_affine, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof);
+impl_blst_msm!(G2Projective, G2Affine, blst_p2, blst_p2_affine, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof);
 
 /// Multi-scalar multiplication `Σ sᵢ·Pᵢ`.
 ///
@@ -71,10 +60,10 @@ fn signed_digits(l: &[u64; 4], c: u32, windows: usize, out: &mut [i32]) {
 /// `scalars[i]` pairs with `bases[i]`. Callers check that enough bases exist.
 pub fn msm<G>(bases: &[G::AffineRepr], scalars: &[Scalar], density: Option<&DensityBitmap>) -> G
 where
-    G: Curve + Send + Sync + for<'a> AddAssign<&'a G::AffineRepr> + for<'a> SubAssign<&'a G::AffineRepr>,
+    G: BlstMsm,
     G::AffineRepr: Send + Sync,
 {
-    // 1. Gather the non-trivial terms (base index, canonical limbs) and the sum of 1-terms.
+    // 1. Gather the non-trivial terms (base index, canonical bytes) and the sum of 1-terms.
     const CHUNK: usize = 1 << 14; // a multiple of 64, so density words align with chunks
     let chunk_bases: Vec<usize> = match density {
         None => (0..scalars.len().div_ceil(CHUNK)).map(|c| c * CHUNK).collect(),
@@ -91,7 +80,7 @@ where
         }
     };
     let one = Scalar::from(1u64);
-    let parts: Vec<(G, Vec<u32>, Vec<[u64; 4]>)> = scalars
+    let parts: Vec<(G, Vec<u32>, Vec<[u8; 32]>)> = scalars
         .par_chunks(CHUNK)
         .zip(chunk_bases.par_iter())
         .enumerate()
@@ -116,91 +105,34 @@ where
                     continue;
                 }
                 idx.push(this as u32);
-                sc.push(limbs(s));
+                sc.push(s.to_repr());
             }
             (ones, idx, sc)
         })
         .collect();
     let ones: G = parts.iter().fold(G::identity(), |acc, p| acc + p.0);
     let idx: Vec<u32> = parts.iter().flat_map(|p| p.1.iter().copied()).collect();
-    let sc: Vec<[u64; 4]> = parts.into_iter().flat_map(|p| p.2).collect();
+    let sc: Vec<[u8; 32]> = parts.into_iter().flat_map(|p| p.2).collect();
     let n = idx.len();
     if n == 0 {
         return ones;
     }
 
-    // 2. Signed digits, window-major.
-    let c = window_bits(n);
-    let windows = (256 / c as usize) + 1;
-    let mut digits = vec![0i32; n * windows];
-    {
-        let per: Vec<Vec<i32>> = sc
-            .par_chunks(4096)
-            .map(|chunk| {
-                let mut out = vec![0i32; chunk.len() * windows];
-                for (i, l) in chunk.iter().enumerate() {
-                    signed_digits(l, c, windows, &mut out[i * windows..(i + 1) * windows]);
-                }
-                out
-            })
-            .collect();
-        // Transpose into window-major order.
-        let mut row = 0usize;
-        for block in per {
-            let rows = block.len() / windows;
-            for i in 0..rows {
-                for w in 0..windows {
-                    digits[w * n + row + i] = block[i * windows + w];
-                }
-            }
-            row += rows;
-        }
-    }
-
-    // 3. Bucket accumulation per (window, chunk).
-    let threads = rayon::current_num_threads().max(1);
-    let chunks = (threads * 2).div_ceil(windows).max(1).min(n.div_ceil(1024).max(1));
-    let per_chunk = n.div_ceil(chunks);
-    let buckets_len = 1usize << (c - 1);
-    let sums: Vec<(usize, G)> = (0..windows * chunks)
+    // 2. One Pippenger per task (a few per thread for balance, but not tiny ones).
+    let tasks = (rayon::current_num_threads() * 2).min(n.div_ceil(1 << 12)).max(1);
+    let per = n.div_ceil(tasks);
+    let sums: Vec<G> = (0..tasks)
         .into_par_iter()
-        .map(|task| {
-            let (w, ch) = (task / chunks, task % chunks);
-            let lo = ch * per_chunk;
-            let hi = (lo + per_chunk).min(n);
-            let row = &digits[w * n..(w + 1) * n];
-            let mut buckets = vec![G::identity(); buckets_len];
-            for i in lo..hi {
-                let d = row[i];
-                if d > 0 {
-                    buckets[(d - 1) as usize] += &bases[idx[i] as usize];
-                } else if d < 0 {
-                    buckets[(-d - 1) as usize] -= &bases[idx[i] as usize];
-                }
+        .map(|t| {
+            let (lo, hi) = (t * per, ((t + 1) * per).min(n));
+            if lo >= hi {
+                return G::identity();
             }
-            let mut running = G::identity();
-            let mut sum = G::identity();
-            for b in buckets.iter().rev() {
-                running += b;
-                sum += running;
-            }
-            (w, sum)
+            let pts: Vec<&G::AffineRepr> = idx[lo..hi].iter().map(|&i| &bases[i as usize]).collect();
+            G::pippenger(&pts, &sc[lo..hi])
         })
         .collect();
-
-    // 4. Combine windows, most significant first.
-    let mut per_window = vec![G::identity(); windows];
-    for (w, s) in sums {
-        per_window[w] += s;
-    }
-    let mut acc = G::identity();
-    for s in per_window.iter().rev() {
-        for _ in 0..c {
-            acc = acc.double();
-        }
-        acc += s;
-    }
-    acc + ones
+    sums.into_iter().fold(ones, |acc, s| acc + s)
 }
 
 #[cfg(test)]
@@ -210,25 +142,6 @@ mod tests {
     use group::Group;
     use ff::Field;
     use rand::SeedableRng;
-
-    #[test]
-    fn digits_recompose() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        for c in [2u32, 5, 8, 13, 16] {
-            let windows = 256 / c as usize + 1;
-            for _ in 0..50 {
-                let s = Scalar::random(&mut rng);
-                let mut d = vec![0; windows];
-                signed_digits(&limbs(&s), c, windows, &mut d);
-                let mut acc = Scalar::ZERO;
-                let base = Scalar::from(1u64 << c);
-                for &x in d.iter().rev() {
-                    acc = acc * base + if x >= 0 { Scalar::from(x as u64) } else { -Scalar::from((-x) as u64) };
-                }
-                assert_eq!(acc, s);
-            }
-        }
-    }
 
     #[test]
     fn matches_naive_with_density_and_trivial_scalars() {

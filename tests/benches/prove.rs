@@ -1,0 +1,194 @@
+//! Whole-partition proving benchmark: per-stage times of one proof, and steady-state
+//! throughput with synthesis pipelined against the backend, on every available backend, on the
+//! built-in circuits. Proofs are verified and must be byte-identical across backends.
+//!
+//! ```sh
+//! CUZK_BENCH_LOGS=16,18 CUZK_BENCH_BACKENDS=cpu,cuda cargo bench -p cuzk-tests --bench prove
+//! ```
+//!
+//! Environment: `CUZK_BENCH_LOGS` (log2 domain sizes, default `14,16`), `CUZK_BENCH_CIRCUITS`
+//! (default `sha256-chain,squaring-chain`), `CUZK_BENCH_BACKENDS` (default `cpu,cuda`),
+//! `CUZK_BENCH_REPS` (default 3), `CUZK_BENCH_CPU_MAX_LOG` (largest size run on the CPU
+//! backend, default 20), `CUZK_BENCH_PIPELINE` (proofs in the throughput run, default 6; 0
+//! skips it), `CUZK_BENCH_SYNTH_WORKERS` (default: cores / 2).
+
+use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::CircuitKind;
+use cuzk_core::backend::Backend;
+use cuzk_core::params::Parameters;
+use cuzk_core::proof::verify;
+use cuzk_core::prover::{prove, ProvingKey, Stage};
+use cuzk_core::synth::{synthesize, SizeHint};
+use ff::Field;
+use rand::SeedableRng;
+
+fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name).unwrap_or_else(|_| default.to_string()).split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Per-stage medians of one backend on one circuit.
+struct Row {
+    stages: [f64; 5],
+    total: f64,
+    pipelined: Option<f64>,
+    proof: [u8; 192],
+}
+
+fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, reps: usize, pipeline: usize, workers: usize) -> Row {
+    let t = Instant::now();
+    let key = ProvingKey::load(backend, params.clone()).expect("load key");
+    eprintln!("  {}: key resident in {:.1} ms", backend.name(), ms(t.elapsed()));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let mut per_stage: Vec<Vec<f64>> = vec![Vec::new(); 5];
+    let mut totals = Vec::new();
+    let mut proof0 = [0u8; 192];
+    let mut hint = SizeHint::default();
+    for rep in 0..=reps {
+        let circuit = kind.instance(k, 1).unwrap();
+        let public = circuit.public_inputs();
+        let t0 = Instant::now();
+        let synth = synthesize(circuit, backend.host_allocator(), hint).expect("synthesize");
+        hint = synth.size_hint();
+        let mut times = vec![(Stage::Synthesize, t0.elapsed())];
+        let mut last: Option<(Stage, Instant)> = None;
+        let proof = prove(backend, &key, synth, r, s, &mut |stage| {
+            let now = Instant::now();
+            if let Some((p, since)) = last {
+                times.push((p, now - since));
+            }
+            last = Some((stage, now));
+        })
+        .expect("prove");
+        if let Some((p, since)) = last {
+            times.push((p, since.elapsed()));
+        }
+        let total = t0.elapsed();
+        assert!(verify(&key.vk, &proof, &public).unwrap(), "{}: proof does not verify", backend.name());
+        proof0 = proof.to_bytes();
+        if rep == 0 {
+            continue; // warm-up: kernel compilation, twiddles, pools
+        }
+        for (stage, d) in times {
+            per_stage[Stage::ALL.iter().position(|s| *s == stage).unwrap()].push(ms(d));
+        }
+        totals.push(ms(total));
+    }
+    let stages = std::array::from_fn(|i| median(per_stage[i].clone()));
+
+    // Steady state: `workers` threads synthesize while this thread proves.
+    let pipelined = (pipeline > 0).then(|| {
+        let t = Instant::now();
+        std::thread::scope(|scope| {
+            let (tx, rx) = sync_channel(workers.max(1));
+            for w in 0..workers.max(1) {
+                let tx = tx.clone();
+                let alloc = backend.host_allocator();
+                scope.spawn(move || {
+                    for i in (w..pipeline).step_by(workers.max(1)) {
+                        let c = kind.instance(k, 100 + i as u64).unwrap();
+                        let public = c.public_inputs();
+                        let synth = synthesize(c, alloc.clone(), hint).expect("synthesize");
+                        if tx.send((synth, public)).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for (synth, public) in rx {
+                let proof = prove(backend, &key, synth, r, s, &mut |_| {}).expect("prove");
+                assert!(verify(&key.vk, &proof, &public).unwrap());
+            }
+        });
+        ms(t.elapsed()) / pipeline as f64
+    });
+    Row { stages, total: median(totals), pipelined, proof: proof0 }
+}
+
+fn main() {
+    let logs: Vec<u32> = env_list("CUZK_BENCH_LOGS", "14,16").iter().map(|s| s.parse().expect("log size")).collect();
+    let circuits: Vec<CircuitKind> = env_list("CUZK_BENCH_CIRCUITS", "sha256-chain,squaring-chain").iter().map(|s| CircuitKind::from_name(s).expect("circuit")).collect();
+    let backends = env_list("CUZK_BENCH_BACKENDS", "cpu,cuda");
+    let reps = env_num("CUZK_BENCH_REPS", 3).max(1);
+    let cpu_max = env_num("CUZK_BENCH_CPU_MAX_LOG", 20) as u32;
+    let pipeline = env_num("CUZK_BENCH_PIPELINE", 6);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let workers = env_num("CUZK_BENCH_SYNTH_WORKERS", (cores / 2).max(1));
+
+    let cpu = CpuBackend::new();
+    let cuda = if backends.iter().any(|b| b == "cuda") {
+        match cuzk_backend_cuda::CudaBackend::first() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("SKIPPED cuda backend: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    println!("host: {cores} cores; synthesis workers in the pipelined run: {workers}");
+    println!();
+    println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | pipelined ms/proof |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &kind in &circuits {
+        for &k in &logs {
+            if k < kind.min_log_size() {
+                continue;
+            }
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xbe9c4 + k as u64);
+            let t = Instant::now();
+            let params = cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup");
+            eprintln!("{} 2^{k}: parameters generated in {:.1} s", kind.name(), t.elapsed().as_secs_f64());
+            let mut rows: Vec<(String, Row)> = Vec::new();
+            if backends.iter().any(|b| b == "cpu") && k <= cpu_max {
+                rows.push((cpu.name(), run(&cpu, kind, k, &params, reps, pipeline, workers)));
+            }
+            if let Some(g) = &cuda {
+                rows.push((g.name(), run(g, kind, k, &params, reps, pipeline, workers)));
+            }
+            for (name, row) in &rows {
+                let s = row.stages;
+                println!(
+                    "| {} | 2^{k} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                    kind.name(),
+                    s[0],
+                    s[1],
+                    s[2],
+                    s[3],
+                    s[4],
+                    row.total,
+                    row.pipelined.map_or("-".into(), |p| format!("{p:.1}"))
+                );
+            }
+            if rows.len() == 2 {
+                assert_eq!(rows[0].1.proof, rows[1].1.proof, "backends disagree on the proof bytes");
+                let gpu = |r: &Row| r.stages[1] + r.stages[2] + r.stages[3];
+                println!(
+                    "| | | ratio cpu/gpu | | | | | | {:.1}× (backend stages {:.1}×) | |",
+                    rows[0].1.total / rows[1].1.total,
+                    gpu(&rows[0].1) / gpu(&rows[1].1)
+                );
+            }
+        }
+    }
+}
