@@ -58,6 +58,42 @@ pub struct ScalarSource<'a> {
     pub density: Option<(&'a [u64], usize)>,
 }
 
+/// Optional phase timing (`CUZK_MSM_PROFILE=1`): synchronizes after each phase and prints
+/// the durations to stderr.
+struct Profile {
+    on: bool,
+    t: std::time::Instant,
+    parts: Vec<(String, f64)>,
+}
+
+impl Profile {
+    fn new() -> Self {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| std::env::var_os("CUZK_MSM_PROFILE").is_some());
+        Profile { on, t: std::time::Instant::now(), parts: Vec::new() }
+    }
+    fn mark(&mut self, stream: &Stream, what: &str) {
+        if self.on {
+            let _ = stream.sync();
+            let now = std::time::Instant::now();
+            self.parts.push((what.to_string(), (now - self.t).as_secs_f64() * 1e3));
+            self.t = now;
+        }
+    }
+    fn report(&self, label: &str) {
+        if self.on {
+            let total: f64 = self.parts.iter().map(|p| p.1).sum();
+            let parts: Vec<String> = self.parts.iter().map(|(w, ms)| format!("{w} {ms:.2}")).collect();
+            eprintln!("msm-profile {label}: total {total:.2} ms = {}", parts.join(", "));
+        }
+    }
+}
+
+/// Window size override (`CUZK_MSM_C`), for tuning.
+fn c_override() -> Option<u32> {
+    std::env::var("CUZK_MSM_C").ok().and_then(|v| v.parse().ok()).filter(|c| (2..=24).contains(c))
+}
+
 fn scan(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32) -> Result<(), CudaError> {
     const B: u32 = 1024;
     let nblocks = n.div_ceil(B);
@@ -105,6 +141,7 @@ pub fn msm_windows(
     }
     let len = scalars.len as u32;
     let m32 = m as u32;
+    let mut prof = Profile::new();
 
     // 1. Gather and convert scalars.
     let prepared = DevBuf::new(stream, 32 * m)?;
@@ -140,7 +177,7 @@ pub fn msm_windows(
     unsafe { module.launch("msm_prepare", grid(scalars.len, 256)?, 256, 0, stream, args)? };
 
     // 2-3. Digits, histogram, scan, scatter.
-    let c = if cfg.c == 0 { window_bits(m) } else { cfg.c };
+    let c = if cfg.c != 0 { cfg.c } else { c_override().unwrap_or_else(|| window_bits(m)) };
     let w = 256u32.div_ceil(c);
     let half = 1u32 << (c - 1);
     let nb = w * half;
@@ -153,6 +190,7 @@ pub fn msm_windows(
     let offsets = DevBuf::new(stream, 4 * nb1)?;
     scan(module, stream, counts.ptr, offsets.ptr, nb + 1, 0)?;
     let total = read_u32(stream, offsets.at(4 * nb as usize))? as usize;
+    prof.mark(stream, "prepare+histogram+scan");
     drop((words_buf, prefix_buf));
     if total == 0 {
         return Ok((Vec::new(), c, 0));
@@ -173,6 +211,7 @@ pub fn msm_windows(
         )?
     };
     drop((cursor, prepared));
+    prof.mark(stream, "scatter");
 
     // 4. Bucket sums in rounds.
     let s_chunk = ((total >> 19) as u32).clamp(16, 256);
@@ -218,6 +257,7 @@ pub fn msm_windows(
             }
         }
         let maxc = read_u32(stream, max_chunks.ptr)?;
+        prof.mark(stream, &format!("round({ntasks} tasks)"));
         drop((ts, tl));
         if maxc <= 1 {
             break (new_count, task_base, out);
@@ -232,6 +272,7 @@ pub fn msm_windows(
     // SAFETY: arguments match msm_gather_*.
     unsafe { module.launch(&format!("msm_gather_{sfx}"), grid(nb as usize, 256)?, 256, 0, stream, args)? };
     drop((partial, final_count, final_base, cur_off));
+    prof.mark(stream, "gather");
 
     // 5. Window sums.
     let nseg = (16384 / w).next_power_of_two().min(half).max(1);
@@ -259,6 +300,8 @@ pub fn msm_windows(
     let mut out = vec![0u8; 3 * fb * w as usize];
     // SAFETY: jac holds that many bytes.
     unsafe { dtoh_sync(&mut out, jac.ptr, stream)? };
+    prof.mark(stream, "windows");
+    prof.report(&format!("{sfx} m={m} c={c} entries={total} S={s_chunk}"));
     Ok((out, c, w as usize))
 }
 
