@@ -38,20 +38,26 @@
 //!
 //! * Priority CRITICAL > HIGH > NORMAL > LOW wins at every free slot (synthesis worker, GPU
 //!   worker, kernel lane, finalize worker); older jobs first within a priority; the partitions
-//!   of a job are synthesized and sent to a GPU in index order. Running stages are never
-//!   interrupted.
+//!   of a job are synthesized and sent to a GPU in index order, and take a device's kernel
+//!   lanes in that order (so with one lane they leave the device in order). Running stages
+//!   are never interrupted. CRITICAL work skips the synthesis look-ahead limit and may use
+//!   the `critical_*_reserve` memory.
 //! * The GPU path never waits on finalize: a partition leaves its GPU worker, kernel lane and
 //!   device memory when its MSM ends, and the next partition's GPU work is dispatched in the
 //!   same drain, before its finalize starts.
 //! * Memory: host bytes are reserved at synthesis (`a, b, c` released after the upload or the
 //!   NTT, the rest after finalize), device bytes at upload (`a, b, c` released after the NTT,
 //!   the rest after the MSM). A reservation is made only when it fits; budgets are never
-//!   exceeded. `critical_*_reserve` bytes are kept for CRITICAL work.
-//! * Parameters: a partition runs only on a device holding its circuit's parameters; among
-//!   those the least busy is chosen. Parameters are loaded when a job is submitted (if free
-//!   memory allows), when a synthesized partition needs them, or on an idle device that other
-//!   work could use; least recently used parameters that no running partition uses (and no
-//!   earlier job still needs) are evicted when memory is needed.
+//!   exceeded. A waiting partition that does not fit holds back later-ordered work from
+//!   that device until memory drains, so large partitions are not starved by small ones.
+//! * Parameters (hot on a device, warm in host memory, cold on disk): a partition runs only
+//!   on a device holding its circuit's parameters; among those the least busy is chosen.
+//!   Parameters are loaded when a job is submitted (onto up to one device per partition, if
+//!   memory nobody needs allows), when a synthesized partition needs them, or onto an idle
+//!   device that waiting work could use. When memory is needed, the least recently used
+//!   parameters are evicted among those no partition on that device uses and no started
+//!   partition of an earlier-ordered job still needs (unless another device holds a copy).
+//!   A device load reads the warm host copy when there is one.
 //!
 //! See [`sim`] for a deterministic simulator that drives the engine.
 
