@@ -89,6 +89,16 @@ impl Profile {
     }
 }
 
+/// Accumulation kernel variant: `CUZK_MSM_LB=1` picks the one compiled with
+/// `__launch_bounds__(128, 3)` (fewer registers, more resident warps), `0` the unbounded one.
+fn use_lb(group: Group) -> bool {
+    match std::env::var("CUZK_MSM_LB").ok().as_deref() {
+        Some("1") => true,
+        Some("0") => false,
+        _ => { let _ = group; false }
+    }
+}
+
 /// Window size override (`CUZK_MSM_C`), for tuning.
 fn c_override() -> Option<u32> {
     std::env::var("CUZK_MSM_C").ok().and_then(|v| v.parse().ok()).filter(|c| (2..=24).contains(c))
@@ -248,7 +258,8 @@ pub fn msm_windows(
             None => {
                 let args = Args::new().push(bases).push(entries.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
                 // SAFETY: arguments match msm_accumulate_affine_*.
-                unsafe { module.launch(&format!("msm_accumulate_affine_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
+                let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
+                unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
             }
             Some(inp) => {
                 let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);

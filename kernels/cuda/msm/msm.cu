@@ -138,11 +138,24 @@ DEV void accumulate_affine(const Affine<F>* bases, const u32* entries, const u32
     if (t >= ntasks) return;
     u32 s = task_start[t], len = task_len[t];
     Xyzz<F> acc = Xyzz<F>::inf();
+    if (len == 0) {
+        store_xyzz(out + t, acc);
+        return;
+    }
+    // The next base is loaded while the current one is added (hides the gather's latency).
+    u32 v = entries[s];
+    Affine<F> q = load_affine<F>(bases + (v & ~SIGN_BIT));
     for (u32 e = 0; e < len; e++) {
-        u32 v = entries[s + e];
-        Affine<F> q = load_affine<F>(bases + (v & ~SIGN_BIT));
+        u32 vn = v;
+        Affine<F> qn = q;
+        if (e + 1 < len) {
+            vn = entries[s + e + 1];
+            qn = load_affine<F>(bases + (vn & ~SIGN_BIT));
+        }
         if (v & SIGN_BIT) q.y = -q.y;
         xyzz_add_affine(acc, q);
+        v = vn;
+        q = qn;
     }
     store_xyzz(out + t, acc);
 }
@@ -212,6 +225,11 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
 #define MSM_INSTANTIATE(SUF, F)                                                                                      \
     extern "C" __global__ void msm_accumulate_affine_##SUF(const Affine<F>* bases, const u32* entries,                \
                                                            const u32* ts, const u32* tl, u32 nt, Xyzz<F>* out) {    \
+        accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
+    }                                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(128, 3)                                                              \
+        msm_accumulate_affine_lb_##SUF(const Affine<F>* bases, const u32* entries, const u32* ts, const u32* tl,       \
+                                       u32 nt, Xyzz<F>* out) {                                                        \
         accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
     }                                                                                                                 \
     extern "C" __global__ void msm_accumulate_xyzz_##SUF(const Xyzz<F>* in, const u32* ts, const u32* tl, u32 nt,    \
