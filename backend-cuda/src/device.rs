@@ -238,10 +238,11 @@ impl Drop for Module {
     }
 }
 
-/// Kernel arguments, each copied into its own stable heap slot (at most 32 bytes).
+/// Kernel arguments, each copied into its own 32-byte slot (pointers are taken only after the
+/// last push, so the slots no longer move).
 #[derive(Default)]
 pub struct Args {
-    slots: Vec<Box<[u64; 4]>>,
+    slots: Vec<[u64; 4]>,
 }
 
 impl Args {
@@ -253,7 +254,7 @@ impl Args {
     /// Appends a plain-old-data argument.
     pub fn push<T: Copy>(mut self, v: T) -> Self {
         assert!(std::mem::size_of::<T>() <= 32 && std::mem::align_of::<T>() <= 8);
-        let mut b = Box::new([0u64; 4]);
+        let mut b = [0u64; 4];
         // SAFETY: the slot has 32 bytes, 8-aligned.
         unsafe { std::ptr::write(b.as_mut_ptr().cast::<T>(), v) };
         self.slots.push(b);

@@ -161,14 +161,14 @@ fn curve_ops_match_blstrs() {
     q[1] = -p[1];
     p[2] = G1Affine::identity();
     q[3] = G1Affine::identity();
-    let bad1 = check_curve(b, "selftest_g1_ops", &p, &q, |x| from_bytes::<G1Projective>(x), |a| G1Projective::from(a));
+    let bad1 = check_curve(b, "selftest_g1_ops", &p, &q, from_bytes::<G1Projective>, |a| G1Projective::from(a));
     let mut p2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     let mut q2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     q2[0] = p2[0];
     q2[1] = -p2[1];
     p2[2] = G2Affine::identity();
     q2[3] = G2Affine::identity();
-    let bad2 = check_curve(b, "selftest_g2_ops", &p2, &q2, |x| from_bytes::<G2Projective>(x), |a| G2Projective::from(a));
+    let bad2 = check_curve(b, "selftest_g2_ops", &p2, &q2, from_bytes::<G2Projective>, |a| G2Projective::from(a));
     assert_eq!((bad1, bad2), (0, 0));
 }
 
@@ -403,7 +403,7 @@ fn scalar_mod_r(b: &[u8]) -> Scalar {
 fn eip2537_msm_vectors() {
     let b = need_gpu!();
     let Some(dir) = vectors_dir() else {
-        skip(&format!("SKIPPED: EIP-2537 vectors not found (set CUZK_VECTORS)"));
+        skip("SKIPPED: EIP-2537 vectors not found (set CUZK_VECTORS)");
         return;
     };
     let read = |p: std::path::PathBuf| -> Vec<serde_json::Value> { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };

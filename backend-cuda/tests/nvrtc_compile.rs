@@ -5,7 +5,7 @@ use cuzk_backend_cuda::{kernels, nvrtc};
 #[test]
 fn all_kernels_compile_for_sm90() {
     if !nvrtc::available() {
-        skip(&format!("SKIPPED: NVRTC not found (install libnvrtc11.2 from Debian non-free or set CUZK_NVRTC_LIB)"));
+        skip("SKIPPED: NVRTC not found (install libnvrtc11.2 from Debian non-free or set CUZK_NVRTC_LIB)");
         return;
     }
     let (ver, path) = nvrtc::version().unwrap();
