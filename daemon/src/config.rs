@@ -163,11 +163,14 @@ pub struct ShutdownSection {
     pub mode: ShutdownMode,
     /// In drain mode, jobs still running after this many seconds are cancelled.
     pub timeout_s: u64,
+    /// Once every job has ended, results are still served this long before the listeners
+    /// close (for clients that submitted just before the shutdown).
+    pub linger_ms: u64,
 }
 
 impl Default for ShutdownSection {
     fn default() -> Self {
-        ShutdownSection { mode: ShutdownMode::Drain, timeout_s: 300 }
+        ShutdownSection { mode: ShutdownMode::Drain, timeout_s: 300, linger_ms: 1000 }
     }
 }
 

@@ -175,6 +175,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         keep_results: cfg.server.keep_results,
         engine: ec,
         preload,
+        linger: Duration::from_millis(cfg.shutdown.linger_ms),
     };
 
     // Bind everything before starting the engine, so a bad address fails fast.

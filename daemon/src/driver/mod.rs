@@ -51,6 +51,8 @@ pub struct DriverConfig {
     pub engine: EngineConfig,
     /// Circuits to make resident at start.
     pub preload: Vec<CircuitSpec>,
+    /// After a shutdown has ended every job, how long results are still served.
+    pub linger: Duration,
 }
 
 struct LiveJob {
@@ -198,6 +200,18 @@ impl<B: Backend + 'static> Driver<B> {
             }
         }
         tracing::info!(completed = self.counts.completed, failed = self.counts.failed, cancelled = self.counts.cancelled, "engine stopped; every accepted job has a final status");
+        // Keep answering for a moment, so a client that submitted just before the shutdown
+        // can still collect its job's final status.
+        let until = tokio::time::Instant::now() + self.cfg.linger;
+        loop {
+            tokio::select! {
+                c = cmds.recv() => match c {
+                    Some(c) => self.command(c),
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(until) => break,
+            }
+        }
     }
 
     fn command(&mut self, c: Command) {
@@ -565,6 +579,10 @@ impl<B: Backend + 'static> Driver<B> {
     }
 
     fn preload(&mut self, spec: CircuitSpec, reply: oneshot::Sender<Result<Preloaded, Status>>) {
+        if self.draining.is_some() {
+            let _ = reply.send(Err(Status::unavailable("the daemon is shutting down")));
+            return;
+        }
         let id = match self.circuit_id(spec) {
             Ok(id) => id,
             Err(e) => {
