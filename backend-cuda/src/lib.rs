@@ -321,6 +321,10 @@ impl Backend for CudaBackend {
         self.inner.pool.clone()
     }
 
+    fn wait_idle(&self) -> Result<(), BackendError> {
+        Ok(self.synchronize()?)
+    }
+
     fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
         let _g = self.enter()?;
         let ours = self.is_our_pool(host.allocator());

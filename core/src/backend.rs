@@ -77,6 +77,12 @@ pub trait Backend: Send + Sync {
     /// The allocator synthesis should write into so uploads are DMA-able.
     fn host_allocator(&self) -> SharedAllocator;
 
+    /// Blocks until all work queued on the backend has finished (a no-op for synchronous
+    /// backends). Only for measuring stages separately; the prover never needs it.
+    fn wait_idle(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// Moves host scalars into a backend buffer (the CPU backend adopts the buffer as is).
     fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError>;
 

@@ -70,6 +70,8 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
         let mut times = vec![(Stage::Synthesize, t0.elapsed())];
         let mut last: Option<(Stage, Instant)> = None;
         let proof = prove(backend, &key, synth, r, s, &mut |stage| {
+            // Asynchronous backends: let the previous stage finish so it is timed alone.
+            backend.wait_idle().expect("synchronize");
             let now = Instant::now();
             if let Some((p, since)) = last {
                 times.push((p, now - since));
