@@ -6,6 +6,7 @@
 pub mod msm;
 pub mod ntt;
 pub mod params;
+pub mod pce;
 
 use std::sync::{Arc, Mutex};
 

@@ -15,6 +15,7 @@ pub mod density;
 pub mod domain;
 pub mod engine;
 pub mod params;
+pub mod pce;
 pub mod proof;
 pub mod prover;
 pub mod synth;

@@ -235,6 +235,9 @@ pub enum SynthesizeError {
     /// Host memory for the record could not be obtained.
     #[error(transparent)]
     Alloc(#[from] AllocError),
+    /// A cached constraint structure does not fit this circuit.
+    #[error(transparent)]
+    ShapeChanged(#[from] crate::pce::ShapeChanged),
 }
 
 /// Synthesizes `circuit` the way bellperson's prover does: allocate `ONE`, run the circuit,

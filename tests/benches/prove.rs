@@ -10,7 +10,8 @@
 //! (default `sha256-chain,squaring-chain`), `CUZK_BENCH_BACKENDS` (default `cpu,cuda`),
 //! `CUZK_BENCH_REPS` (default 3), `CUZK_BENCH_CPU_MAX_LOG` (largest size run on the CPU
 //! backend, default 20), `CUZK_BENCH_PIPELINE` (proofs in the throughput run, default 6; 0
-//! skips it), `CUZK_BENCH_SYNTH_WORKERS` (default: cores / 2).
+//! skips it), `CUZK_BENCH_SYNTH_WORKERS` (default: cores / 2), `CUZK_BENCH_PCE` (default 1:
+//! synthesize through the constraint-matrix cache, recorded once per circuit; 0: plain).
 
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
@@ -22,7 +23,10 @@ use cuzk_core::backend::Backend;
 use cuzk_core::params::Parameters;
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{prove, ProvingKey, Stage};
-use cuzk_core::synth::{synthesize, SizeHint};
+use cuzk_circuits::BuiltinCircuit;
+use cuzk_core::alloc::SharedAllocator;
+use cuzk_core::pce::ConstraintMatrices;
+use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -51,7 +55,16 @@ struct Row {
     proof: [u8; 192],
 }
 
-fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, reps: usize, pipeline: usize, workers: usize) -> Row {
+/// Synthesizes through the matrix cache when one is given, else plainly.
+fn synth(pce: Option<&ConstraintMatrices>, c: BuiltinCircuit, alloc: SharedAllocator, hint: SizeHint) -> Synthesized {
+    match pce {
+        Some(m) => cuzk_backend_cpu::pce::synthesize(m, c, alloc).expect("synthesize"),
+        None => synthesize(c, alloc, hint).expect("synthesize"),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, pce: Option<&ConstraintMatrices>, reps: usize, pipeline: usize, workers: usize) -> Row {
     let t = Instant::now();
     let key = ProvingKey::load(backend, params.clone()).expect("load key");
     eprintln!("  {}: key resident in {:.1} ms", backend.name(), ms(t.elapsed()));
@@ -65,7 +78,7 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
         let circuit = kind.instance(k, 1).unwrap();
         let public = circuit.public_inputs();
         let t0 = Instant::now();
-        let synth = synthesize(circuit, backend.host_allocator(), hint).expect("synthesize");
+        let synth = synth(pce, circuit, backend.host_allocator(), hint);
         hint = synth.size_hint();
         let mut times = vec![(Stage::Synthesize, t0.elapsed())];
         let mut last: Option<(Stage, Instant)> = None;
@@ -107,7 +120,7 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
                     for i in (w..pipeline).step_by(workers.max(1)) {
                         let c = kind.instance(k, 100 + i as u64).unwrap();
                         let public = c.public_inputs();
-                        let synth = synthesize(c, alloc.clone(), hint).expect("synthesize");
+                        let synth = synth(pce, c, alloc.clone(), hint);
                         if tx.send((synth, public)).is_err() {
                             return;
                         }
@@ -134,6 +147,7 @@ fn main() {
     let pipeline = env_num("CUZK_BENCH_PIPELINE", 6);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let workers = env_num("CUZK_BENCH_SYNTH_WORKERS", (cores / 2).max(1));
+    let use_pce = env_num("CUZK_BENCH_PCE", 1) == 1;
 
     let cpu = CpuBackend::new();
     let cuda = if backends.iter().any(|b| b == "cuda") {
@@ -148,7 +162,7 @@ fn main() {
         None
     };
 
-    println!("host: {cores} cores; synthesis workers in the pipelined run: {workers}");
+    println!("host: {cores} cores; synthesis workers in the pipelined run: {workers}; synthesis cache (PCE): {}", if use_pce { "on" } else { "off" });
     println!();
     println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | pipelined ms/proof |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
@@ -161,12 +175,30 @@ fn main() {
             let t = Instant::now();
             let params = cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup");
             eprintln!("{} 2^{k}: parameters generated in {:.1} s", kind.name(), t.elapsed().as_secs_f64());
+            let pce = use_pce.then(|| {
+                let t = Instant::now();
+                let m = ConstraintMatrices::record(kind.instance(k, 0).unwrap()).expect("record");
+                eprintln!("  matrices recorded in {:.1} ms: {} entries, {:.1} MiB", ms(t.elapsed()), m.num_entries(), m.heap_bytes() as f64 / (1 << 20) as f64);
+                // Synthesis time per constraint, plain and cached, on this host (one thread for
+                // the witness; the sparse products use all cores).
+                let c = kind.instance(k, 5).unwrap();
+                let t = Instant::now();
+                let plain = synthesize(c.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
+                let tp = t.elapsed();
+                let t = Instant::now();
+                let cached = cuzk_backend_cpu::pce::synthesize(&m, c, cuzk_core::alloc::heap()).expect("synthesize");
+                let tc = t.elapsed();
+                assert!(*plain.a == *cached.a && *plain.c == *cached.c && *plain.aux == *cached.aux, "cache disagrees");
+                let per = |d: Duration| d.as_secs_f64() * 1e9 / plain.num_constraints() as f64;
+                println!("synthesis {} 2^{k}: plain {:.1} ms ({:.0} ns/constraint), cached {:.1} ms ({:.0} ns/constraint), {:.1}× faster", kind.name(), ms(tp), per(tp), ms(tc), per(tc), tp.as_secs_f64() / tc.as_secs_f64());
+                m
+            });
             let mut rows: Vec<(String, Row)> = Vec::new();
             if backends.iter().any(|b| b == "cpu") && k <= cpu_max {
-                rows.push((cpu.name(), run(&cpu, kind, k, &params, reps, pipeline, workers)));
+                rows.push((cpu.name(), run(&cpu, kind, k, &params, pce.as_ref(), reps, pipeline, workers)));
             }
             if let Some(g) = &cuda {
-                rows.push((g.name(), run(g, kind, k, &params, reps, pipeline, workers)));
+                rows.push((g.name(), run(g, kind, k, &params, pce.as_ref(), reps, pipeline, workers)));
             }
             for (name, row) in &rows {
                 let s = row.stages;

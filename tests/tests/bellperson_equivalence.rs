@@ -7,6 +7,7 @@ use blstrs::{Bls12, Scalar};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::alloc::heap;
 use cuzk_core::params::{Parameters, Validation};
+use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::proof::{verify, Proof};
 use cuzk_core::prover::{prove, ProvingKey};
 use cuzk_core::synth::{synthesize, SizeHint};
@@ -154,8 +155,17 @@ fn check_against_bellperson<C: Circuit<Scalar> + Clone + Send>(circuit: C, publi
 
     let backend = CpuBackend::new();
     let key = ProvingKey::load(&backend, ours_params).unwrap();
-    let synth = synthesize(circuit, heap(), SizeHint::default()).unwrap();
+    let synth = synthesize(circuit.clone(), heap(), SizeHint::default()).unwrap();
     assert_eq!(&synth.input[1..], public, "recorded public inputs");
+    // The synthesis cache (recorded matrices + witness-only synthesis) gives the same record.
+    let matrices = ConstraintMatrices::record(circuit.clone()).unwrap();
+    for cached in [matrices.synthesize(circuit.clone(), heap()).unwrap(), cuzk_backend_cpu::pce::synthesize(&matrices, circuit.clone(), heap()).unwrap()] {
+        assert!(*cached.a == *synth.a && *cached.b == *synth.b && *cached.c == *synth.c, "cached a/b/c differ");
+        assert!(*cached.input == *synth.input && *cached.aux == *synth.aux, "cached assignments differ");
+        for (x, y) in [(&cached.a_aux_density, &synth.a_aux_density), (&cached.b_input_density, &synth.b_input_density), (&cached.b_aux_density, &synth.b_aux_density)] {
+            assert_eq!((x.words(), x.len(), x.count()), (y.words(), y.len(), y.count()), "cached densities differ");
+        }
+    }
     let ours = prove(&backend, &key, synth, r, s, &mut |_| {}).expect("cuzk proof");
     assert_eq!(ours.to_bytes().to_vec(), theirs_bytes, "proof bytes differ from bellperson's");
 

@@ -1,0 +1,384 @@
+//! Pre-compiled constraint evaluation ("PCE"): a synthesis cache.
+//!
+//! The constraint matrices of a circuit are the same for every proof of that circuit; only the
+//! witness changes. [`ConstraintMatrices::record`] runs the circuit once and keeps `A, B, C`
+//! in compressed sparse rows (with a table of distinct coefficients, so an entry is 8 bytes)
+//! together with the density bitmaps, which depend only on the structure. Later proofs run
+//! the circuit in a [`WitnessCs`], which only stores assignments and never builds the linear
+//! combinations passed to `enforce`, then compute `a, b, c` as sparse matrix–vector products
+//! ([`ConstraintMatrices::evaluate_rows`]) that a caller can split across threads.
+//!
+//! The result is exactly what [`crate::synth::synthesize`] produces.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+
+use crate::alloc::{heap, AllocError, PinnedVec, SharedAllocator};
+use crate::density::DensityBitmap;
+use crate::synth::{SizeHint, SynthesizeError, Synthesized};
+
+/// Flag marking an aux variable in a column index (inputs have it clear).
+const AUX: u32 = 1 << 31;
+/// Coefficient-table indices with fast paths.
+const COEFF_ONE: u32 = 0;
+const COEFF_MINUS_ONE: u32 = 1;
+
+/// One sparse matrix in compressed rows.
+#[derive(Debug, Clone, Default)]
+struct Csr {
+    /// `row_start[r]..row_start[r + 1]` are row `r`'s entries.
+    row_start: Vec<u64>,
+    /// Column: input index, or aux index with [`AUX`] set.
+    cols: Vec<u32>,
+    /// Index into the coefficient table.
+    coeffs: Vec<u32>,
+}
+
+impl Csr {
+    fn push_row(&mut self, lc: &LinearCombination<Scalar>, table: &mut CoeffTable, mut mark: impl FnMut(bool, usize)) {
+        if self.row_start.is_empty() {
+            self.row_start.push(0);
+        }
+        for (&i, c) in lc.iter_inputs() {
+            if !c.is_zero_vartime() {
+                self.cols.push(i as u32);
+                self.coeffs.push(table.index(c));
+                mark(false, i);
+            }
+        }
+        for (&i, c) in lc.iter_aux() {
+            if !c.is_zero_vartime() {
+                self.cols.push(i as u32 | AUX);
+                self.coeffs.push(table.index(c));
+                mark(true, i);
+            }
+        }
+        self.row_start.push(self.cols.len() as u64);
+    }
+
+    #[inline]
+    fn eval(&self, row: usize, table: &[Scalar], input: &[Scalar], aux: &[Scalar]) -> Scalar {
+        let (lo, hi) = (self.row_start[row] as usize, self.row_start[row + 1] as usize);
+        let mut acc = Scalar::ZERO;
+        for (&col, &k) in self.cols[lo..hi].iter().zip(&self.coeffs[lo..hi]) {
+            let x = if col & AUX != 0 { aux[(col & !AUX) as usize] } else { input[col as usize] };
+            match k {
+                COEFF_ONE => acc += x,
+                COEFF_MINUS_ONE => acc -= x,
+                _ => acc += x * table[k as usize],
+            }
+        }
+        acc
+    }
+
+    fn entries(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+/// Distinct coefficients, deduplicated by their canonical bytes.
+#[derive(Debug)]
+struct CoeffTable {
+    values: Vec<Scalar>,
+    index: HashMap<[u8; 32], u32>,
+}
+
+impl CoeffTable {
+    fn new() -> Self {
+        let mut t = CoeffTable { values: Vec::new(), index: HashMap::new() };
+        t.index(&Scalar::ONE);
+        t.index(&-Scalar::ONE);
+        t
+    }
+
+    fn index(&mut self, c: &Scalar) -> u32 {
+        let key = c.to_repr();
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.values.len() as u32;
+        self.values.push(*c);
+        self.index.insert(key, i);
+        i
+    }
+}
+
+/// The recorded structure of one circuit shape.
+#[derive(Debug, Clone)]
+pub struct ConstraintMatrices {
+    a: Csr,
+    b: Csr,
+    c: Csr,
+    coeffs: Vec<Scalar>,
+    /// Public inputs, `ONE` included.
+    pub num_inputs: usize,
+    /// Aux variables.
+    pub num_aux: usize,
+    a_aux_density: DensityBitmap,
+    b_input_density: DensityBitmap,
+    b_aux_density: DensityBitmap,
+}
+
+/// Records the matrices while synthesizing.
+struct Recorder {
+    a: Csr,
+    b: Csr,
+    c: Csr,
+    table: CoeffTable,
+    inputs: usize,
+    aux: usize,
+    a_aux_density: DensityBitmap,
+    b_input_density: DensityBitmap,
+    b_aux_density: DensityBitmap,
+    error: Option<AllocError>,
+}
+
+impl Recorder {
+    fn note(&mut self, r: Result<(), AllocError>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+}
+
+impl ConstraintSystem<Scalar> for Recorder {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        let r = self.a_aux_density.push().and_then(|_| self.b_aux_density.push());
+        self.note(r);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        let r = self.b_input_density.push();
+        self.note(r);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let (la, lb, lc) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
+        let Recorder { a, b, c, table, a_aux_density, b_input_density, b_aux_density, .. } = self;
+        a.push_row(&la, table, |is_aux, i| {
+            if is_aux {
+                a_aux_density.set(i)
+            }
+        });
+        b.push_row(&lb, table, |is_aux, i| if is_aux { b_aux_density.set(i) } else { b_input_density.set(i) });
+        c.push_row(&lc, table, |_, _| {});
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// A constraint system that only records assignments; `enforce` closures are never run.
+#[derive(Debug)]
+pub struct WitnessCs {
+    /// Public inputs (with `ONE`).
+    pub input: PinnedVec<Scalar>,
+    /// Aux assignment.
+    pub aux: PinnedVec<Scalar>,
+    error: Option<AllocError>,
+}
+
+impl WitnessCs {
+    /// An empty witness recorder pre-sized by `hint`.
+    pub fn new_in(alloc: SharedAllocator, hint: SizeHint) -> Result<Self, AllocError> {
+        Ok(WitnessCs { input: PinnedVec::with_capacity_in(hint.inputs, alloc.clone())?, aux: PinnedVec::with_capacity_in(hint.aux, alloc)?, error: None })
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+    fn new() -> Self {
+        WitnessCs::new_in(heap(), SizeHint::default()).expect("empty buffers need no memory")
+    }
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let v = f()?;
+        if let Err(e) = self.aux.try_push(v) {
+            self.error.get_or_insert(e);
+        }
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let v = f()?;
+        if let Err(e) = self.input.try_push(v) {
+            self.error.get_or_insert(e);
+        }
+        Ok(Variable::new_unchecked(Index::Input(self.input.len() - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The witness does not fit the recorded shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the circuit's shape changed: recorded {want_inputs} inputs and {want_aux} aux variables, the witness has {got_inputs} and {got_aux}")]
+pub struct ShapeChanged {
+    /// Recorded inputs.
+    pub want_inputs: usize,
+    /// Recorded aux variables.
+    pub want_aux: usize,
+    /// Witness inputs.
+    pub got_inputs: usize,
+    /// Witness aux variables.
+    pub got_aux: usize,
+}
+
+impl ConstraintMatrices {
+    /// Runs `circuit` once (as the prover would, with `ONE` and the input constraints) and
+    /// keeps its structure.
+    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesizeError> {
+        let alloc = heap();
+        let mut r = Recorder {
+            a: Csr::default(),
+            b: Csr::default(),
+            c: Csr::default(),
+            table: CoeffTable::new(),
+            inputs: 0,
+            aux: 0,
+            a_aux_density: DensityBitmap::new_in(alloc.clone()),
+            b_input_density: DensityBitmap::new_in(alloc.clone()),
+            b_aux_density: DensityBitmap::new_in(alloc),
+            error: None,
+        };
+        r.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut r)?;
+        for i in 0..r.inputs {
+            r.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        if let Some(e) = r.error {
+            return Err(e.into());
+        }
+        Ok(ConstraintMatrices {
+            a: r.a,
+            b: r.b,
+            c: r.c,
+            coeffs: r.table.values,
+            num_inputs: r.inputs,
+            num_aux: r.aux,
+            a_aux_density: r.a_aux_density,
+            b_input_density: r.b_input_density,
+            b_aux_density: r.b_aux_density,
+        })
+    }
+
+    /// Constraints, input constraints included.
+    pub fn num_constraints(&self) -> usize {
+        self.a.row_start.len().saturating_sub(1)
+    }
+
+    /// Non-zero entries of `A, B, C` together.
+    pub fn num_entries(&self) -> usize {
+        self.a.entries() + self.b.entries() + self.c.entries()
+    }
+
+    /// Approximate heap size in bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.num_entries() * 8 + 3 * 8 * (self.num_constraints() + 1) + self.coeffs.len() * 32
+    }
+
+    /// Runs the circuit for its witness only.
+    pub fn witness<C: Circuit<Scalar>>(&self, circuit: C, alloc: SharedAllocator) -> Result<WitnessCs, SynthesizeError> {
+        let mut w = WitnessCs::new_in(alloc, SizeHint { constraints: 0, inputs: self.num_inputs, aux: self.num_aux })?;
+        w.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut w)?;
+        if let Some(e) = w.error.take() {
+            return Err(e.into());
+        }
+        if w.input.len() != self.num_inputs || w.aux.len() != self.num_aux {
+            return Err(ShapeChanged { want_inputs: self.num_inputs, want_aux: self.num_aux, got_inputs: w.input.len(), got_aux: w.aux.len() }.into());
+        }
+        Ok(w)
+    }
+
+    /// Evaluates rows `rows` of `A, B, C` at the witness into `a, b, c` (each
+    /// `rows.len()` long). Disjoint row ranges can run on different threads.
+    pub fn evaluate_rows(&self, rows: Range<usize>, input: &[Scalar], aux: &[Scalar], a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
+        for (k, r) in rows.enumerate() {
+            a[k] = self.a.eval(r, &self.coeffs, input, aux);
+            b[k] = self.b.eval(r, &self.coeffs, input, aux);
+            c[k] = self.c.eval(r, &self.coeffs, input, aux);
+        }
+    }
+
+    /// Assembles a [`Synthesized`] from a witness and evaluated `a, b, c`.
+    pub fn assemble(&self, w: WitnessCs, a: PinnedVec<Scalar>, b: PinnedVec<Scalar>, c: PinnedVec<Scalar>) -> Synthesized {
+        Synthesized {
+            a,
+            b,
+            c,
+            input: w.input,
+            aux: w.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        }
+    }
+
+    /// Witness generation plus a single-threaded evaluation (backends offer parallel ones).
+    pub fn synthesize<C: Circuit<Scalar>>(&self, circuit: C, alloc: SharedAllocator) -> Result<Synthesized, SynthesizeError> {
+        let w = self.witness(circuit, alloc.clone())?;
+        let m = self.num_constraints();
+        let mut a = PinnedVec::from_elem_in(Scalar::ZERO, m, alloc.clone())?;
+        let mut b = PinnedVec::from_elem_in(Scalar::ZERO, m, alloc.clone())?;
+        let mut c = PinnedVec::from_elem_in(Scalar::ZERO, m, alloc)?;
+        self.evaluate_rows(0..m, &w.input, &w.aux, &mut a, &mut b, &mut c);
+        Ok(self.assemble(w, a, b, c))
+    }
+}
