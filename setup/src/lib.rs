@@ -237,6 +237,13 @@ fn to_affine_g2(points: &[G2Projective]) -> Vec<G2Affine> {
 /// Generates random parameters for `circuit` (synthesized twice: once to count, once to
 /// evaluate). Equivalent to bellperson's `generate_random_parameters`, much faster.
 pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut impl RngCore) -> Result<Parameters, SetupError> {
+    let verbose = std::env::var_os("CUZK_SETUP_TRACE").is_some();
+    let t0 = std::time::Instant::now();
+    let mark = |what: &str| {
+        if verbose {
+            eprintln!("setup: {what} at {:.3} s", t0.elapsed().as_secs_f64());
+        }
+    };
     // Pass 1: the shape.
     let mut count = Counter { inputs: 1, ..Default::default() };
     circuit.clone().synthesize(&mut count)?;
@@ -253,8 +260,10 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         return Err(SetupError::ZeroSecret); // τ in the domain: Z(τ) = 0
     }
 
+    mark("counted");
     // Pass 2: u, v, w at τ.
     let lagrange = lagrange_at(&domain, tau, total);
+    mark("lagrange");
     let mut ev = Evaluator { lagrange: &lagrange, next: 0, inputs: vec![Qap::default()], aux: Vec::new() };
     circuit.synthesize(&mut ev)?;
     for i in 0..ev.inputs.len() {
@@ -264,6 +273,7 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         return Err(SetupError::Synthesis(SynthesisError::Unsatisfiable));
     }
 
+    mark("evaluated");
     let gamma_inv = gamma.invert().unwrap();
     let delta_inv = delta.invert().unwrap();
     let combine = |q: &Qap, k: Scalar| (beta * q.u + alpha * q.v + q.w) * k;
@@ -280,8 +290,10 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
     let a_s: Vec<Scalar> = all().map(|q| q.u).filter(|x| !bool::from(x.is_zero())).collect();
     let b_s: Vec<Scalar> = all().map(|q| q.v).filter(|x| !bool::from(x.is_zero())).collect();
 
+    mark("scalars");
     let g1 = FixedBase::new(G1Projective::generator());
     let g2 = FixedBase::new(G2Projective::generator());
+    mark("tables");
     let vk = VerifyingKey {
         alpha_g1: (G1Projective::generator() * alpha).to_affine(),
         beta_g1: (G1Projective::generator() * beta).to_affine(),
@@ -291,9 +303,11 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         delta_g2: (G2Projective::generator() * delta).to_affine(),
         ic: to_affine_g1(&g1.mul_many(&ic_s)),
     };
+    let h = to_affine_g1(&g1.mul_many(&h_s));
+    mark("h");
     Ok(Parameters {
         vk,
-        h: to_affine_g1(&g1.mul_many(&h_s)),
+        h,
         l: to_affine_g1(&g1.mul_many(&l_s)),
         a: to_affine_g1(&g1.mul_many(&a_s)),
         b_g1: to_affine_g1(&g1.mul_many(&b_s)),
