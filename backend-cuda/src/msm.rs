@@ -99,6 +99,14 @@ fn use_lb(group: Group) -> bool {
     }
 }
 
+/// Round-1 scheme: `CUZK_MSM_SEG=0` cuts each bucket into chunks of at most S entries (one
+/// thread per chunk); the default cuts the sorted entries into equal segments of S entries
+/// regardless of bucket boundaries (one thread per segment, every thread does S additions).
+fn use_segments() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUZK_MSM_SEG").ok().as_deref() != Some("0"))
+}
+
 /// Window size override (`CUZK_MSM_C`), for tuning.
 fn c_override() -> Option<u32> {
     std::env::var("CUZK_MSM_C").ok().and_then(|v| v.parse().ok()).filter(|c| (2..=24).contains(c))
@@ -230,7 +238,43 @@ pub fn msm_windows(
     let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
     let max_chunks = DevBuf::new(stream, 4)?;
     let xb = group.xyzz_bytes();
-    let (final_count, final_base, partial) = loop {
+    let mut done = None;
+    if use_segments() {
+        // Round 1 over equal segments of the sorted entries (see accumulate_segments).
+        max_chunks.memset0(stream)?;
+        let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
+        let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
+        // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
+        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+        let part_base = DevBuf::new(stream, 4 * nb1)?;
+        scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
+        let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
+        let out = DevBuf::new(stream, xb * nparts)?;
+        let nseg = total.div_ceil(s_chunk as usize);
+        let args = Args::new()
+            .push(bases)
+            .push(entries.ptr)
+            .push(cur_off.ptr)
+            .push(nb)
+            .push(total as u32)
+            .push(s_chunk)
+            .push(part_base.ptr)
+            .push(out.ptr);
+        // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
+        unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
+        let maxc = read_u32(stream, max_chunks.ptr)?;
+        prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
+        if maxc <= 1 {
+            done = Some((new_count, part_base, out));
+        } else {
+            cur_count = new_count;
+            cur_off = part_base;
+            input = Some(out);
+        }
+    }
+    let (final_count, final_base, partial) = match done {
+        Some(d) => d,
+        None => loop {
         let task_base = DevBuf::new(stream, 4 * nb1)?;
         scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
         let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
@@ -276,6 +320,7 @@ pub fn msm_windows(
         cur_count = new_count;
         cur_off = task_base;
         input = Some(out);
+        },
     };
     drop(entries);
     let buckets = DevBuf::new(stream, xb * nb as usize)?;

@@ -160,6 +160,62 @@ DEV void accumulate_affine(const Affine<F>* bases, const u32* entries, const u32
     store_xyzz(out + t, acc);
 }
 
+// ---- Balanced round 1 ("segments"): the sorted entries are cut into segments of exactly S
+// consecutive entries regardless of bucket boundaries, one thread per segment, so every thread
+// does the same number of additions (chunks per bucket leave warps partly idle when a bucket
+// ends in a short chunk). A thread flushes its accumulator whenever the bucket changes. Bucket b
+// (entries [off[b], off[b+1])) touches segments off[b]/S .. (off[b+1]-1)/S, and its partial sum
+// from segment t goes to out[part_base[b] + t - off[b]/S]: each bucket's partials are contiguous,
+// as the later rounds expect.
+extern "C" __global__ void msm_seg_counts(const u32* off, u32 nb, u32 S, u32* new_count, u32* max_chunks) {
+    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    u32 lo = off[b], hi = off[b + 1];
+    u32 k = hi > lo ? (hi - 1) / S - lo / S + 1 : 0;
+    if (k > 1) atomicMax(max_chunks, k);
+    new_count[b] = k;
+}
+
+template <class F>
+DEV void accumulate_segments(const Affine<F>* bases, const u32* entries, const u32* off, u32 nb, u32 total, u32 S,
+                             const u32* part_base, Xyzz<F>* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 start = t * S;
+    if (start >= total) return;
+    u32 end = total - start < S ? total : start + S;
+    // Bucket holding entry 'start': the largest b with off[b] <= start (off[nb] = total > start).
+    u32 lo = 0, hi = nb;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (off[mid] <= start) lo = mid; else hi = mid;
+    }
+    u32 b = lo;
+    u32 bend = off[b + 1];
+    Xyzz<F> acc = Xyzz<F>::inf();
+    u32 v = entries[start];
+    Affine<F> q = load_affine<F>(bases + (v & ~SIGN_BIT));
+    for (u32 e = start; e < end; e++) {
+        if (e == bend) {
+            store_xyzz(out + part_base[b] + t - off[b] / S, acc);
+            acc = Xyzz<F>::inf();
+            b++;
+            while (off[b + 1] <= e) b++;
+            bend = off[b + 1];
+        }
+        u32 vn = v;
+        Affine<F> qn = q;
+        if (e + 1 < end) {
+            vn = entries[e + 1];
+            qn = load_affine<F>(bases + (vn & ~SIGN_BIT));
+        }
+        if (v & SIGN_BIT) q.y = -q.y;
+        xyzz_add_affine(acc, q);
+        v = vn;
+        q = qn;
+    }
+    store_xyzz(out + part_base[b] + t - off[b] / S, acc);
+}
+
 template <class F>
 DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* task_len, u32 ntasks, Xyzz<F>* out) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -231,6 +287,10 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
         msm_accumulate_affine_lb_##SUF(const Affine<F>* bases, const u32* entries, const u32* ts, const u32* tl,       \
                                        u32 nt, Xyzz<F>* out) {                                                        \
         accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_accumulate_seg_##SUF(const Affine<F>* bases, const u32* entries, const u32* off,  \
+                                                        u32 nb, u32 total, u32 S, const u32* pb, Xyzz<F>* out) {     \
+        accumulate_segments<F>(bases, entries, off, nb, total, S, pb, out);                                           \
     }                                                                                                                 \
     extern "C" __global__ void msm_accumulate_xyzz_##SUF(const Xyzz<F>* in, const u32* ts, const u32* tl, u32 nt,    \
                                                          Xyzz<F>* out) {                                              \
