@@ -310,7 +310,10 @@ impl<B: Backend + 'static> Driver<B> {
             Location::Device(x) => x.0,
             Location::Host => 0,
         };
-        let Some(spec) = spec else { return };
+        let Some(spec) = spec else {
+            let _ = self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: circuit unknown".into()) });
+            return;
+        };
         let input = StageInput {
             partition: p,
             stage: d.stage,

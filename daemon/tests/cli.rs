@@ -1,0 +1,118 @@
+//! The `cuzk` binary end to end: `serve` in a child process, the client commands and
+//! `cuzk bench` against it, then SIGTERM with jobs in flight: every one gets a final status.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuzk_daemon::client::connect;
+use cuzk_daemon::proto::{self, Priority as P};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
+
+fn cuzk(socket: &Path, args: &[&str]) -> Output {
+    let out = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(params_dir())
+        .arg("--addr")
+        .arg(format!("unix:{}", socket.display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cuzk runs");
+    out
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("cuzk serve did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_bench_and_sigterm() {
+    ensure(4);
+    ensure(6);
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("d.sock");
+    let config = tmp.path().join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nsocket = {:?}\nhttp = \"\"\n\n[engine]\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\npreload = [\"squaring-chain-2^4\"]\n\n[shutdown]\nmode = \"drain\"\ntimeout_s = 60\nlinger_ms = 300\n\n[log]\nfilter = \"warn\"\n",
+            socket.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(params_dir())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let up = wait_until(Duration::from_secs(30), || async { connect(&format!("unix:{}", socket.display()), None).await.is_ok() }).await;
+    assert!(up, "daemon socket did not come up");
+
+    // Client commands.
+    let out = cuzk(&socket, &["submit", "--circuit", "squaring-chain", "--log-size", "4", "--partitions", "2", "--wait"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("COMPLETED") && text.contains("2 partitions"), "{text}");
+    let out = cuzk(&socket, &["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("proofs completed 1"), "{text}");
+    let out = cuzk(&socket, &["await", "0"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cuzk(&socket, &["cancel", "0"]);
+    assert!(!out.status.success(), "cancelling a finished job is an error");
+
+    // The load generator.
+    let out = cuzk(&socket, &["bench", "--jobs", "8", "--concurrency", "4", "--mix", "squaring-chain:4:normal*3,squaring-chain:6:critical", "--verify", "--quiet"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}");
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("throughput") && text.contains("completed 8, failed 0"), "{text}");
+    assert!(text.contains("| squaring-chain-2^4/normal | 6 | 0 |") && text.contains("| squaring-chain-2^6/critical | 2 | 0 |"), "{text}");
+    assert!(text.contains("device 0") && text.contains("busy"), "{text}");
+
+    // SIGTERM with jobs queued: drain mode finishes them, and every waiter gets its status.
+    let mut c = connect(&format!("unix:{}", socket.display()), None).await.unwrap();
+    let mut waits = Vec::new();
+    for i in 0..3 {
+        let mut c = c.clone();
+        waits.push(tokio::spawn(async move { c.prove(proto::ProveRequest { submit: Some(job(6, 50 + i, 2, P::Normal)), timeout_ms: 0 }).await }));
+    }
+    assert!(wait_until(Duration::from_secs(30), || {
+        let mut c = c.clone();
+        async move {
+            match c.get_status(proto::GetStatusRequest {}).await {
+                Ok(s) => s.get_ref().queues.first().is_some_and(|q| q.pending + q.in_progress >= 3),
+                Err(_) => false,
+            }
+        }
+    })
+    .await);
+    let kill = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().expect("kill");
+    assert!(kill.success());
+    for (i, w) in waits.into_iter().enumerate() {
+        let r = tokio::time::timeout(Duration::from_secs(60), w).await.expect("in time").unwrap().expect("final status");
+        check_completed(&r.into_inner().result.unwrap(), 6, 50 + i as u64, 2);
+    }
+    let status = wait_exit(&mut server, Duration::from_secs(60));
+    assert!(status.success(), "serve exited with {status}");
+    assert!(!socket.exists(), "socket removed");
+    let _ = c.get_status(proto::GetStatusRequest {}).await.expect_err("daemon is gone");
+}
