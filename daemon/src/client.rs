@@ -38,7 +38,7 @@ pub enum ClientError {
     },
     /// A call failed.
     #[error("{:?}: {}", .0.code(), .0.message())]
-    Rpc(tonic::Status),
+    Rpc(Box<tonic::Status>),
     /// HTTP trouble.
     #[error("HTTP {0}")]
     Http(String),
@@ -49,7 +49,7 @@ pub enum ClientError {
 
 impl From<tonic::Status> for ClientError {
     fn from(s: tonic::Status) -> Self {
-        ClientError::Rpc(s)
+        ClientError::Rpc(Box::new(s))
     }
 }
 
@@ -154,6 +154,7 @@ pub fn verify_result(vk: &VerifyingKey, r: &AwaitProofResponse) -> Result<usize,
 }
 
 /// Decodes concatenated 32-byte little-endian scalars.
+#[allow(unknown_lints, clippy::manual_is_multiple_of)] // is_multiple_of is newer than our MSRV
 pub fn decode_scalars(b: &[u8]) -> Option<Vec<Scalar>> {
     if b.len() % 32 != 0 {
         return None;

@@ -6,6 +6,8 @@
 //! listeners and the shutdown. [`client`], [`commands`] and [`loadgen`] are the client side.
 
 #![warn(missing_docs)]
+// gRPC handlers return `tonic::Status` (176 bytes) by design; boxing it everywhere buys nothing.
+#![allow(clippy::result_large_err)]
 
 pub mod auth;
 pub mod circuits;

@@ -108,7 +108,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     if mix.is_empty() {
         return Err(CliError::Usage("--mix is empty".into()));
     }
-    let schedule: Vec<usize> = mix.iter().enumerate().flat_map(|(i, m)| std::iter::repeat(i).take(m.weight as usize)).collect();
+    let schedule: Vec<usize> = mix.iter().enumerate().flat_map(|(i, m)| (0..m.weight).map(move |_| i)).collect();
     let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
     if args.verify {
         for (i, m) in mix.iter().enumerate() {

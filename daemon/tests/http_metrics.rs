@@ -1,5 +1,7 @@
 //! `/metrics` is valid Prometheus text and agrees with `/status`.
 
+#![allow(clippy::unnecessary_map_or)] // is_none_or is newer than our MSRV
+
 mod common;
 
 use common::*;

@@ -19,7 +19,8 @@ use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// A partition's data between stages.
+/// A partition's data between stages (moved, never copied, so variant sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 pub enum PartData<B: Backend> {
     /// After synthesis.
     Synth {
@@ -66,6 +67,7 @@ pub enum Loaded<B: Backend> {
 }
 
 /// A finished task.
+#[allow(clippy::large_enum_variant)]
 pub enum Completion<B: Backend> {
     /// A stage ended.
     Stage {
