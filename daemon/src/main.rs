@@ -45,6 +45,8 @@ enum BackendChoice {
     Auto,
     /// The CPU reference backend.
     Cpu,
+    /// The first CUDA device (an error without one).
+    Cuda,
 }
 
 /// `cuzk serve` flags; each overrides the config file.
@@ -285,8 +287,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let t = Instant::now();
             let params = read_params(&path, validation)?;
             let read = t.elapsed();
-            match backend {
-                BackendChoice::Auto | BackendChoice::Cpu => run_prove(&CpuBackend::new(), kind, log_size, seed, params, read),
+            let cuda = match backend {
+                BackendChoice::Cpu => None,
+                BackendChoice::Cuda => Some(cuzk_backend_cuda::CudaBackend::first().map_err(|e| CliError::BackendUnavailable(format!("cuda: {e}")))?),
+                BackendChoice::Auto => cuzk_backend_cuda::CudaBackend::first().ok(),
+            };
+            match cuda {
+                Some(gpu) => run_prove(&gpu, kind, log_size, seed, params, read),
+                None => run_prove(&CpuBackend::new(), kind, log_size, seed, params, read),
             }
         }
         Command::BenchProver { circuits, log_sizes, reps } => prover_bench::bench_prover(&dir, &circuits, &log_sizes, reps),

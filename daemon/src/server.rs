@@ -101,10 +101,24 @@ pub fn default_socket(data_dir: &Path) -> PathBuf {
     data_dir.join("cuzk.sock")
 }
 
-/// Starts the daemon on the CPU backend.
+/// Starts the daemon on the configured backend (`engine.backend`).
 pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
     cfg.validate()?;
-    start_with(cfg, data_dir, vec![CpuBackend::new()]).await
+    let cuda = match cfg.engine.backend.as_str() {
+        "cpu" => None,
+        choice => match cuzk_backend_cuda::CudaBackend::first() {
+            Ok(b) => Some(b),
+            Err(e) if choice == "cuda" => return Err(ConfigError::Invalid(format!("engine.backend = \"cuda\" but no CUDA device is usable: {e}")).into()),
+            Err(e) => {
+                tracing::info!("no CUDA device ({e}); using the CPU backend");
+                None
+            }
+        },
+    };
+    match cuda {
+        Some(b) => start_with(cfg, data_dir, vec![b]).await,
+        None => start_with(cfg, data_dir, vec![CpuBackend::new()]).await,
+    }
 }
 
 fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
