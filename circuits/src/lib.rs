@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use bellpepper::gadgets::multipack;
 use bellpepper::gadgets::sha256::sha256_block_no_padding;
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -120,65 +120,12 @@ impl Circuit<Scalar> for BuiltinCircuit {
     }
 }
 
-/// Counts constraints and variables without evaluating anything.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct ShapeCounter {
-    /// Constraints so far.
-    pub constraints: usize,
-    /// Public inputs so far (with `ONE` once the prover adds it).
-    pub inputs: usize,
-    /// Aux variables so far.
-    pub aux: usize,
-}
-
-impl ConstraintSystem<Scalar> for ShapeCounter {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.constraints += 1;
-    }
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
+pub use cuzk_core::synth::ShapeCounter;
 
 /// Total constraints the prover will see for `circuit` (its own plus one per public input,
 /// `ONE` included).
 pub fn prover_constraints<C: Circuit<Scalar>>(circuit: C) -> Result<usize, SynthesisError> {
-    let mut cs = ShapeCounter { inputs: 1, ..Default::default() };
-    circuit.synthesize(&mut cs)?;
-    Ok(cs.constraints + cs.inputs)
+    Ok(ShapeCounter::of(circuit)?.constraints)
 }
 
 /// SHA-256 compression chain.

@@ -226,6 +226,69 @@ impl ConstraintSystem<Scalar> for RecordingCs {
     }
 }
 
+/// Counts constraints and variables without evaluating anything.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ShapeCounter {
+    /// Constraints so far.
+    pub constraints: usize,
+    /// Public inputs so far.
+    pub inputs: usize,
+    /// Aux variables so far.
+    pub aux: usize,
+}
+
+impl ShapeCounter {
+    /// The shape the prover sees: `ONE`, the circuit, and one constraint per public input.
+    pub fn of<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesisError> {
+        let mut cs = ShapeCounter { inputs: 1, ..Default::default() };
+        circuit.synthesize(&mut cs)?;
+        cs.constraints += cs.inputs;
+        Ok(cs)
+    }
+}
+
+impl ConstraintSystem<Scalar> for ShapeCounter {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        Ok(Variable(Index::Aux(self.aux - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        Ok(Variable(Index::Input(self.inputs - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.constraints += 1;
+    }
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
 /// Failure to synthesize a circuit.
 #[derive(Debug, thiserror::Error)]
 pub enum SynthesizeError {

@@ -23,6 +23,8 @@ use rayon::prelude::*;
 
 use cuzk_core::domain::{Domain, DomainTooLarge};
 use cuzk_core::params::{Parameters, VerifyingKey};
+use cuzk_core::synth::ShapeCounter;
+use cuzk_backend_cpu::ntt::powers;
 
 pub use fixed_base::FixedBase;
 
@@ -42,56 +44,6 @@ pub enum SetupError {
     /// A drawn secret was zero (probability ~2^-255).
     #[error("a random secret was zero; retry")]
     ZeroSecret,
-}
-
-/// Counts constraints and variables.
-#[derive(Default)]
-struct Counter {
-    constraints: usize,
-    inputs: usize,
-    aux: usize,
-}
-
-impl ConstraintSystem<Scalar> for Counter {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.constraints += 1;
-    }
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
 }
 
 /// `u, v, w` evaluated at `τ`, per variable.
@@ -176,23 +128,11 @@ impl ConstraintSystem<Scalar> for Evaluator<'_> {
 /// `L_j(τ) = (τⁿ − 1)/n · ωʲ/(τ − ωʲ)` for `j < count`.
 fn lagrange_at(domain: &Domain, tau: Scalar, count: usize) -> Vec<Scalar> {
     let n = domain.size();
-    let omegas = cuzk_backend_cpu_free_powers(domain.omega, count);
+    let omegas = powers(domain.omega, count);
     let mut denom: Vec<Scalar> = omegas.par_iter().map(|w| tau - w).collect();
     batch_invert(&mut denom);
     let zn = (tau.pow_vartime([n as u64]) - Scalar::ONE) * domain.n_inv;
     omegas.par_iter().zip(denom.par_iter()).map(|(w, d)| zn * w * d).collect()
-}
-
-fn cuzk_backend_cpu_free_powers(root: Scalar, len: usize) -> Vec<Scalar> {
-    let mut out = vec![Scalar::ZERO; len];
-    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| {
-        let mut w = root.pow_vartime([(ci * 4096) as u64]);
-        for x in chunk {
-            *x = w;
-            w *= root;
-        }
-    });
-    out
 }
 
 /// Montgomery's batch inversion, in parallel chunks (inputs must be non-zero).
@@ -245,9 +185,8 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         }
     };
     // Pass 1: the shape.
-    let mut count = Counter { inputs: 1, ..Default::default() };
-    circuit.clone().synthesize(&mut count)?;
-    let total = count.constraints + count.inputs;
+    let count = ShapeCounter::of(circuit.clone())?;
+    let total = count.constraints;
     let domain = Domain::for_len(total)?;
     let n = domain.size();
 
@@ -283,7 +222,7 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         return Err(SetupError::UnconstrainedVariable(i));
     }
     let zt = (tau.pow_vartime([n as u64]) - Scalar::ONE) * delta_inv;
-    let h_s: Vec<Scalar> = cuzk_backend_cpu_free_powers(tau, n - 1).into_par_iter().map(|t| t * zt).collect();
+    let h_s: Vec<Scalar> = powers(tau, n - 1).into_par_iter().map(|t| t * zt).collect();
     // A and B queries keep only the variables with a non-zero polynomial at τ (bellperson drops
     // the points at infinity), inputs first.
     let all = || ev.inputs.iter().chain(ev.aux.iter());
