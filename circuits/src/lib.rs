@@ -131,8 +131,8 @@ pub fn prover_constraints<C: Circuit<Scalar>>(circuit: C) -> Result<usize, Synth
 /// SHA-256 compression chain.
 #[derive(Debug, Clone)]
 pub struct Sha256Chain {
-    /// The 512 witness bits of the first block.
-    pub preimage: [bool; 512],
+    /// The 512 witness bits of the first block (boxed: they dwarf the other circuits).
+    pub preimage: Box<[bool; 512]>,
     /// Number of compressions.
     pub blocks: usize,
 }
@@ -143,13 +143,13 @@ impl Sha256Chain {
         // Constraints = fixed + blocks * per_block; measured once.
         static SHAPE: OnceLock<(usize, usize)> = OnceLock::new();
         let &(fixed, per_block) = SHAPE.get_or_init(|| {
-            let one = prover_constraints(Sha256Chain { preimage: [false; 512], blocks: 1 }).expect("counting cannot fail");
-            let two = prover_constraints(Sha256Chain { preimage: [false; 512], blocks: 2 }).expect("counting cannot fail");
+            let one = prover_constraints(Sha256Chain { preimage: Box::new([false; 512]), blocks: 1 }).expect("counting cannot fail");
+            let two = prover_constraints(Sha256Chain { preimage: Box::new([false; 512]), blocks: 2 }).expect("counting cannot fail");
             (2 * one - two, two - one)
         });
         let blocks = ((1usize << log_size).saturating_sub(fixed) / per_block).max(1);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut preimage = [false; 512];
+        let mut preimage = Box::new([false; 512]);
         for b in preimage.iter_mut() {
             *b = rng.next_u32() & 1 == 1;
         }
@@ -158,7 +158,7 @@ impl Sha256Chain {
 
     /// The final digest's bits (big-endian), computed natively.
     pub fn digest_bits(&self) -> Vec<bool> {
-        let mut block = bits_to_bytes(&self.preimage);
+        let mut block = bits_to_bytes(&self.preimage[..]);
         let mut out = [0u8; 32];
         for _ in 0..self.blocks {
             let mut state = SHA256_IV;

@@ -35,7 +35,7 @@ impl DensityBitmap {
     /// Appends an unset bit (a new variable).
     #[inline]
     pub fn push(&mut self) -> Result<(), AllocError> {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.try_push(0)?;
         }
         self.len += 1;

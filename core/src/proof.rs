@@ -54,7 +54,7 @@ impl Proof {
 
     /// Decodes concatenated proofs (a multi-partition proof).
     pub fn many_from_bytes(bytes: &[u8]) -> Result<Vec<Self>, ProofError> {
-        if bytes.len() % PROOF_BYTES != 0 || bytes.is_empty() {
+        if !bytes.len().is_multiple_of(PROOF_BYTES) || bytes.is_empty() {
             return Err(ProofError::WrongLength(bytes.len()));
         }
         bytes.chunks_exact(PROOF_BYTES).map(Self::from_bytes).collect()
