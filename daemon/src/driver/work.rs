@@ -4,7 +4,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use blstrs::Scalar;
@@ -13,6 +14,7 @@ use cuzk_core::backend::Backend;
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, PartitionId, Stage};
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
+use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::proof::{verify, Proof};
 use cuzk_core::prover::{compute_h, finalize, msms, upload, MsmResults, ProvingKey, Uploaded, Witness};
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
@@ -125,6 +127,24 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// The synthesis cache: constraint matrices per circuit shape, recorded by the first job of
+/// that shape. Later jobs only generate their witness and evaluate `a, b, c` as sparse
+/// products on all cores (`cuzk_core::pce`); the record is identical to plain synthesis.
+/// Built-in shapes are few (two circuits × log sizes), so entries are kept for the life of
+/// the daemon.
+fn matrices(kind: CircuitKind, log_size: u32, c: &cuzk_circuits::BuiltinCircuit) -> Option<Arc<ConstraintMatrices>> {
+    type Cache = Mutex<HashMap<(CircuitKind, u32), Arc<ConstraintMatrices>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(m) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&(kind, log_size)) {
+        return Some(m.clone());
+    }
+    // Recorded outside the lock; if two jobs race, both record and the first insert wins.
+    let m = Arc::new(ConstraintMatrices::record(c.clone()).ok()?);
+    tracing::info!(circuit = kind.name(), log_size, entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
+    Some(cache.lock().unwrap_or_else(|e| e.into_inner()).entry((kind, log_size)).or_insert(m).clone())
+}
+
 /// Runs one stage on the calling thread.
 pub fn run_stage<B: Backend>(input: StageInput<B>) -> Result<PartData<B>, String> {
     let StageInput { partition, stage, data, backend, key, vk, circuit, verify_with } = input;
@@ -136,7 +156,11 @@ pub fn run_stage<B: Backend>(input: StageInput<B>) -> Result<PartData<B>, String
             let (kind, log_size, seed) = circuit;
             let c = kind.instance(log_size, seed).map_err(|e| e.to_string())?;
             let public = c.public_inputs();
-            let synth = synthesize(c, backend.host_allocator(), SizeHint::default()).map_err(|e| e.to_string())?;
+            let synth = match matrices(kind, log_size, &c) {
+                Some(m) => cuzk_backend_cpu::pce::synthesize(&m, c, backend.host_allocator()),
+                None => synthesize(c, backend.host_allocator(), SizeHint::default()),
+            }
+            .map_err(|e| e.to_string())?;
             PartData::Synth { synth, public }
         }
         Stage::Upload => match data {
