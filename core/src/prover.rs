@@ -4,7 +4,7 @@
 //! separate function so an engine can run them on different workers; [`prove`] chains them.
 //! Results are bit-identical to `bellperson::groth16::create_proof` with the same `r, s`.
 
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 
@@ -261,14 +261,4 @@ pub fn prove<B: Backend>(
     let m = msms(backend, key, &h, &domain, &witness)?;
     observe(Stage::Finalize);
     Ok(finalize(&key.vk, &m, r, s))
-}
-
-/// Affine identity helpers used by tests of backends.
-pub fn is_identity_g1(p: &G1Affine) -> bool {
-    bool::from(p.is_identity())
-}
-
-/// See [`is_identity_g1`].
-pub fn is_identity_g2(p: &G2Affine) -> bool {
-    bool::from(p.is_identity())
 }

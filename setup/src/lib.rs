@@ -16,7 +16,7 @@ mod fixed_base;
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use ff::{Field, PrimeField};
+use ff::Field;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
@@ -252,9 +252,4 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         b_g1: to_affine_g1(&g1.mul_many(&b_s)),
         b_g2: to_affine_g2(&g2.mul_many(&b_s)),
     })
-}
-
-#[doc(hidden)]
-pub fn _num_bits() -> u32 {
-    Scalar::NUM_BITS
 }

@@ -12,7 +12,7 @@ use cuzk_core::alloc::PinnedVec;
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
 use cuzk_core::density::DensityBitmap;
 use cuzk_core::domain::Domain;
-use ff::{Field, PrimeField};
+use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -260,10 +260,4 @@ pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
         }
     }
     count
-}
-
-/// Silences the unused warning for `PrimeField` on some toolchains.
-#[doc(hidden)]
-pub fn _field_bits() -> u32 {
-    Scalar::NUM_BITS
 }
