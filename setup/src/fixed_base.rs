@@ -71,9 +71,16 @@ where
         acc
     }
 
-    /// `sᵢ · G` for every scalar, in parallel.
-    pub fn mul_many(&self, scalars: &[Scalar]) -> Vec<G> {
-        scalars.par_iter().with_min_len(256).map(|s| self.mul(s)).collect()
+    /// `sᵢ · G` for every scalar, in parallel, normalized to affine chunk by chunk (so no
+    /// projective copy of the whole output is ever held).
+    pub fn mul_many(&self, scalars: &[Scalar]) -> Vec<G::AffineRepr> {
+        const CHUNK: usize = 1 << 12;
+        let mut out = vec![G::AffineRepr::identity(); scalars.len()];
+        out.par_chunks_mut(CHUNK).zip(scalars.par_chunks(CHUNK)).for_each(|(o, s)| {
+            let proj: Vec<G> = s.iter().map(|x| self.mul(x)).collect();
+            G::batch_normalize(&proj, o);
+        });
+        out
     }
 }
 

@@ -15,7 +15,7 @@
 mod fixed_base;
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use rand_core::RngCore;
@@ -162,18 +162,6 @@ fn nonzero(rng: &mut impl RngCore) -> Result<Scalar, SetupError> {
     }
 }
 
-fn to_affine_g1(points: &[G1Projective]) -> Vec<G1Affine> {
-    let mut out = vec![G1Affine::from(G1Projective::identity()); points.len()];
-    out.par_chunks_mut(1 << 12).zip(points.par_chunks(1 << 12)).for_each(|(o, p)| G1Projective::batch_normalize(p, o));
-    out
-}
-
-fn to_affine_g2(points: &[G2Projective]) -> Vec<G2Affine> {
-    let mut out = vec![G2Affine::from(G2Projective::identity()); points.len()];
-    out.par_chunks_mut(1 << 12).zip(points.par_chunks(1 << 12)).for_each(|(o, p)| G2Projective::batch_normalize(p, o));
-    out
-}
-
 /// Generates random parameters for `circuit` (synthesized twice: once to count, once to
 /// evaluate). Equivalent to bellperson's `generate_random_parameters`, much faster.
 pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut impl RngCore) -> Result<Parameters, SetupError> {
@@ -240,16 +228,16 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
         gamma_g2: (G2Projective::generator() * gamma).to_affine(),
         delta_g1: (G1Projective::generator() * delta).to_affine(),
         delta_g2: (G2Projective::generator() * delta).to_affine(),
-        ic: to_affine_g1(&g1.mul_many(&ic_s)),
+        ic: g1.mul_many(&ic_s),
     };
-    let h = to_affine_g1(&g1.mul_many(&h_s));
+    let h = g1.mul_many(&h_s);
     mark("h");
     Ok(Parameters {
         vk,
         h,
-        l: to_affine_g1(&g1.mul_many(&l_s)),
-        a: to_affine_g1(&g1.mul_many(&a_s)),
-        b_g1: to_affine_g1(&g1.mul_many(&b_s)),
-        b_g2: to_affine_g2(&g2.mul_many(&b_s)),
+        l: g1.mul_many(&l_s),
+        a: g1.mul_many(&a_s),
+        b_g1: g1.mul_many(&b_s),
+        b_g2: g2.mul_many(&b_s),
     })
 }

@@ -146,41 +146,23 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
 /// Parameters with the shape of `kind` at `2^k` but pseudo-random points (`P + i·Q`): for
 /// timing only, since nobody knows their discrete logs and no proof made with them verifies.
 fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
-    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-    use group::{prime::PrimeCurveAffine, Curve, Group};
-    use rayon::prelude::*;
+    use blstrs::{G1Projective, G2Projective};
+    use cuzk_tests::random_points;
+    use group::{Curve, Group};
     let s = synthesize(kind.instance(k, 0).unwrap(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
     let n = cuzk_core::domain::Domain::for_len(s.num_constraints()).unwrap().size();
-    fn g1s(len: usize, seed: u64) -> Vec<G1Affine> {
-        let q = G1Projective::generator() * Scalar::from(seed + 3);
-        let mut out = vec![G1Affine::identity(); len];
-        out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, o)| {
-            let mut p = G1Projective::generator() + q * Scalar::from((c << 14) as u64 + 1);
-            let proj: Vec<G1Projective> = (0..o.len()).map(|_| { p += q; p }).collect();
-            G1Projective::batch_normalize(&proj, o);
-        });
-        out
-    }
-    fn g2s(len: usize, seed: u64) -> Vec<G2Affine> {
-        let q = G2Projective::generator() * Scalar::from(seed + 3);
-        let mut out = vec![G2Affine::identity(); len];
-        out.par_chunks_mut(1 << 14).enumerate().for_each(|(c, o)| {
-            let mut p = G2Projective::generator() + q * Scalar::from((c << 14) as u64 + 1);
-            let proj: Vec<G2Projective> = (0..o.len()).map(|_| { p += q; p }).collect();
-            G2Projective::batch_normalize(&proj, o);
-        });
-        out
-    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
+    let mut g1s = |len| random_points::<G1Projective>(len, &mut rng);
     let g = G1Projective::generator().to_affine();
     let h = G2Projective::generator().to_affine();
     let b = s.b_input_density.count() + s.b_aux_density.count();
     Parameters {
-        vk: cuzk_core::params::VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: g1s(s.input.len(), 1) },
-        h: g1s(n - 1, 2),
-        l: g1s(s.aux.len(), 3),
-        a: g1s(s.input.len() + s.a_aux_density.count(), 4),
-        b_g1: g1s(b, 5),
-        b_g2: g2s(b, 6),
+        vk: cuzk_core::params::VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: g1s(s.input.len()) },
+        h: g1s(n - 1),
+        l: g1s(s.aux.len()),
+        a: g1s(s.input.len() + s.a_aux_density.count()),
+        b_g1: g1s(b),
+        b_g2: random_points::<G2Projective>(b, &mut rng),
     }
 }
 
