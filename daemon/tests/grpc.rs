@@ -73,7 +73,15 @@ async fn critical_overtakes_normal_backlog() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_queued_and_running_jobs() {
-    let d = daemon_with(&[6], |_| {}).await;
+    // One synthesis worker, one GPU worker and one partition of look-ahead: the third queued
+    // job cannot start until two others have passed the device, so it is still queued when
+    // it is cancelled (with the defaults and fast cached synthesis it could already be running).
+    let d = daemon_with(&[6], |cfg| {
+        cfg.engine.synth_workers = 1;
+        cfg.engine.gpu_workers = 1;
+        cfg.engine.synth_lookahead = 1;
+    })
+    .await;
     let mut c = d.client().await;
     let running = c.submit_proof(job(6, 1, 6, P::Normal)).await.unwrap().into_inner().job_id;
     let queued: Vec<String> = {
