@@ -1,0 +1,1 @@
+//! wgpu backend for cuzk (work in progress).

@@ -1,0 +1,1 @@
+//! Filecoin proof kinds for cuzk (work in progress).
