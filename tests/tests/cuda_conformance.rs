@@ -1,6 +1,7 @@
 //! The shared conformance suite on the CUDA backend (skips visibly without a GPU).
 //!
-//! Sizes: `CUZK_CONFORMANCE_MAX_LOG_NTT` (default 16), `CUZK_CONFORMANCE_MAX_LOG_MSM` (default 14).
+//! Sizes: `CUZK_CONFORMANCE_MAX_LOG_NTT` (default 16), `CUZK_CONFORMANCE_MAX_LOG_MSM` (default 14),
+//! `CUZK_CONFORMANCE_MAX_LOG_MSM_G2` (default: the G1 limit; G2 runs up to the smaller of the two).
 
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_core::backend::Backend;
@@ -28,7 +29,9 @@ fn cuda_matches_the_oracle() {
     let msm = max_log("CUZK_CONFORMANCE_MAX_LOG_MSM", 14);
     check_ntt(&gpu, 0..=ntt, 11);
     check_compute_h(&gpu, 1..=ntt.min(20), 12);
-    check_msm(&gpu, (0..=msm).map(|k| 1usize << k).chain([3, 100, 1000]), true, 13);
+    let msm_g2 = max_log("CUZK_CONFORMANCE_MAX_LOG_MSM_G2", msm).min(msm);
+    check_msm(&gpu, (0..=msm_g2).map(|k| 1usize << k).chain([3, 100, 1000]), true, 13);
+    check_msm(&gpu, (msm_g2 + 1..=msm).map(|k| 1usize << k), false, 14);
     let n = check_eip2537(&gpu, true);
     eprintln!("{n} EIP-2537 MSM cases passed on {}", gpu.name());
 }
