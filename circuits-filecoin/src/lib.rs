@@ -1,1 +1,30 @@
-//! Filecoin proof kinds for cuzk (work in progress).
+//! Filecoin proof kinds for cuzk: PoRep C2, SnapDeals, WindowPoSt and WinningPoSt.
+//!
+//! A request (vanilla proofs plus the public data of the proof) is parsed and checked
+//! ([`prepare`]): the vanilla proofs are verified against the public inputs with the
+//! `storage-proofs` verifiers before anything is proved, so a tampered vanilla proof or wrong
+//! randomness is refused with an error. The result is a [`Prepared`] job whose partitions are
+//! [`PartitionCircuit`]s: cheap, cloneable handles that build Filecoin's own circuit
+//! (`CompoundProof::circuit`) and synthesize it into any `bellpepper_core::ConstraintSystem`.
+//! Proofs are the 192-byte partition proofs concatenated, as Filecoin's verifiers read them.
+//!
+//! Parameters live in a Filecoin parameter cache directory under the names `filecoin-proofs`
+//! uses ([`params`]); [`params::generate`] writes random test parameters there with
+//! `cuzk-setup`. [`verify`] runs Filecoin's own verifiers, and [`fixtures`] seals small sectors
+//! to produce vanilla proofs for tests and benchmarks.
+
+#![warn(missing_docs)]
+
+mod circuit;
+mod error;
+pub mod fixtures;
+mod ids;
+mod jobs;
+pub mod params;
+mod request;
+pub mod verify;
+
+pub use circuit::{prepare, PartitionCircuit, Prepared};
+pub use error::FilError;
+pub use ids::{FilCircuitId, FilKind};
+pub use request::{parse_commitment, prover_id, FilRequest};

@@ -211,6 +211,11 @@ impl ConstraintSystem<Scalar> for RecordingCs {
         let r = (|| {
             rec.a_aux_density.extend(&o.a_aux_density, false)?;
             rec.b_input_density.extend(&o.b_input_density, true)?;
+            // The other system's ONE is ours: its use in B marks our ONE (as bellperson's
+            // `DensityTracker::extend` coalesces the first input).
+            if !o.b_input_density.is_empty() && o.b_input_density.get(0) && !rec.b_input_density.is_empty() {
+                rec.b_input_density.set(0);
+            }
             rec.b_aux_density.extend(&o.b_aux_density, false)?;
             rec.a.try_extend_from_slice(&o.a)?;
             rec.b.try_extend_from_slice(&o.b)?;

@@ -1,0 +1,179 @@
+//! Prepared jobs and their partition circuits.
+
+use std::sync::Arc;
+
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+
+use crate::error::FilError;
+use crate::ids::{circuit_of, FilCircuitId, FilKind};
+use crate::jobs::{Job, PoRepJob, PostJob, SnapJob};
+use crate::request::FilRequest;
+
+/// A job of one kind at one of the three tree shapes (2 KiB, 8 MiB and 512 MiB sectors share
+/// the first).
+enum AnyJob {
+    PoRep8(PoRepJob<SectorShape2KiB>),
+    PoRep88(PoRepJob<SectorShape32GiB>),
+    PoRep882(PoRepJob<SectorShape64GiB>),
+    Snap8(SnapJob<SectorShape2KiB>),
+    Snap88(SnapJob<SectorShape32GiB>),
+    Snap882(SnapJob<SectorShape64GiB>),
+    Post8(PostJob<SectorShape2KiB>),
+    Post88(PostJob<SectorShape32GiB>),
+    Post882(PostJob<SectorShape64GiB>),
+}
+
+macro_rules! dispatch {
+    ($job:expr, $j:ident => $e:expr) => {
+        match $job {
+            AnyJob::PoRep8($j) => $e,
+            AnyJob::PoRep88($j) => $e,
+            AnyJob::PoRep882($j) => $e,
+            AnyJob::Snap8($j) => $e,
+            AnyJob::Snap88($j) => $e,
+            AnyJob::Snap882($j) => $e,
+            AnyJob::Post8($j) => $e,
+            AnyJob::Post88($j) => $e,
+            AnyJob::Post882($j) => $e,
+        }
+    };
+}
+
+/// Builds the job of `kind` at the tree shape of `sector_size`; `req: None` builds the blank job.
+fn build(
+    kind: FilKind,
+    sector_size: u64,
+    registered_proof: u64,
+    req: Option<&FilRequest>,
+) -> Result<AnyJob, FilError> {
+    let shape = match sector_size {
+        s if s <= 1 << 29 => 0,
+        s if s == 1 << 35 => 1,
+        _ => 2,
+    };
+    Ok(match (kind, shape, req) {
+        (FilKind::PoRep, 0, Some(r)) => AnyJob::PoRep8(PoRepJob::new(r)?),
+        (FilKind::PoRep, 1, Some(r)) => AnyJob::PoRep88(PoRepJob::new(r)?),
+        (FilKind::PoRep, _, Some(r)) => AnyJob::PoRep882(PoRepJob::new(r)?),
+        (FilKind::PoRep, 0, None) => AnyJob::PoRep8(PoRepJob::blank(registered_proof)?),
+        (FilKind::PoRep, 1, None) => AnyJob::PoRep88(PoRepJob::blank(registered_proof)?),
+        (FilKind::PoRep, _, None) => AnyJob::PoRep882(PoRepJob::blank(registered_proof)?),
+        (FilKind::SnapDeals, 0, Some(r)) => AnyJob::Snap8(SnapJob::new(r)?),
+        (FilKind::SnapDeals, 1, Some(r)) => AnyJob::Snap88(SnapJob::new(r)?),
+        (FilKind::SnapDeals, _, Some(r)) => AnyJob::Snap882(SnapJob::new(r)?),
+        (FilKind::SnapDeals, 0, None) => AnyJob::Snap8(SnapJob::blank(registered_proof)?),
+        (FilKind::SnapDeals, 1, None) => AnyJob::Snap88(SnapJob::blank(registered_proof)?),
+        (FilKind::SnapDeals, _, None) => AnyJob::Snap882(SnapJob::blank(registered_proof)?),
+        (k, 0, Some(r)) => AnyJob::Post8(PostJob::new(r, k)?),
+        (k, 1, Some(r)) => AnyJob::Post88(PostJob::new(r, k)?),
+        (k, _, Some(r)) => AnyJob::Post882(PostJob::new(r, k)?),
+        (k, 0, None) => AnyJob::Post8(PostJob::blank(registered_proof, k)?),
+        (k, 1, None) => AnyJob::Post88(PostJob::blank(registered_proof, k)?),
+        (k, _, None) => AnyJob::Post882(PostJob::blank(registered_proof, k)?),
+    })
+}
+
+/// A checked request: its circuit id and its partitions.
+pub struct Prepared {
+    /// The circuit (kind and sector size): selects the parameters.
+    pub circuit: FilCircuitId,
+    /// `filecoin-proofs`' parameter cache identifier (file stem without the `v28-` prefix).
+    pub cache_id: String,
+    job: Arc<AnyJob>,
+    partitions: usize,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("circuit", &self.circuit.id())
+            .field("partitions", &self.partitions)
+            .finish()
+    }
+}
+
+impl Prepared {
+    /// Number of partition proofs.
+    pub fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    /// The circuit of partition `k` (`k < partitions()`).
+    pub fn partition(&self, k: usize) -> PartitionCircuit {
+        PartitionCircuit {
+            job: self.job.clone(),
+            k: Some(k),
+        }
+    }
+
+    /// The blank circuit (no witness), for parameter generation.
+    pub fn blank(&self) -> PartitionCircuit {
+        PartitionCircuit {
+            job: self.job.clone(),
+            k: None,
+        }
+    }
+
+    /// The blank job of a circuit, for parameter generation and file names.
+    pub fn blank_of(circuit: FilCircuitId) -> Result<Prepared, FilError> {
+        let job = build(
+            circuit.kind,
+            circuit.sector_size,
+            circuit.default_registered_proof(),
+            None,
+        )?;
+        let cache_id = dispatch!(&job, j => j.cache_id());
+        Ok(Prepared {
+            circuit,
+            cache_id,
+            job: Arc::new(job),
+            partitions: 0,
+        })
+    }
+}
+
+/// Parses a request, verifies its vanilla proofs against its public data and builds its
+/// partitions. CPU-heavy for PoRep (run it off the async runtime).
+pub fn prepare(req: &FilRequest) -> Result<Prepared, FilError> {
+    let circuit = circuit_of(req.kind, req.registered_proof)?;
+    let job = build(
+        req.kind,
+        circuit.sector_size,
+        req.registered_proof,
+        Some(req),
+    )?;
+    let cache_id = dispatch!(&job, j => j.cache_id());
+    let partitions = dispatch!(&job, j => j.partitions());
+    Ok(Prepared {
+        circuit,
+        cache_id,
+        job: Arc::new(job),
+        partitions,
+    })
+}
+
+/// One partition of a prepared job (or its blank circuit): a cheap handle that builds
+/// Filecoin's circuit when synthesized.
+#[derive(Clone)]
+pub struct PartitionCircuit {
+    job: Arc<AnyJob>,
+    k: Option<usize>,
+}
+
+impl PartitionCircuit {
+    /// The partition's public inputs (without `ONE`), as Filecoin's verifier computes them.
+    pub fn public_inputs(&self) -> Result<Vec<Scalar>, FilError> {
+        let k = self
+            .k
+            .ok_or_else(|| FilError::Filecoin("a blank circuit has no public inputs".into()))?;
+        dispatch!(&*self.job, j => j.public_inputs(k))
+    }
+}
+
+impl Circuit<Scalar> for PartitionCircuit {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        dispatch!(&*self.job, j => j.synthesize(self.k, cs))
+    }
+}

@@ -1,0 +1,53 @@
+//! Errors of the Filecoin proof kinds.
+
+/// Why a Filecoin request could not be turned into circuits (or checked).
+#[derive(Debug, thiserror::Error)]
+pub enum FilError {
+    /// The registered proof number is not one this kind knows.
+    #[error("registered proof {value} is not a known {what}")]
+    UnknownRegisteredProof {
+        /// The number sent.
+        value: u64,
+        /// Which enumeration it was read as.
+        what: &'static str,
+    },
+    /// A field has the wrong length or encoding.
+    #[error("{field}: {reason}")]
+    BadField {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The vanilla proof bytes do not decode.
+    #[error("vanilla proof does not decode: {0}")]
+    Decode(String),
+    /// The vanilla proofs do not verify against the public inputs (tampered proof, wrong
+    /// randomness, wrong sector or miner id, wrong commitments).
+    #[error("vanilla proof rejected: {0}")]
+    VanillaInvalid(String),
+    /// Filecoin's code refused the inputs.
+    #[error("filecoin-proofs: {0}")]
+    Filecoin(String),
+    /// Parameter files could not be read or written.
+    #[error("{path}: {reason}")]
+    Params {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl FilError {
+    pub(crate) fn fil(e: impl std::fmt::Display) -> FilError {
+        FilError::Filecoin(format!("{e:#}"))
+    }
+
+    pub(crate) fn field(field: &'static str, reason: impl Into<String>) -> FilError {
+        FilError::BadField {
+            field,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Filecoin parameter files: the cache directory, file names, and random test parameters.
+//!
+//! Files are named as `filecoin-proofs` names them (`v28-<cache id>.params`, `.vk`, `.meta`),
+//! so its own verifiers read the verifying keys cuzk generated. The `.params` layout is
+//! bellperson's, which `cuzk-core` reads.
+
+use std::path::{Path, PathBuf};
+
+use rand_core::RngCore;
+
+use crate::circuit::Prepared;
+use crate::error::FilError;
+use crate::ids::FilCircuitId;
+
+/// `filecoin-proofs`' parameter file version prefix.
+pub const VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
+
+/// The parameter cache directory: `$FIL_PROOFS_PARAMETER_CACHE`, else
+/// `/var/tmp/filecoin-proof-parameters` (filecoin-proofs' default).
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map_or_else(
+        || PathBuf::from("/var/tmp/filecoin-proof-parameters"),
+        PathBuf::from,
+    )
+}
+
+/// The three files of a circuit in `dir`.
+#[derive(Debug, Clone)]
+pub struct ParamFiles {
+    /// Groth16 parameters (bellperson layout).
+    pub params: PathBuf,
+    /// Verifying key.
+    pub vk: PathBuf,
+    /// `{"sector_size": N}`.
+    pub meta: PathBuf,
+}
+
+/// The file names of `circuit` in `dir`.
+pub fn files(dir: &Path, circuit: FilCircuitId) -> Result<ParamFiles, FilError> {
+    let id = Prepared::blank_of(circuit)?.cache_id;
+    Ok(ParamFiles {
+        params: dir.join(format!("v{VERSION}-{id}.params")),
+        vk: dir.join(format!("v{VERSION}-{id}.vk")),
+        meta: dir.join(format!("v{VERSION}-{id}.meta")),
+    })
+}
+
+fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), FilError> {
+    let err = |e: std::io::Error| FilError::Params {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let tmp = path.with_extension("partial");
+    let f = std::fs::File::create(&tmp).map_err(err)?;
+    let mut w = std::io::BufWriter::new(f);
+    write(&mut w)
+        .and_then(|_| std::io::Write::flush(&mut w))
+        .map_err(err)?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+/// Generates random (test) parameters for `circuit` with `cuzk-setup` and writes the
+/// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` file exists and
+/// `force` is off). Returns the files.
+pub fn generate(
+    dir: &Path,
+    circuit: FilCircuitId,
+    force: bool,
+    rng: &mut impl RngCore,
+) -> Result<ParamFiles, FilError> {
+    let f = files(dir, circuit)?;
+    if f.params.exists() && f.vk.exists() && !force {
+        return Ok(f);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| FilError::Params {
+        path: dir.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let blank = Prepared::blank_of(circuit)?.blank();
+    let params = cuzk_setup::generate_parameters(blank, rng).map_err(|e| FilError::Params {
+        path: f.params.clone(),
+        reason: format!("generation failed: {e}"),
+    })?;
+    write_atomic(&f.params, |w| params.write_to(w))?;
+    write_atomic(&f.vk, |w| {
+        std::io::Write::write_all(w, &params.vk.to_bytes())
+    })?;
+    write_atomic(&f.meta, |w| {
+        std::io::Write::write_all(
+            w,
+            format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes(),
+        )
+    })?;
+    Ok(f)
+}
