@@ -4,7 +4,10 @@
 //!   `kernels/cuda/`) are compiled at run time by NVRTC for the device's architecture and
 //!   cached on disk ([`nvrtc`]), so building this crate needs no CUDA toolkit.
 //! - [`PinnedPool`] hands out pooled page-locked host buffers; synthesis writes `a, b, c` into
-//!   them and [`CudaBackend::upload_scalars`] moves them to the device by DMA at line rate.
+//!   them and [`CudaBackend::upload_scalars`] moves them to the device by DMA at line rate, on
+//!   a copy stream of its own: an upload runs while kernels of other partitions run, and the
+//!   kernels that read the uploaded scalars wait for it on the device (an event), not on the
+//!   host.
 //! - Scalars, G1 and G2 bases live on the device; the NTT family, the quotient, `compute_h`
 //!   and G1/G2 Pippenger MSMs run on the GPU ([`ntt`], [`msm`]).
 //!
@@ -33,7 +36,7 @@ use group::Group as _;
 pub use error::CudaError;
 pub use pinned::PinnedPool;
 
-use device::{dtoh_sync, htod_async, Args, DevBuf, Module, Stream};
+use device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
 
 const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
 const _: () = assert!(std::mem::size_of::<G1Affine>() == 96);
@@ -62,7 +65,10 @@ pub(crate) fn as_bytes<T>(v: &[T]) -> &[u8] {
 
 /// Scalars as little-endian u64 words (Montgomery form).
 pub(crate) fn scalar_words(v: &[Scalar]) -> Vec<u64> {
-    as_bytes(v).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    as_bytes(v)
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// Scalars on the device (Montgomery form).
@@ -70,6 +76,18 @@ pub(crate) fn scalar_words(v: &[Scalar]) -> Vec<u64> {
 pub struct CudaScalars {
     buf: Option<DevBuf>,
     len: usize,
+    /// Set when the scalars arrive on the copy stream: the event that completes the copy, and
+    /// the compute stream that frees the buffer (ordered after the event in `Drop`).
+    ready: Option<(Event, Stream)>,
+}
+
+impl Drop for CudaScalars {
+    fn drop(&mut self) {
+        if let (Some(_), Some((ev, home))) = (&self.buf, &self.ready) {
+            // The buffer is freed on `home`; make sure that comes after the copy.
+            let _ = ev.wait_on(home);
+        }
+    }
 }
 
 impl CudaScalars {
@@ -86,17 +104,46 @@ impl CudaScalars {
     }
 }
 
-/// Resident affine bases (G1 or G2).
+/// Affine bases (G1 or G2): resident on the device, or kept in page-locked host memory and
+/// streamed through the device in chunks during each MSM when they do not fit.
 #[derive(Debug)]
 pub struct CudaBases {
     buf: Option<DevBuf>,
     len: usize,
+    /// Streamed bases: the host copy and the points per chunk.
+    host: Option<(PinnedVec<u8>, usize)>,
 }
 
 impl CudaBases {
     fn ptr(&self) -> u64 {
         self.buf.as_ref().map_or(0, |b| b.ptr)
     }
+
+    /// Whether the bases live in host memory and are streamed during MSMs.
+    pub fn is_streamed(&self) -> bool {
+        self.host.is_some()
+    }
+}
+
+/// Device memory left free for working buffers when deciding whether bases fit: the larger
+/// of 16 GiB and a fifth of the device.
+fn headroom(total: usize) -> usize {
+    (16usize << 30).max(total / 5)
+}
+
+/// Points per streamed chunk (`CUZK_CUDA_STREAM_CHUNK` overrides): 2^22 G1 or 2^21 G2 points,
+/// 384 MiB either way.
+fn stream_chunk(group: msm::Group) -> usize {
+    let default = if group == msm::Group::G1 {
+        1 << 22
+    } else {
+        1 << 21
+    };
+    std::env::var("CUZK_CUDA_STREAM_CHUNK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&c: &usize| c > 0)
+        .unwrap_or(default)
 }
 
 struct Inner {
@@ -104,6 +151,9 @@ struct Inner {
     tables: OnceLock<ntt::NttTables>,
     module: Module,
     stream: Stream,
+    /// Host-to-device copies of scalars from the pinned pool (overlap the compute stream).
+    copy_stream: Stream,
+    copy_lock: Mutex<()>,
     pool: Arc<PinnedPool>,
     ctx: Arc<CudaContext>,
     name: String,
@@ -118,7 +168,9 @@ pub struct CudaBackend {
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaBackend").field("name", &self.inner.name).finish()
+        f.debug_struct("CudaBackend")
+            .field("name", &self.inner.name)
+            .finish()
     }
 }
 
@@ -130,7 +182,9 @@ impl CudaBackend {
         }
         let count = device::device_count();
         if ordinal >= count {
-            return Err(CudaError::Unavailable(format!("device {ordinal} requested, {count} present")));
+            return Err(CudaError::Unavailable(format!(
+                "device {ordinal} requested, {count} present"
+            )));
         }
         let ctx = CudaContext::new(ordinal)?;
         // Keep freed device memory in the stream-ordered pool instead of returning it.
@@ -146,10 +200,23 @@ impl CudaBackend {
             }
         }
         let stream = Stream::new(&ctx)?;
+        let copy_stream = Stream::new(&ctx)?;
         let module = Module::load(&ctx)?;
         let name = format!("cuda:{ordinal} {}", ctx.name().unwrap_or_default());
         let pool = Arc::new(PinnedPool::new(ctx.clone()));
-        Ok(CudaBackend { inner: Arc::new(Inner { tables: OnceLock::new(), module, stream, pool, ctx, name, lock: Mutex::new(()) }) })
+        Ok(CudaBackend {
+            inner: Arc::new(Inner {
+                tables: OnceLock::new(),
+                module,
+                stream,
+                copy_stream,
+                copy_lock: Mutex::new(()),
+                pool,
+                ctx,
+                name,
+                lock: Mutex::new(()),
+            }),
+        })
     }
 
     /// The first device, or `None` (with the reason) when there is no usable GPU.
@@ -186,9 +253,10 @@ impl CudaBackend {
         Ok(self.inner.tables.get().expect("just set"))
     }
 
-    /// Waits for all queued work.
+    /// Waits for all queued work (kernels and copies).
     pub fn synchronize(&self) -> Result<(), CudaError> {
         let _g = self.enter()?;
+        self.inner.copy_stream.sync()?;
         self.inner.stream.sync()
     }
 
@@ -211,6 +279,37 @@ impl CudaBackend {
         Ok(Some(buf))
     }
 
+    /// Uploads pinned-pool bytes on the copy stream without taking the compute lock; the
+    /// returned scalars carry the event their consumers wait for.
+    fn upload_on_copy_stream(&self, bytes: &[u8], len: usize) -> Result<CudaScalars, CudaError> {
+        self.inner.ctx.bind_to_thread()?;
+        let _g = self
+            .inner
+            .copy_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let cs = &self.inner.copy_stream;
+        let mut buf = DevBuf::new(cs, bytes.len())?;
+        // SAFETY: the buffer has room; the pool keeps the source until the fence completes.
+        unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), cs)? };
+        self.inner.pool.fence(bytes.as_ptr(), cs.record()?);
+        let ready = Event::record(cs)?;
+        buf.free_on(&self.inner.stream);
+        Ok(CudaScalars {
+            buf: Some(buf),
+            len,
+            ready: Some((ready, self.inner.stream.clone())),
+        })
+    }
+
+    /// Orders the compute stream after the upload of `s` (if it came on the copy stream).
+    fn ready(&self, s: &CudaScalars) -> Result<(), CudaError> {
+        if let Some((ev, _)) = &s.ready {
+            ev.wait_on(&self.inner.stream)?;
+        }
+        Ok(())
+    }
+
     fn is_our_pool(&self, a: &SharedAllocator) -> bool {
         std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(&self.inner.pool))
     }
@@ -218,59 +317,272 @@ impl CudaBackend {
     /// Uploads scalars from any slice (synchronous copy).
     pub fn upload_slice(&self, v: &[Scalar]) -> Result<CudaScalars, CudaError> {
         let _g = self.enter()?;
-        Ok(CudaScalars { buf: self.upload_bytes(as_bytes(v), false)?, len: v.len() })
+        Ok(CudaScalars {
+            buf: self.upload_bytes(as_bytes(v), false)?,
+            len: v.len(),
+            ready: None,
+        })
     }
 
     /// Runs a self-test kernel over `n` element pairs of `elem` bytes and returns `out_per`
     /// elements of `out_bytes` each per pair (diagnostics for the tests).
-    pub fn selftest(&self, kernel: &str, a: &[u8], b: &[u8], n: usize, out_bytes: usize) -> Result<Vec<u8>, CudaError> {
+    pub fn selftest(
+        &self,
+        kernel: &str,
+        a: &[u8],
+        b: &[u8],
+        n: usize,
+        out_bytes: usize,
+    ) -> Result<Vec<u8>, CudaError> {
         let _g = self.enter()?;
         let s = &self.inner.stream;
-        let da = self.upload_bytes(a, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
-        let db = self.upload_bytes(b, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let da = self
+            .upload_bytes(a, false)?
+            .ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let db = self
+            .upload_bytes(b, false)?
+            .ok_or_else(|| CudaError::Invalid("empty".into()))?;
         let out = DevBuf::new(s, out_bytes)?;
-        let args = Args::new().push(da.ptr).push(db.ptr).push(out.ptr).push(n as u32);
+        let args = Args::new()
+            .push(da.ptr)
+            .push(db.ptr)
+            .push(out.ptr)
+            .push(n as u32);
         // SAFETY: the self-test kernels take (a, b, out, n).
-        unsafe { self.inner.module.launch(kernel, (n as u32).div_ceil(64), 64, 0, s, args)? };
+        unsafe {
+            self.inner
+                .module
+                .launch(kernel, (n as u32).div_ceil(64), 64, 0, s, args)?
+        };
         let mut host = vec![0u8; out_bytes];
         // SAFETY: out holds out_bytes.
         unsafe { dtoh_sync(&mut host, out.ptr, s)? };
         Ok(host)
     }
 
-    fn msm_raw(&self, group: msm::Group, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<(Vec<u8>, u32, usize), CudaError> {
+    /// Whether a base set of `bytes` should stay in host memory: `CUZK_CUDA_STREAM_ABOVE`
+    /// (bytes) if set, else when it would leave less than the headroom free on the device.
+    fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
+        if let Some(limit) = std::env::var("CUZK_CUDA_STREAM_ABOVE")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            return Ok(bytes > limit);
+        }
+        self.inner.ctx.bind_to_thread()?;
+        let (free, total) = result::mem_get_info()?;
+        Ok(bytes + headroom(total) > free)
+    }
+
+    /// Puts bases on the device, or (with `Some(chunk)`) in page-locked host memory to be
+    /// streamed `chunk` points at a time.
+    fn place_bases(
+        &self,
+        bytes: &[u8],
+        len: usize,
+        chunk: Option<usize>,
+    ) -> Result<CudaBases, CudaError> {
+        match chunk {
+            None => {
+                let _g = self.enter()?;
+                Ok(CudaBases {
+                    buf: self.upload_bytes(bytes, false)?,
+                    len,
+                    host: None,
+                })
+            }
+            Some(chunk) => {
+                let host =
+                    PinnedVec::from_slice_in(bytes, self.inner.pool.clone()).map_err(|e| {
+                        CudaError::OutOfMemory(format!(
+                            "{} bytes of page-locked host memory for streamed bases: {e}",
+                            bytes.len()
+                        ))
+                    })?;
+                tracing::info!(
+                    bytes = bytes.len(),
+                    chunk,
+                    "bases kept in host memory and streamed during MSMs"
+                );
+                Ok(CudaBases {
+                    buf: None,
+                    len,
+                    host: Some((host, chunk.max(1))),
+                })
+            }
+        }
+    }
+
+    /// Loads G1 bases that stay in host memory and are streamed `chunk` points at a time
+    /// (what `load_g1` does on its own when the bases do not fit on the device).
+    pub fn load_g1_streamed(
+        &self,
+        points: &[G1Affine],
+        chunk: usize,
+    ) -> Result<CudaBases, CudaError> {
+        self.place_bases(as_bytes(points), points.len(), Some(chunk))
+    }
+
+    /// G2 counterpart of [`CudaBackend::load_g1_streamed`].
+    pub fn load_g2_streamed(
+        &self,
+        points: &[G2Affine],
+        chunk: usize,
+    ) -> Result<CudaBases, CudaError> {
+        self.place_bases(as_bytes(points), points.len(), Some(chunk))
+    }
+
+    /// MSM over streamed bases: the scalars are prepared once, then each chunk of bases is
+    /// copied (copy stream, two staging buffers) while the previous chunk's MSM runs; returns
+    /// the window sums of every chunk.
+    fn msm_streamed(
+        &self,
+        group: msm::Group,
+        host: &PinnedVec<u8>,
+        chunk: usize,
+        offset: usize,
+        src: &msm::ScalarSource<'_>,
+        cfg: msm::MsmConfig,
+    ) -> Result<Vec<(Vec<u8>, u32, usize)>, CudaError> {
+        let (m, s, cs) = (
+            &self.inner.module,
+            &self.inner.stream,
+            &self.inner.copy_stream,
+        );
+        let Some((prepared, count)) = msm::prepare(m, s, src)? else {
+            return Ok(Vec::new());
+        };
+        let ab = group.affine_bytes();
+        let per = chunk.min(count);
+        let staging = [DevBuf::new(s, per * ab)?, DevBuf::new(s, per * ab)?];
+        s.sync()?; // the staging buffers exist before the copy stream writes them
+        let nchunks = count.div_ceil(per);
+        let copy = |j: usize| -> Result<Event, CudaError> {
+            let lo = j * per;
+            let n = per.min(count - lo);
+            let start = (offset + lo) * ab;
+            // SAFETY: the staging buffer holds `per` points; the host bytes are in range
+            // (checked by the caller) and page-locked, and outlive this call, which waits
+            // for every chunk.
+            unsafe {
+                htod_async(
+                    staging[j % 2].ptr,
+                    host[start..start + n * ab].as_ptr(),
+                    n * ab,
+                    cs,
+                )?
+            };
+            Event::record(cs)
+        };
+        let mut next = Some(copy(0)?);
+        let mut out = Vec::with_capacity(nchunks);
+        for j in 0..nchunks {
+            let ev = next.take().expect("copy queued");
+            ev.wait_on(s)?;
+            // Chunk j-1 used the other staging buffer and has finished (windows_prepared waits
+            // for its results), so the copy of chunk j+1 may overwrite it now.
+            if j + 1 < nchunks {
+                next = Some(copy(j + 1)?);
+            }
+            let lo = j * per;
+            let n = per.min(count - lo);
+            out.push(msm::windows_prepared(
+                m,
+                s,
+                group,
+                staging[j % 2].ptr,
+                prepared.ptr + (32 * lo) as u64,
+                n,
+                cfg,
+            )?);
+        }
+        Ok(out)
+    }
+
+    fn msm_raw(
+        &self,
+        group: msm::Group,
+        bases: &CudaBases,
+        offset: usize,
+        sc: MsmScalars<'_, CudaScalars>,
+        cfg: msm::MsmConfig,
+    ) -> Result<Vec<(Vec<u8>, u32, usize)>, CudaError> {
         if sc.len > sc.buf.len {
-            return Err(CudaError::Invalid(format!("MSM over {} scalars, buffer has {}", sc.len, sc.buf.len)));
+            return Err(CudaError::Invalid(format!(
+                "MSM over {} scalars, buffer has {}",
+                sc.len, sc.buf.len
+            )));
         }
         if let Some(d) = sc.density {
             if d.len() != sc.len {
-                return Err(CudaError::Invalid(format!("density has {} bits for {} scalars", d.len(), sc.len)));
+                return Err(CudaError::Invalid(format!(
+                    "density has {} bits for {} scalars",
+                    d.len(),
+                    sc.len
+                )));
             }
         }
         let need = sc.bases_needed();
         if offset.checked_add(need).is_none_or(|e| e > bases.len) {
-            return Err(CudaError::Invalid(format!("MSM needs bases {offset}..{} of {}", offset.saturating_add(need), bases.len)));
+            return Err(CudaError::Invalid(format!(
+                "MSM needs bases {offset}..{} of {}",
+                offset.saturating_add(need),
+                bases.len
+            )));
         }
         let _g = self.enter()?;
-        let src = msm::ScalarSource { ptr: sc.buf.ptr(), len: sc.len, density: sc.density.map(|d| (d.words(), d.count())) };
+        self.ready(sc.buf)?;
+        let src = msm::ScalarSource {
+            ptr: sc.buf.ptr(),
+            len: sc.len,
+            density: sc.density.map(|d| (d.words(), d.count())),
+        };
+        if let Some((host, chunk)) = &bases.host {
+            return self.msm_streamed(group, host, *chunk, offset, &src, cfg);
+        }
         let base_ptr = bases.ptr() + (offset * group.affine_bytes()) as u64;
-        msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)
+        Ok(vec![msm::msm_windows(
+            &self.inner.module,
+            &self.inner.stream,
+            group,
+            base_ptr,
+            &src,
+            cfg,
+        )?])
     }
 
     /// G1 MSM with explicit tunables (benchmarks).
-    pub fn msm_g1_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G1Projective, CudaError> {
-        let (raw, c, w) = self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)?;
-        let pts: Vec<G1Projective> = raw.chunks_exact(144).map(g1_from_jacobian).collect();
-        debug_assert_eq!(pts.len(), w);
-        Ok(combine(&pts, c, G1Projective::identity()))
+    pub fn msm_g1_with(
+        &self,
+        bases: &CudaBases,
+        offset: usize,
+        sc: MsmScalars<'_, CudaScalars>,
+        cfg: msm::MsmConfig,
+    ) -> Result<G1Projective, CudaError> {
+        let mut acc = G1Projective::identity();
+        for (raw, c, w) in self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)? {
+            let pts: Vec<G1Projective> = raw.chunks_exact(144).map(g1_from_jacobian).collect();
+            debug_assert_eq!(pts.len(), w);
+            acc += combine(&pts, c, G1Projective::identity());
+        }
+        Ok(acc)
     }
 
     /// G2 MSM with explicit tunables (benchmarks).
-    pub fn msm_g2_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G2Projective, CudaError> {
-        let (raw, c, w) = self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)?;
-        let pts: Vec<G2Projective> = raw.chunks_exact(288).map(g2_from_jacobian).collect();
-        debug_assert_eq!(pts.len(), w);
-        Ok(combine(&pts, c, G2Projective::identity()))
+    pub fn msm_g2_with(
+        &self,
+        bases: &CudaBases,
+        offset: usize,
+        sc: MsmScalars<'_, CudaScalars>,
+        cfg: msm::MsmConfig,
+    ) -> Result<G2Projective, CudaError> {
+        let mut acc = G2Projective::identity();
+        for (raw, c, w) in self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)? {
+            let pts: Vec<G2Projective> = raw.chunks_exact(288).map(g2_from_jacobian).collect();
+            debug_assert_eq!(pts.len(), w);
+            acc += combine(&pts, c, G2Projective::identity());
+        }
+        Ok(acc)
     }
 }
 
@@ -283,7 +595,11 @@ fn fp_from(b: &[u8]) -> Fp {
 }
 
 fn g1_from_jacobian(b: &[u8]) -> G1Projective {
-    G1Projective::from_raw_unchecked(fp_from(&b[0..48]), fp_from(&b[48..96]), fp_from(&b[96..144]))
+    G1Projective::from_raw_unchecked(
+        fp_from(&b[0..48]),
+        fp_from(&b[48..96]),
+        fp_from(&b[96..144]),
+    )
 }
 
 fn fp2_from(b: &[u8]) -> Fp2 {
@@ -291,7 +607,11 @@ fn fp2_from(b: &[u8]) -> Fp2 {
 }
 
 fn g2_from_jacobian(b: &[u8]) -> G2Projective {
-    G2Projective::from_raw_unchecked(fp2_from(&b[0..96]), fp2_from(&b[96..192]), fp2_from(&b[192..288]))
+    G2Projective::from_raw_unchecked(
+        fp2_from(&b[0..96]),
+        fp2_from(&b[96..192]),
+        fp2_from(&b[192..288]),
+    )
 }
 
 /// sum_w 2^(c·w) · S_w by Horner's rule.
@@ -326,70 +646,151 @@ impl Backend for CudaBackend {
     }
 
     fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
-        let _g = self.enter()?;
-        let ours = self.is_our_pool(host.allocator());
-        let buf = self.upload_bytes(as_bytes(&host), ours)?;
         let len = host.len();
-        drop(host); // parked by the pool until the copy has completed
-        Ok(CudaScalars { buf, len })
+        if self.is_our_pool(host.allocator()) && len > 0 {
+            let s = self.upload_on_copy_stream(as_bytes(&host), len)?;
+            drop(host); // parked by the pool until the copy has completed
+            return Ok(s);
+        }
+        let _g = self.enter()?;
+        let buf = self.upload_bytes(as_bytes(&host), false)?;
+        Ok(CudaScalars {
+            buf,
+            len,
+            ready: None,
+        })
     }
 
     fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, BackendError> {
         let _g = self.enter()?;
+        self.ready(buf)?;
         let mut out = vec![Scalar::from(0u64); buf.len];
         if let Some(b) = &buf.buf {
             // SAFETY: Scalar is plain bytes; the device buffer holds len scalars.
-            let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), 32 * buf.len) };
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), 32 * buf.len)
+            };
             // SAFETY: sizes match.
             unsafe { dtoh_sync(bytes, b.ptr, &self.inner.stream)? };
         }
         Ok(out)
     }
 
-    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
+    fn ntt(
+        &self,
+        buf: &mut Self::Scalars,
+        domain: &Domain,
+        direction: NttDirection,
+        coset: bool,
+    ) -> Result<(), BackendError> {
         if buf.len != domain.size() {
-            return Err(BackendError::InvalidInput(format!("NTT of {} scalars over a domain of {}", buf.len, domain.size())));
+            return Err(BackendError::InvalidInput(format!(
+                "NTT of {} scalars over a domain of {}",
+                buf.len,
+                domain.size()
+            )));
         }
         let _g = self.enter()?;
+        self.ready(buf)?;
         let t = self.tables()?;
-        ntt::ntt_natural(&self.inner.module, &self.inner.stream, t, buf.ptr(), domain, direction == NttDirection::Inverse, coset)?;
+        ntt::ntt_natural(
+            &self.inner.module,
+            &self.inner.stream,
+            t,
+            buf.ptr(),
+            domain,
+            direction == NttDirection::Inverse,
+            coset,
+        )?;
         Ok(())
     }
 
-    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
+    fn quotient_on_coset(
+        &self,
+        a: &mut Self::Scalars,
+        b: &Self::Scalars,
+        c: &Self::Scalars,
+        domain: &Domain,
+    ) -> Result<(), BackendError> {
         let n = domain.size();
         if a.len != n || b.len != n || c.len != n {
-            return Err(BackendError::InvalidInput("quotient operands must have the domain's size".into()));
+            return Err(BackendError::InvalidInput(
+                "quotient operands must have the domain's size".into(),
+            ));
         }
         let _g = self.enter()?;
+        for s in [&*a, b, c] {
+            self.ready(s)?;
+        }
         let n32 = n as u32;
         let block = n32.min(256);
-        let args = Args::new().push(a.ptr()).push(b.ptr()).push(c.ptr()).push(FrArg::from(domain.z_inv_on_coset)).push(n32);
+        let args = Args::new()
+            .push(a.ptr())
+            .push(b.ptr())
+            .push(c.ptr())
+            .push(FrArg::from(domain.z_inv_on_coset))
+            .push(n32);
         // SAFETY: arguments match ntt_quotient.
-        unsafe { self.inner.module.launch("ntt_quotient", n32.div_ceil(block), block, 0, &self.inner.stream, args) }?;
+        unsafe {
+            self.inner.module.launch(
+                "ntt_quotient",
+                n32.div_ceil(block),
+                block,
+                0,
+                &self.inner.stream,
+                args,
+            )
+        }?;
         Ok(())
     }
 
-    fn compute_h(&self, a: Self::Scalars, b: Self::Scalars, c: Self::Scalars, domain: &Domain) -> Result<Self::Scalars, BackendError> {
+    fn compute_h(
+        &self,
+        a: Self::Scalars,
+        b: Self::Scalars,
+        c: Self::Scalars,
+        domain: &Domain,
+    ) -> Result<Self::Scalars, BackendError> {
         let n = domain.size();
         if a.len != n || b.len != n || c.len != n {
-            return Err(BackendError::InvalidInput("compute_h operands must have the domain's size".into()));
+            return Err(BackendError::InvalidInput(
+                "compute_h operands must have the domain's size".into(),
+            ));
         }
         let _g = self.enter()?;
+        for s in [&a, &b, &c] {
+            self.ready(s)?;
+        }
         let t = self.tables()?;
-        ntt::compute_h(&self.inner.module, &self.inner.stream, t, a.ptr(), b.ptr(), c.ptr(), domain)?;
+        ntt::compute_h(
+            &self.inner.module,
+            &self.inner.stream,
+            t,
+            a.ptr(),
+            b.ptr(),
+            c.ptr(),
+            domain,
+        )?;
         drop((b, c));
         Ok(a)
     }
 
     fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {
-        let _g = self.enter()?;
-        Ok(CudaBases { buf: self.upload_bytes(as_bytes(&points), false)?, len: points.len() })
+        let stream = self.should_stream(std::mem::size_of_val(&points[..]))?;
+        Ok(self.place_bases(
+            as_bytes(&points),
+            points.len(),
+            stream.then(|| stream_chunk(msm::Group::G1)),
+        )?)
     }
 
     fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
-        let _g = self.enter()?;
-        Ok(CudaBases { buf: self.upload_bytes(as_bytes(&points), false)?, len: points.len() })
+        let stream = self.should_stream(std::mem::size_of_val(&points[..]))?;
+        Ok(self.place_bases(
+            as_bytes(&points),
+            points.len(),
+            stream.then(|| stream_chunk(msm::Group::G2)),
+        )?)
     }
 
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
@@ -400,11 +801,21 @@ impl Backend for CudaBackend {
         bases.len
     }
 
-    fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
+    fn msm_g1(
+        &self,
+        bases: &Self::G1Bases,
+        bases_offset: usize,
+        scalars: MsmScalars<'_, Self::Scalars>,
+    ) -> Result<G1Projective, BackendError> {
         Ok(self.msm_g1_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
     }
 
-    fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
+    fn msm_g2(
+        &self,
+        bases: &Self::G2Bases,
+        bases_offset: usize,
+        scalars: MsmScalars<'_, Self::Scalars>,
+    ) -> Result<G2Projective, BackendError> {
         Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
     }
 }

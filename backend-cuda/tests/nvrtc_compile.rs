@@ -14,10 +14,19 @@ fn all_kernels_compile_for_sm90() {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    eprintln!("NVRTC {}.{} ({path}): {} bytes of sm_90 cubin in {:.1?}", ver.0, ver.1, cubin.len(), t.elapsed());
+    eprintln!(
+        "NVRTC {}.{} ({path}): {} bytes of sm_90 cubin in {:.1?}",
+        ver.0,
+        ver.1,
+        cubin.len(),
+        t.elapsed()
+    );
     // Every kernel name appears in the image's symbol table.
     for k in kernels::KERNELS {
-        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from the cubin");
+        assert!(
+            cubin.windows(k.len()).any(|w| w == k.as_bytes()),
+            "kernel {k} missing from the cubin"
+        );
     }
 }
 

@@ -25,7 +25,7 @@ use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
 use cuzk_core::params::Parameters;
 use cuzk_core::proof::verify;
-use cuzk_core::prover::{prove, ProvingKey, Stage};
+use cuzk_core::prover::{compute_h, finalize, msms, prove, upload, ProvingKey, Stage};
 use cuzk_circuits::BuiltinCircuit;
 use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::pce::ConstraintMatrices;
@@ -113,7 +113,8 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
     }
     let stages = std::array::from_fn(|i| median(per_stage[i].clone()));
 
-    // Steady state: `workers` threads synthesize while this thread proves.
+    // Steady state: `workers` threads synthesize and upload while this thread runs the GPU
+    // stages.
     let pipelined = (pipeline > 0).then(|| {
         let t = Instant::now();
         std::thread::scope(|scope| {
@@ -121,20 +122,26 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
             for w in 0..workers.max(1) {
                 let tx = tx.clone();
                 let alloc = backend.host_allocator();
+                let key = &key;
                 scope.spawn(move || {
                     for i in (w..pipeline).step_by(workers.max(1)) {
                         let c = kind.instance(k, 100 + i as u64).unwrap();
                         let public = c.public_inputs();
                         let synth = synth(pce, c, alloc.clone(), hint);
-                        if tx.send((synth, public)).is_err() {
+                        // The worker uploads too: on the CUDA backend the copy runs on its
+                        // own stream while the GPU works on earlier proofs.
+                        let up = upload(backend, key, synth).expect("upload");
+                        if tx.send((up, public)).is_err() {
                             return;
                         }
                     }
                 });
             }
             drop(tx);
-            for (synth, public) in rx {
-                let proof = prove(backend, &key, synth, r, s, &mut |_| {}).expect("prove");
+            for (up, public) in rx {
+                let (h, domain, witness) = compute_h(backend, up).expect("compute_h");
+                let m = msms(backend, &key, &h, &domain, &witness).expect("msms");
+                let proof = finalize(&key.vk, &m, r, s);
                 assert!(!check || verify(&key.vk, &proof, &public).unwrap());
             }
         });

@@ -1,8 +1,13 @@
 //! `cuzk-cuda-bench`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
 //! first CUDA device.
 //!
-//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g2 LO HI] [h LO HI]` (log2 sizes);
-//! with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
+//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]`
+//! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
+//!
+//! `overlap K P`: P partitions' a, b, c (2^K each, in pinned pool buffers) go through upload +
+//! `compute_h`, first one after the other, then with a second thread uploading partition i+1
+//! (copy stream) while partition i computes (compute stream). `g1s`: G1 MSM over bases kept in
+//! host memory and streamed through the device.
 
 use std::time::Instant;
 
@@ -125,7 +130,10 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args = if args.is_empty() {
-        "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26".split(' ').map(String::from).collect()
+        "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26"
+            .split(' ')
+            .map(String::from)
+            .collect()
     } else {
         args
     };
@@ -138,12 +146,26 @@ fn main() {
     };
     let (cached, secs) = b.module_info();
     println!("# device: {}", b.name());
-    println!("# kernels: {} in {secs:.2} s", if cached { "loaded from cache" } else { "compiled by NVRTC" });
-    for k in ["ntt_pass", "msm_accumulate_affine_g1", "msm_accumulate_affine_g2", "msm_accumulate_xyzz_g1"] {
+    println!(
+        "# kernels: {} in {secs:.2} s",
+        if cached {
+            "loaded from cache"
+        } else {
+            "compiled by NVRTC"
+        }
+    );
+    for k in [
+        "ntt_pass",
+        "msm_accumulate_seg_g1",
+        "msm_accumulate_affine_g1",
+        "msm_accumulate_affine_g2",
+        "msm_accumulate_xyzz_g1",
+    ] {
         println!("# regs {k}: {:?}", b.kernel_regs(k));
     }
     let mut i = 0;
-    let range = |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
+    let range =
+        |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
     while i < args.len() {
         match args[i].as_str() {
             "h2d" => {
@@ -202,13 +224,18 @@ fn main() {
                 let (lo, hi) = range(i);
                 for k in lo..=hi {
                     let d = Domain::new(k).unwrap();
-                    let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
+                    let host: Vec<PinnedVec<Scalar>> =
+                        (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
                     let mut best = f64::MAX;
                     for _ in 0..3 {
-                        let bufs: Vec<_> = host.iter().map(|h| b.upload_scalars(h.clone()).unwrap()).collect();
+                        let bufs: Vec<_> = host
+                            .iter()
+                            .map(|h| b.upload_scalars(h.clone()).unwrap())
+                            .collect();
                         b.synchronize().unwrap();
                         let mut it = bufs.into_iter();
-                        let (x, y, z) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                        let (x, y, z) =
+                            (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                         let t = Instant::now();
                         let h = b.compute_h(x, y, z, &d).unwrap();
                         b.synchronize().unwrap();
@@ -230,9 +257,43 @@ fn main() {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g1(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                        b.msm_g1(
+                            &bases,
+                            0,
+                            MsmScalars {
+                                buf: &s,
+                                len: n,
+                                density: None,
+                            },
+                        )
+                        .unwrap();
                     });
                     println!("msm g1 2^{k}: {ms:.2} ms");
+                }
+                i += 3;
+            }
+            "g1s" => {
+                // G1 MSM with the bases kept in host memory and streamed in 2^22-point chunks.
+                let (lo, hi) = range(i);
+                let pts = g1_points(1 << hi);
+                let bases = b.load_g1_streamed(&pts, 1 << 22).unwrap();
+                drop(pts);
+                for k in lo..=hi {
+                    let n = 1usize << k;
+                    let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
+                    let ms = time(2, || {
+                        b.msm_g1(
+                            &bases,
+                            0,
+                            MsmScalars {
+                                buf: &s,
+                                len: n,
+                                density: None,
+                            },
+                        )
+                        .unwrap();
+                    });
+                    println!("msm g1 2^{k} (streamed bases): {ms:.2} ms");
                 }
                 i += 3;
             }
@@ -247,10 +308,90 @@ fn main() {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 5)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g2(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                        b.msm_g2(
+                            &bases,
+                            0,
+                            MsmScalars {
+                                buf: &s,
+                                len: n,
+                                density: None,
+                            },
+                        )
+                        .unwrap();
                     });
                     println!("msm g2 2^{k}: {ms:.2} ms");
                 }
+                i += 3;
+            }
+            "overlap" => {
+                let (k, p) = range(i);
+                let d = Domain::new(k).unwrap();
+                let host: Vec<PinnedVec<Scalar>> =
+                    (0..3).map(|j| scalars_in(&b, d.size(), 20 + j)).collect();
+                let parts = |p: u32| -> Vec<Vec<PinnedVec<Scalar>>> {
+                    (0..p).map(|_| host.to_vec()).collect()
+                };
+                let run = |work: Vec<Vec<PinnedVec<Scalar>>>, overlapped: bool| -> f64 {
+                    b.synchronize().unwrap();
+                    let count = work.len() as f64;
+                    let t = Instant::now();
+                    if overlapped {
+                        std::thread::scope(|sc| {
+                            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                            let bb = b.clone();
+                            sc.spawn(move || {
+                                for abc in work {
+                                    let up: Vec<_> = abc
+                                        .into_iter()
+                                        .map(|h| bb.upload_scalars(h).unwrap())
+                                        .collect();
+                                    if tx.send(up).is_err() {
+                                        return;
+                                    }
+                                }
+                            });
+                            for up in rx {
+                                let mut it = up.into_iter();
+                                let h = b
+                                    .compute_h(
+                                        it.next().unwrap(),
+                                        it.next().unwrap(),
+                                        it.next().unwrap(),
+                                        &d,
+                                    )
+                                    .unwrap();
+                                b.synchronize().unwrap();
+                                drop(h);
+                            }
+                        });
+                    } else {
+                        for abc in work {
+                            let up: Vec<_> = abc
+                                .into_iter()
+                                .map(|h| b.upload_scalars(h).unwrap())
+                                .collect();
+                            let mut it = up.into_iter();
+                            let h = b
+                                .compute_h(
+                                    it.next().unwrap(),
+                                    it.next().unwrap(),
+                                    it.next().unwrap(),
+                                    &d,
+                                )
+                                .unwrap();
+                            b.synchronize().unwrap();
+                            drop(h);
+                        }
+                    }
+                    t.elapsed().as_secs_f64() * 1e3 / count
+                };
+                let _ = run(parts(1), false); // warm-up
+                let (mut seq, mut ovl) = (f64::MAX, f64::MAX);
+                for _ in 0..2 {
+                    seq = seq.min(run(parts(p), false));
+                    ovl = ovl.min(run(parts(p), true));
+                }
+                println!("overlap 2^{k} x {p} partitions (upload a,b,c + compute_h): sequential {seq:.2} ms/partition, overlapped {ovl:.2} ms/partition ({:.2}x)", seq / ovl);
                 i += 3;
             }
             other => {
