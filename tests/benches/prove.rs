@@ -152,14 +152,21 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
 
 /// Parameters with the shape of `kind` at `2^k` but pseudo-random points (`P + i·Q`): for
 /// timing only, since nobody knows their discrete logs and no proof made with them verifies.
+/// Above 2^20 points a vector repeats its first 2^20 points (the kernels' work does not depend
+/// on the points; generating 2^26 distinct G1 and G2 points took minutes).
 fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
     use blstrs::{G1Projective, G2Projective};
     use cuzk_tests::random_points;
     use group::{Curve, Group};
+    const DISTINCT: usize = 1 << 20;
+    fn tiled<T: Copy>(len: usize, make: &mut dyn FnMut(usize) -> Vec<T>) -> Vec<T> {
+        let base = make(len.min(DISTINCT));
+        base.iter().copied().cycle().take(len).collect()
+    }
     let s = synthesize(kind.instance(k, 0).unwrap(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
     let n = cuzk_core::domain::Domain::for_len(s.num_constraints()).unwrap().size();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
-    let mut g1s = |len| random_points::<G1Projective>(len, &mut rng);
+    let mut g1s = |len| tiled(len, &mut |m| random_points::<G1Projective>(m, &mut rng));
     let g = G1Projective::generator().to_affine();
     let h = G2Projective::generator().to_affine();
     let b = s.b_input_density.count() + s.b_aux_density.count();
@@ -169,7 +176,7 @@ fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
         l: g1s(s.aux.len()),
         a: g1s(s.input.len() + s.a_aux_density.count()),
         b_g1: g1s(b),
-        b_g2: random_points::<G2Projective>(b, &mut rng),
+        b_g2: tiled(b, &mut |m| random_points::<G2Projective>(m, &mut rng)),
     }
 }
 
