@@ -42,12 +42,7 @@ macro_rules! dispatch {
 }
 
 /// Builds the job of `kind` at the tree shape of `sector_size`; `req: None` builds the blank job.
-fn build(
-    kind: FilKind,
-    sector_size: u64,
-    registered_proof: u64,
-    req: Option<&FilRequest>,
-) -> Result<AnyJob, FilError> {
+fn build(kind: FilKind, sector_size: u64, registered_proof: u64, req: Option<&FilRequest>) -> Result<AnyJob, FilError> {
     let shape = match sector_size {
         s if s <= 1 << 29 => 0,
         s if s == 1 << 35 => 1,
@@ -87,10 +82,7 @@ pub struct Prepared {
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared")
-            .field("circuit", &self.circuit.id())
-            .field("partitions", &self.partitions)
-            .finish()
+        f.debug_struct("Prepared").field("circuit", &self.circuit.id()).field("partitions", &self.partitions).finish()
     }
 }
 
@@ -102,35 +94,19 @@ impl Prepared {
 
     /// The circuit of partition `k` (`k < partitions()`).
     pub fn partition(&self, k: usize) -> PartitionCircuit {
-        PartitionCircuit {
-            job: self.job.clone(),
-            k: Some(k),
-        }
+        PartitionCircuit { job: self.job.clone(), k: Some(k) }
     }
 
     /// The blank circuit (no witness), for parameter generation.
     pub fn blank(&self) -> PartitionCircuit {
-        PartitionCircuit {
-            job: self.job.clone(),
-            k: None,
-        }
+        PartitionCircuit { job: self.job.clone(), k: None }
     }
 
     /// The blank job of a circuit, for parameter generation and file names.
     pub fn blank_of(circuit: FilCircuitId) -> Result<Prepared, FilError> {
-        let job = build(
-            circuit.kind,
-            circuit.sector_size,
-            circuit.default_registered_proof(),
-            None,
-        )?;
+        let job = build(circuit.kind, circuit.sector_size, circuit.default_registered_proof(), None)?;
         let cache_id = dispatch!(&job, j => j.cache_id());
-        Ok(Prepared {
-            circuit,
-            cache_id,
-            job: Arc::new(job),
-            partitions: 0,
-        })
+        Ok(Prepared { circuit, cache_id, job: Arc::new(job), partitions: 0 })
     }
 }
 
@@ -138,20 +114,10 @@ impl Prepared {
 /// partitions. CPU-heavy for PoRep (run it off the async runtime).
 pub fn prepare(req: &FilRequest) -> Result<Prepared, FilError> {
     let circuit = circuit_of(req.kind, req.registered_proof)?;
-    let job = build(
-        req.kind,
-        circuit.sector_size,
-        req.registered_proof,
-        Some(req),
-    )?;
+    let job = build(req.kind, circuit.sector_size, req.registered_proof, Some(req))?;
     let cache_id = dispatch!(&job, j => j.cache_id());
     let partitions = dispatch!(&job, j => j.partitions());
-    Ok(Prepared {
-        circuit,
-        cache_id,
-        job: Arc::new(job),
-        partitions,
-    })
+    Ok(Prepared { circuit, cache_id, job: Arc::new(job), partitions })
 }
 
 /// One partition of a prepared job (or its blank circuit): a cheap handle that builds
@@ -165,9 +131,7 @@ pub struct PartitionCircuit {
 impl PartitionCircuit {
     /// The partition's public inputs (without `ONE`), as Filecoin's verifier computes them.
     pub fn public_inputs(&self) -> Result<Vec<Scalar>, FilError> {
-        let k = self
-            .k
-            .ok_or_else(|| FilError::Filecoin("a blank circuit has no public inputs".into()))?;
+        let k = self.k.ok_or_else(|| FilError::Filecoin("a blank circuit has no public inputs".into()))?;
         dispatch!(&*self.job, j => j.public_inputs(k))
     }
 }

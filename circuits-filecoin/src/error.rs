@@ -1,7 +1,7 @@
 //! Errors of the Filecoin proof kinds.
 
 /// Why a Filecoin request could not be turned into circuits (or checked).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FilError {
     /// The registered proof number is not one this kind knows.
     #[error("registered proof {value} is not a known {what}")]
@@ -45,9 +45,6 @@ impl FilError {
     }
 
     pub(crate) fn field(field: &'static str, reason: impl Into<String>) -> FilError {
-        FilError::BadField {
-            field,
-            reason: reason.into(),
-        }
+        FilError::BadField { field, reason: reason.into() }
     }
 }

@@ -4,10 +4,8 @@
 use std::path::Path;
 
 use filecoin_proofs::{
-    add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs,
-    generate_single_vanilla_proof, seal_commit_phase1, seal_pre_commit_phase1,
-    seal_pre_commit_phase2, PaddedBytesAmount, PrivateReplicaInfo, SectorShape2KiB,
-    SectorUpdateConfig, UnpaddedBytesAmount,
+    add_piece, encode_into, generate_fallback_sector_challenges, generate_partition_proofs, generate_single_vanilla_proof, seal_commit_phase1,
+    seal_pre_commit_phase1, seal_pre_commit_phase2, PaddedBytesAmount, PrivateReplicaInfo, SectorShape2KiB, SectorUpdateConfig, UnpaddedBytesAmount,
 };
 use rand::{Rng, SeedableRng};
 use storage_proofs_core::sector::SectorId;
@@ -25,12 +23,7 @@ fn io(e: impl std::fmt::Display) -> FilError {
     FilError::Filecoin(format!("{e:#}"))
 }
 
-fn piece_file(
-    dir: &Path,
-    name: &str,
-    size: u64,
-    rng: &mut impl Rng,
-) -> Result<(std::path::PathBuf, filecoin_proofs::PieceInfo), FilError> {
+fn piece_file(dir: &Path, name: &str, size: u64, rng: &mut impl Rng) -> Result<(std::path::PathBuf, filecoin_proofs::PieceInfo), FilError> {
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(size));
     let data: Vec<u8> = (0..u64::from(unpadded)).map(|_| rng.gen()).collect();
     let path = dir.join(name);
@@ -44,10 +37,7 @@ fn piece_file(
 /// parameters. `seed` makes the data, ticket, seed and randomness reproducible.
 pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilRequest>, FilError> {
     if sector_size > 1 << 29 {
-        return Err(FilError::field(
-            "sector_size",
-            "fixtures are made for 2 KiB, 8 MiB and 512 MiB sectors only",
-        ));
+        return Err(FilError::field("sector_size", "fixtures are made for 2 KiB, 8 MiB and 512 MiB sectors only"));
     }
     type Tree = SectorShape2KiB;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -66,31 +56,10 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     ticket[31] &= 0x3f;
     let mut porep_seed: [u8; 32] = rng.gen();
     porep_seed[31] &= 0x3f;
-    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(
-        &config,
-        &cache,
-        &staged,
-        &sealed,
-        prover,
-        sector,
-        ticket,
-        &[piece.clone()],
-    )
-    .map_err(io)?;
+    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(&config, &cache, &staged, &sealed, prover, sector, ticket, &[piece.clone()]).map_err(io)?;
     let pre = seal_pre_commit_phase2(&config, p1, &cache, &sealed).map_err(io)?;
     let comm_r = pre.comm_r;
-    let c1 = seal_commit_phase1::<_, Tree>(
-        &config,
-        &cache,
-        &sealed,
-        prover,
-        sector,
-        ticket,
-        porep_seed,
-        pre,
-        &[piece],
-    )
-    .map_err(io)?;
+    let c1 = seal_commit_phase1::<_, Tree>(&config, &cache, &sealed, prover, sector, ticket, porep_seed, pre, &[piece]).map_err(io)?;
     let c1_bytes = serde_json::to_vec(&c1).map_err(io)?;
 
     let blank = |kind: FilKind, registered_proof: u64, vanilla: Vec<u8>| FilRequest {
@@ -113,60 +82,25 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     let (new_staged, new_piece) = piece_file(d, "new-staged", sector_size, &mut rng)?;
     let (replica, replica_cache) = (d.join("update"), d.join("update-cache"));
     std::fs::create_dir_all(&replica_cache).map_err(io)?;
-    std::fs::File::create(&replica)
-        .and_then(|f| f.set_len(sector_size))
-        .map_err(io)?;
-    let enc = encode_into::<Tree>(
-        &uconfig,
-        &replica,
-        &replica_cache,
-        &sealed,
-        &cache,
-        &new_staged,
-        &[new_piece],
-    )
-    .map_err(io)?;
-    let parts = generate_partition_proofs::<Tree>(
-        uconfig,
-        comm_r,
-        enc.comm_r_new,
-        enc.comm_d_new,
-        &sealed,
-        &cache,
-        &replica,
-        &replica_cache,
-    )
-    .map_err(io)?;
-    let mut snap = blank(
-        FilKind::SnapDeals,
-        update_proof,
-        serde_json::to_vec(&parts).map_err(io)?,
-    );
+    std::fs::File::create(&replica).and_then(|f| f.set_len(sector_size)).map_err(io)?;
+    let enc = encode_into::<Tree>(&uconfig, &replica, &replica_cache, &sealed, &cache, &new_staged, &[new_piece]).map_err(io)?;
+    let parts = generate_partition_proofs::<Tree>(uconfig, comm_r, enc.comm_r_new, enc.comm_d_new, &sealed, &cache, &replica, &replica_cache).map_err(io)?;
+    let mut snap = blank(FilKind::SnapDeals, update_proof, serde_json::to_vec(&parts).map_err(io)?);
     snap.sector_key_cid = commitment_cid(&comm_r, true);
     snap.new_sealed_cid = commitment_cid(&enc.comm_r_new, true);
     snap.new_unsealed_cid = commitment_cid(&enc.comm_d_new, false);
     out.push(snap);
 
     // PoSt over the original sealed sector.
-    let replica_info =
-        PrivateReplicaInfo::<Tree>::new(sealed.clone(), comm_r, cache.clone()).map_err(io)?;
+    let replica_info = PrivateReplicaInfo::<Tree>::new(sealed.clone(), comm_r, cache.clone()).map_err(io)?;
     for kind in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
-        let id = ids
-            .iter()
-            .find(|c| c.kind == kind)
-            .expect("all kinds")
-            .default_registered_proof();
+        let id = ids.iter().find(|c| c.kind == kind).expect("all kinds").default_registered_proof();
         let pc = post_config(id, kind)?;
         let mut randomness: [u8; 32] = rng.gen();
         randomness[31] &= 0x3f;
-        let challenges =
-            generate_fallback_sector_challenges::<Tree>(&pc, &randomness, &[sector], prover)
-                .map_err(io)?;
-        let ch = challenges
-            .get(&sector)
-            .ok_or_else(|| io("no challenges for the sector"))?;
-        let vanilla =
-            generate_single_vanilla_proof::<Tree>(&pc, sector, &replica_info, ch).map_err(io)?;
+        let challenges = generate_fallback_sector_challenges::<Tree>(&pc, &randomness, &[sector], prover).map_err(io)?;
+        let ch = challenges.get(&sector).ok_or_else(|| io("no challenges for the sector"))?;
+        let vanilla = generate_single_vanilla_proof::<Tree>(&pc, sector, &replica_info, ch).map_err(io)?;
         let mut r = blank(kind, id, serde_json::to_vec(&vec![vanilla]).map_err(io)?);
         r.randomness = randomness.to_vec();
         out.push(r);

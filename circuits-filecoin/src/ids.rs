@@ -20,12 +20,7 @@ pub enum FilKind {
 
 impl FilKind {
     /// All kinds.
-    pub const ALL: [FilKind; 4] = [
-        FilKind::PoRep,
-        FilKind::SnapDeals,
-        FilKind::WindowPoSt,
-        FilKind::WinningPoSt,
-    ];
+    pub const ALL: [FilKind; 4] = [FilKind::PoRep, FilKind::SnapDeals, FilKind::WindowPoSt, FilKind::WinningPoSt];
 
     /// Short name used in circuit ids (`porep`, `snap`, `wpost`, `winning`).
     pub fn short(self) -> &'static str {
@@ -44,13 +39,7 @@ impl FilKind {
 }
 
 /// Sector sizes with production (or test) parameters, and their short names.
-const SIZES: [(u64, &str); 5] = [
-    (1 << 11, "2k"),
-    (1 << 23, "8m"),
-    (1 << 29, "512m"),
-    (1 << 35, "32g"),
-    (1 << 36, "64g"),
-];
+const SIZES: [(u64, &str); 5] = [(1 << 11, "2k"), (1 << 23, "8m"), (1 << 29, "512m"), (1 << 35, "32g"), (1 << 36, "64g")];
 
 fn size_index(sector_size: u64) -> Option<usize> {
     SIZES.iter().position(|(s, _)| *s == sector_size)
@@ -68,7 +57,8 @@ pub struct FilCircuitId {
 impl FilCircuitId {
     /// Checks the sector size.
     pub fn new(kind: FilKind, sector_size: u64) -> Result<FilCircuitId, FilError> {
-        size_index(sector_size).ok_or_else(|| FilError::field("sector_size", format!("{sector_size} is not a Filecoin sector size (2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB)")))?;
+        size_index(sector_size)
+            .ok_or_else(|| FilError::field("sector_size", format!("{sector_size} is not a Filecoin sector size (2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB)")))?;
         Ok(FilCircuitId { kind, sector_size })
     }
 
@@ -88,10 +78,7 @@ impl FilCircuitId {
 
     /// Every circuit id at one sector size.
     pub fn all_at(sector_size: u64) -> Result<Vec<FilCircuitId>, FilError> {
-        FilKind::ALL
-            .into_iter()
-            .map(|k| FilCircuitId::new(k, sector_size))
-            .collect()
+        FilKind::ALL.into_iter().map(|k| FilCircuitId::new(k, sector_size)).collect()
     }
 
     /// The registered proof number this circuit uses by default (for fixtures and setup): the
@@ -110,10 +97,7 @@ impl FilCircuitId {
 
 /// The PoRep configuration of a registered seal proof (Go's `abi.RegisteredSealProof`).
 pub fn porep_config(registered_proof: u64) -> Result<PoRepConfig, FilError> {
-    let unknown = || FilError::UnknownRegisteredProof {
-        value: registered_proof,
-        what: "RegisteredSealProof",
-    };
+    let unknown = || FilError::UnknownRegisteredProof { value: registered_proof, what: "RegisteredSealProof" };
     if registered_proof >= 20 {
         return Err(unknown());
     }
@@ -126,17 +110,13 @@ pub fn porep_config(registered_proof: u64) -> Result<PoRepConfig, FilError> {
         2 => (ApiVersion::V1_2_0, vec![ApiFeature::SyntheticPoRep]),
         _ => (ApiVersion::V1_2_0, vec![ApiFeature::NonInteractivePoRep]),
     };
-    PoRepConfig::new_groth16_with_features(sector_size, porep_id, version, features)
-        .map_err(FilError::fil)
+    PoRepConfig::new_groth16_with_features(sector_size, porep_id, version, features).map_err(FilError::fil)
 }
 
 /// The PoRep configuration a SnapDeals update uses (Go's `abi.RegisteredUpdateProof`, 0..=4).
 pub fn update_porep_config(registered_proof: u64) -> Result<PoRepConfig, FilError> {
     if registered_proof >= 5 {
-        return Err(FilError::UnknownRegisteredProof {
-            value: registered_proof,
-            what: "RegisteredUpdateProof",
-        });
+        return Err(FilError::UnknownRegisteredProof { value: registered_proof, what: "RegisteredUpdateProof" });
     }
     porep_config(registered_proof + 5)
 }
@@ -144,10 +124,7 @@ pub fn update_porep_config(registered_proof: u64) -> Result<PoRepConfig, FilErro
 /// The PoSt configuration of a registered PoSt proof (Go's `abi.RegisteredPoStProof`: 0..=4
 /// winning, 5..=9 window V1, 10..=14 window V1_1).
 pub fn post_config(registered_proof: u64, kind: FilKind) -> Result<PoStConfig, FilError> {
-    let unknown = |what| FilError::UnknownRegisteredProof {
-        value: registered_proof,
-        what,
-    };
+    let unknown = |what| FilError::UnknownRegisteredProof { value: registered_proof, what };
     let (typ, version) = match (kind, registered_proof) {
         (FilKind::WinningPoSt, 0..=4) => (PoStType::Winning, ApiVersion::V1_0_0),
         (FilKind::WindowPoSt, 5..=9) => (PoStType::Window, ApiVersion::V1_0_0),
@@ -157,28 +134,14 @@ pub fn post_config(registered_proof: u64, kind: FilKind) -> Result<PoStConfig, F
     };
     let sector_size = SIZES[(registered_proof % 5) as usize].0;
     let (challenge_count, sector_count) = match typ {
-        PoStType::Winning => (
-            filecoin_proofs::WINNING_POST_CHALLENGE_COUNT,
-            filecoin_proofs::WINNING_POST_SECTOR_COUNT,
-        ),
+        PoStType::Winning => (filecoin_proofs::WINNING_POST_CHALLENGE_COUNT, filecoin_proofs::WINNING_POST_SECTOR_COUNT),
         PoStType::Window => {
-            let counts = filecoin_proofs::WINDOW_POST_SECTOR_COUNT
-                .read()
-                .map_err(|_| FilError::Filecoin("window post sector counts poisoned".into()))?;
-            let n = *counts
-                .get(&sector_size)
-                .ok_or_else(|| unknown("window RegisteredPoStProof"))?;
+            let counts = filecoin_proofs::WINDOW_POST_SECTOR_COUNT.read().map_err(|_| FilError::Filecoin("window post sector counts poisoned".into()))?;
+            let n = *counts.get(&sector_size).ok_or_else(|| unknown("window RegisteredPoStProof"))?;
             (filecoin_proofs::WINDOW_POST_CHALLENGE_COUNT, n)
         }
     };
-    Ok(PoStConfig {
-        sector_size: sector_size.into(),
-        challenge_count,
-        sector_count,
-        typ,
-        priority: false,
-        api_version: version,
-    })
+    Ok(PoStConfig { sector_size: sector_size.into(), challenge_count, sector_count, typ, priority: false, api_version: version })
 }
 
 /// The circuit id a registered proof of `kind` proves.
@@ -186,9 +149,7 @@ pub fn circuit_of(kind: FilKind, registered_proof: u64) -> Result<FilCircuitId, 
     let size = match kind {
         FilKind::PoRep => u64::from(porep_config(registered_proof)?.sector_size),
         FilKind::SnapDeals => u64::from(update_porep_config(registered_proof)?.sector_size),
-        FilKind::WindowPoSt | FilKind::WinningPoSt => {
-            u64::from(post_config(registered_proof, kind)?.sector_size)
-        }
+        FilKind::WindowPoSt | FilKind::WinningPoSt => u64::from(post_config(registered_proof, kind)?.sector_size),
     };
     FilCircuitId::new(kind, size)
 }

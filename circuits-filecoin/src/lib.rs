@@ -26,5 +26,5 @@ pub mod verify;
 
 pub use circuit::{prepare, PartitionCircuit, Prepared};
 pub use error::FilError;
-pub use ids::{FilCircuitId, FilKind};
-pub use request::{parse_commitment, prover_id, FilRequest};
+pub use ids::{circuit_of, porep_config, post_config, update_porep_config, FilCircuitId, FilKind};
+pub use request::{commitment_cid, parse_commitment, prover_id, FilRequest};

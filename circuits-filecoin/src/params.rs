@@ -18,10 +18,7 @@ pub const VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
 /// The parameter cache directory: `$FIL_PROOFS_PARAMETER_CACHE`, else
 /// `/var/tmp/filecoin-proof-parameters` (filecoin-proofs' default).
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map_or_else(
-        || PathBuf::from("/var/tmp/filecoin-proof-parameters"),
-        PathBuf::from,
-    )
+    std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map_or_else(|| PathBuf::from("/var/tmp/filecoin-proof-parameters"), PathBuf::from)
 }
 
 /// The three files of a circuit in `dir`.
@@ -45,20 +42,12 @@ pub fn files(dir: &Path, circuit: FilCircuitId) -> Result<ParamFiles, FilError> 
     })
 }
 
-fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> Result<(), FilError> {
-    let err = |e: std::io::Error| FilError::Params {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
+fn write_atomic(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<(), FilError> {
+    let err = |e: std::io::Error| FilError::Params { path: path.to_path_buf(), reason: e.to_string() };
     let tmp = path.with_extension("partial");
     let f = std::fs::File::create(&tmp).map_err(err)?;
     let mut w = std::io::BufWriter::new(f);
-    write(&mut w)
-        .and_then(|_| std::io::Write::flush(&mut w))
-        .map_err(err)?;
+    write(&mut w).and_then(|_| std::io::Write::flush(&mut w)).map_err(err)?;
     drop(w);
     std::fs::rename(&tmp, path).map_err(err)
 }
@@ -66,34 +55,17 @@ fn write_atomic(
 /// Generates random (test) parameters for `circuit` with `cuzk-setup` and writes the
 /// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` file exists and
 /// `force` is off). Returns the files.
-pub fn generate(
-    dir: &Path,
-    circuit: FilCircuitId,
-    force: bool,
-    rng: &mut impl RngCore,
-) -> Result<ParamFiles, FilError> {
+pub fn generate(dir: &Path, circuit: FilCircuitId, force: bool, rng: &mut impl RngCore) -> Result<ParamFiles, FilError> {
     let f = files(dir, circuit)?;
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);
     }
-    std::fs::create_dir_all(dir).map_err(|e| FilError::Params {
-        path: dir.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+    std::fs::create_dir_all(dir).map_err(|e| FilError::Params { path: dir.to_path_buf(), reason: e.to_string() })?;
     let blank = Prepared::blank_of(circuit)?.blank();
-    let params = cuzk_setup::generate_parameters(blank, rng).map_err(|e| FilError::Params {
-        path: f.params.clone(),
-        reason: format!("generation failed: {e}"),
-    })?;
+    let params =
+        cuzk_setup::generate_parameters(blank, rng).map_err(|e| FilError::Params { path: f.params.clone(), reason: format!("generation failed: {e}") })?;
     write_atomic(&f.params, |w| params.write_to(w))?;
-    write_atomic(&f.vk, |w| {
-        std::io::Write::write_all(w, &params.vk.to_bytes())
-    })?;
-    write_atomic(&f.meta, |w| {
-        std::io::Write::write_all(
-            w,
-            format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes(),
-        )
-    })?;
+    write_atomic(&f.vk, |w| std::io::Write::write_all(w, &params.vk.to_bytes()))?;
+    write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;
     Ok(f)
 }

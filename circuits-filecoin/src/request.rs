@@ -57,9 +57,7 @@ mod kind_serde {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<FilKind, D::Error> {
         let s = String::deserialize(d)?;
-        FilKind::from_short(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!("unknown kind {s:?} (porep, snap, wpost, winning)"))
-        })
+        FilKind::from_short(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown kind {s:?} (porep, snap, wpost, winning)")))
     }
 }
 
@@ -111,15 +109,7 @@ pub fn parse_commitment(bytes: &[u8], field: &'static str) -> Result<[u8; 32], F
     if bytes.len() == 32 {
         return Ok(bytes.try_into().expect("32 bytes"));
     }
-    let bad = |r: &str| {
-        FilError::field(
-            field,
-            format!(
-                "{r} (expected a commitment CID or 32 raw bytes, got {} bytes)",
-                bytes.len()
-            ),
-        )
-    };
+    let bad = |r: &str| FilError::field(field, format!("{r} (expected a commitment CID or 32 raw bytes, got {} bytes)", bytes.len()));
     let mut pos = 0;
     if varint(bytes, &mut pos) != Some(1) {
         return Err(bad("not a CIDv1"));
@@ -136,11 +126,7 @@ pub fn parse_commitment(bytes: &[u8], field: &'static str) -> Result<[u8; 32], F
 /// `fil-commitment-unsealed` with SHA-256-trunc254-padded).
 pub fn commitment_cid(comm: &[u8; 32], sealed: bool) -> Vec<u8> {
     // codec 0xf101 / 0xf102, multihash 0xb401 (poseidon-bls12_381-a2-fc1) / 0x1012.
-    let (codec, mh): (&[u8], &[u8]) = if sealed {
-        (&[0x81, 0xe2, 0x03], &[0x81, 0xe8, 0x02])
-    } else {
-        (&[0x82, 0xe2, 0x03], &[0x92, 0x20])
-    };
+    let (codec, mh): (&[u8], &[u8]) = if sealed { (&[0x81, 0xe2, 0x03], &[0x81, 0xe8, 0x02]) } else { (&[0x82, 0xe2, 0x03], &[0x92, 0x20]) };
     let mut out = vec![0x01];
     out.extend_from_slice(codec);
     out.extend_from_slice(mh);
@@ -150,8 +136,7 @@ pub fn commitment_cid(comm: &[u8; 32], sealed: bool) -> Vec<u8> {
 }
 
 pub(crate) fn bytes32(b: &[u8], field: &'static str) -> Result<[u8; 32], FilError> {
-    b.try_into()
-        .map_err(|_| FilError::field(field, format!("must be 32 bytes, got {}", b.len())))
+    b.try_into().map_err(|_| FilError::field(field, format!("must be 32 bytes, got {}", b.len())))
 }
 
 #[cfg(test)]
@@ -169,10 +154,7 @@ mod tests {
     fn commitments_round_trip_through_cids() {
         let c = [7u8; 32];
         for sealed in [true, false] {
-            assert_eq!(
-                parse_commitment(&commitment_cid(&c, sealed), "x").unwrap(),
-                c
-            );
+            assert_eq!(parse_commitment(&commitment_cid(&c, sealed), "x").unwrap(), c);
         }
         assert_eq!(parse_commitment(&c, "x").unwrap(), c);
         assert!(parse_commitment(&[1, 2, 3], "x").is_err());

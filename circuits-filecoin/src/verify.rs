@@ -79,10 +79,8 @@ pub fn verify(req: &FilRequest, proof: &[u8]) -> Result<bool, FilError> {
         FilKind::WinningPoSt => {
             let config = post_config(req.registered_proof, req.kind)?;
             let randomness = bytes32(&req.randomness, "randomness")?;
-            let replicas = post_sectors(req, size)?
-                .into_iter()
-                .map(|(id, c)| Ok((id, PublicReplicaInfo::new(c).map_err(fil)?)))
-                .collect::<Result<Vec<_>, FilError>>()?;
+            let replicas =
+                post_sectors(req, size)?.into_iter().map(|(id, c)| Ok((id, PublicReplicaInfo::new(c).map_err(fil)?))).collect::<Result<Vec<_>, FilError>>()?;
             with_tree!(size, T => filecoin_proofs::verify_winning_post::<T>(&config, &randomness, &replicas, prover_id(req.miner_id), proof).map_err(fil))
         }
     }

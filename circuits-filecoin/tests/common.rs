@@ -34,18 +34,14 @@ pub fn fixtures() -> Vec<FilRequest> {
     let dir = cache();
     F.get_or_init(|| {
         let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        cuzk_circuits_filecoin::fixtures::generate(&work, KIB2, 7)
-            .unwrap_or_else(|e| panic!("sealing in {}: {e}", dir.display()))
+        cuzk_circuits_filecoin::fixtures::generate(&work, KIB2, 7).unwrap_or_else(|e| panic!("sealing in {}: {e}", dir.display()))
     })
     .clone()
 }
 
 /// The fixture of `kind`.
 pub fn fixture(kind: FilKind) -> FilRequest {
-    fixtures()
-        .into_iter()
-        .find(|r| r.kind == kind)
-        .expect("fixture")
+    fixtures().into_iter().find(|r| r.kind == kind).expect("fixture")
 }
 
 /// Parameters for `kind` at 2 KiB (generated with cuzk-setup once).
@@ -71,15 +67,7 @@ pub fn cuzk_prove(req: &FilRequest) -> Vec<u8> {
         let s = synthesize(c, b.host_allocator(), SizeHint::default()).expect("synthesize");
         assert_eq!(&s.input[1..], &public[..], "public inputs");
         let mut rng = rand::rngs::OsRng;
-        let proof = prove(
-            &b,
-            &key,
-            s,
-            blstrs::Scalar::random(&mut rng),
-            blstrs::Scalar::random(&mut rng),
-            &mut |_| {},
-        )
-        .expect("prove");
+        let proof = prove(&b, &key, s, blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng), &mut |_| {}).expect("prove");
         out.extend_from_slice(&proof.to_bytes());
     }
     out

@@ -1,10 +1,11 @@
-//! The circuits the daemon can prove: built-in circuits at a domain size, each with its
-//! parameter file, registered with the engine on first use.
+//! The circuits the daemon can prove: built-in circuits at a domain size and Filecoin circuits
+//! at a sector size, each with its parameter file, registered with the engine on first use.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cuzk_circuits::{CircuitError, CircuitKind};
+use cuzk_circuits_filecoin::FilCircuitId;
 use cuzk_core::engine::{CircuitId, CircuitProfile, Footprint};
 
 use crate::setup::params_path;
@@ -43,21 +44,75 @@ impl CircuitSpec {
 
     /// The memory profile the engine schedules with, from the parameter file's size.
     pub fn profile(&self, params_file_bytes: u64) -> CircuitProfile {
-        // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
-        let n = 1u64 << self.log_size;
-        CircuitProfile {
-            params_host_bytes: params_file_bytes,
-            params_device_bytes: params_file_bytes,
-            footprint: Footprint::for_domain(self.log_size, 2 * 32 * n),
+        profile(self.log_size, params_file_bytes)
+    }
+}
+
+/// The memory profile of a circuit at a `2^log_size` domain.
+pub fn profile(log_size: u32, params_file_bytes: u64) -> CircuitProfile {
+    // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
+    let n = 1u64 << log_size;
+    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint: Footprint::for_domain(log_size, 2 * 32 * n) }
+}
+
+/// Any circuit the daemon proves: the unit of parameters and of the engine's circuit ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CircuitKey {
+    /// A built-in circuit at a domain size.
+    Builtin(CircuitSpec),
+    /// A Filecoin circuit at a sector size.
+    Filecoin(FilCircuitId),
+}
+
+impl CircuitKey {
+    /// The id in the API and on the status page (`squaring-chain-2^10`, `wpost-2k`).
+    pub fn id(&self) -> String {
+        match self {
+            CircuitKey::Builtin(s) => s.id(),
+            CircuitKey::Filecoin(f) => f.id(),
         }
     }
+
+    /// Parses [`CircuitKey::id`].
+    pub fn parse(id: &str) -> Result<CircuitKey, CircuitError> {
+        match FilCircuitId::parse(id) {
+            Some(f) => Ok(CircuitKey::Filecoin(f)),
+            None => CircuitSpec::parse(id).map(CircuitKey::Builtin),
+        }
+    }
+}
+
+impl From<CircuitSpec> for CircuitKey {
+    fn from(s: CircuitSpec) -> CircuitKey {
+        CircuitKey::Builtin(s)
+    }
+}
+
+/// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter
+/// cache `fil_dir` for Filecoin circuits.
+pub fn key_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitKey) -> Option<PathBuf> {
+    match key {
+        CircuitKey::Builtin(s) => Some(params_path(data_dir, s.kind, s.log_size)),
+        CircuitKey::Filecoin(f) => cuzk_circuits_filecoin::params::files(fil_dir, f).ok().map(|f| f.params),
+    }
+}
+
+/// log2 of the domain a parameter file was made for (from its `h` query length), without
+/// decoding any query point.
+pub fn params_log_size(path: &Path) -> Option<u32> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: read-only map of a file cuzk never writes while it is open.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let layout = cuzk_core::params::ParamsLayout::parse(&map).ok()?;
+    let n = layout.h.len() / cuzk_core::params::G1_UNCOMPRESSED + 1;
+    n.is_power_of_two().then(|| n.trailing_zeros())
 }
 
 /// A registered circuit.
 #[derive(Debug, Clone)]
 pub struct Registered {
-    /// Its spec.
-    pub spec: CircuitSpec,
+    /// Its key.
+    pub spec: CircuitKey,
     /// Its parameter file.
     pub path: PathBuf,
     /// The file's size.
@@ -67,13 +122,13 @@ pub struct Registered {
 /// Circuit specs and the engine ids they were registered under.
 #[derive(Debug, Default)]
 pub struct Registry {
-    by_spec: HashMap<CircuitSpec, CircuitId>,
+    by_spec: HashMap<CircuitKey, CircuitId>,
     entries: Vec<Registered>,
 }
 
 impl Registry {
     /// The id of a registered spec.
-    pub fn get(&self, spec: &CircuitSpec) -> Option<CircuitId> {
+    pub fn get(&self, spec: &CircuitKey) -> Option<CircuitId> {
         self.by_spec.get(spec).copied()
     }
 
@@ -87,10 +142,10 @@ impl Registry {
         self.entries.iter().enumerate().map(|(i, r)| (CircuitId(i as u32), r))
     }
 
-    /// Adds a circuit whose parameter file lies in `data_dir`; returns the new id, or `None`
-    /// when the file is missing.
-    pub fn add(&mut self, data_dir: &Path, spec: CircuitSpec) -> Option<(CircuitId, &Registered)> {
-        let path = params_path(data_dir, spec.kind, spec.log_size);
+    /// Adds a circuit whose parameter file lies in `data_dir` (built-ins) or `fil_dir`
+    /// (Filecoin); returns the new id, or `None` when the file is missing.
+    pub fn add(&mut self, data_dir: &Path, fil_dir: &Path, spec: CircuitKey) -> Option<(CircuitId, &Registered)> {
+        let path = key_params_path(data_dir, fil_dir, spec)?;
         let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
         let id = CircuitId(self.entries.len() as u32);
         self.entries.push(Registered { spec, path, file_bytes });

@@ -142,8 +142,11 @@ pub struct ParamsSection {
     pub generate_missing: bool,
     /// Skip curve and subgroup checks when loading (only for files you made yourself).
     pub trusted: bool,
-    /// Circuits (ids like `squaring-chain-2^10`) made resident at start.
+    /// Circuits (ids like `squaring-chain-2^10`, `wpost-2k`) made resident at start.
     pub preload: Vec<String>,
+    /// Filecoin parameter cache (default: `$FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`).
+    pub filecoin_dir: Option<PathBuf>,
 }
 
 /// What to do with accepted work on SIGTERM/SIGINT.
@@ -231,9 +234,14 @@ impl Config {
             return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));
         }
         for p in &self.params.preload {
-            crate::circuits::CircuitSpec::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
+            crate::circuits::CircuitKey::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
         }
         Ok(())
+    }
+
+    /// The Filecoin parameter cache directory after defaults.
+    pub fn filecoin_dir(&self) -> PathBuf {
+        self.params.filecoin_dir.clone().unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir)
     }
 
     /// Synthesis workers after defaults.

@@ -1,13 +1,15 @@
 //! Validation of API requests into jobs; every bad request maps to a clear gRPC status.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_circuits::{CircuitError, CircuitKind};
+use cuzk_circuits_filecoin::{FilCircuitId, FilError, FilKind, FilRequest, Prepared};
 use cuzk_core::engine::Priority;
 use prost::Message;
 use tonic::{Code, Status};
 
-use crate::circuits::CircuitSpec;
+use crate::circuits::{CircuitKey, CircuitSpec};
 use crate::proto;
 
 /// Most partitions one generic job may have.
@@ -15,8 +17,17 @@ pub const MAX_PARTITIONS: u32 = 64;
 /// Longest accepted request id.
 pub const MAX_REQUEST_ID: usize = 256;
 
+/// A Filecoin job: the request as sent and, once checked, its partitions.
+#[derive(Debug, Clone)]
+pub struct FilecoinJob {
+    /// The request.
+    pub request: Arc<FilRequest>,
+    /// Its checked partitions (set by [`prepare_filecoin`] before the job reaches the driver).
+    pub prepared: Option<Arc<Prepared>>,
+}
+
 /// A validated proof job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct JobRequest {
     /// Caller's idempotency key (may be empty).
     pub request_id: String,
@@ -25,7 +36,9 @@ pub struct JobRequest {
     /// Scheduling priority.
     pub priority: Priority,
     /// The circuit.
-    pub circuit: CircuitSpec,
+    pub circuit: CircuitKey,
+    /// The Filecoin request, for Filecoin kinds.
+    pub filecoin: Option<FilecoinJob>,
     /// Witness seed of partition 0.
     pub seed: u64,
     /// Number of partitions.
@@ -43,9 +56,15 @@ pub enum RequestError {
     /// No proof kind given.
     #[error("proof_kind is required")]
     NoKind,
-    /// A Filecoin proof kind, not implemented yet.
-    #[error("proof kind {0} is not implemented by this daemon yet; use GENERIC")]
-    Unimplemented(&'static str),
+    /// A Filecoin request that is malformed or whose vanilla proofs do not verify.
+    #[error("{kind}: {source}")]
+    Filecoin {
+        /// The proof kind.
+        kind: &'static str,
+        /// What is wrong.
+        #[source]
+        source: FilError,
+    },
     /// The priority number is not defined.
     #[error("unknown priority {0}")]
     UnknownPriority(i32),
@@ -66,11 +85,7 @@ pub enum RequestError {
 impl RequestError {
     /// The gRPC status for this error.
     pub fn status(&self) -> Status {
-        let code = match self {
-            RequestError::Unimplemented(_) => Code::Unimplemented,
-            _ => Code::InvalidArgument,
-        };
-        Status::new(code, self.to_string())
+        Status::new(Code::InvalidArgument, self.to_string())
     }
 }
 
@@ -111,20 +126,99 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
         return Err(RequestError::RequestIdTooLong);
     }
     let kind = proto::ProofKind::try_from(req.proof_kind).map_err(|_| RequestError::UnknownKind(req.proof_kind))?;
-    match kind {
+    let fil_kind = match kind {
         proto::ProofKind::Unspecified => return Err(RequestError::NoKind),
-        proto::ProofKind::Generic => {}
-        other => return Err(RequestError::Unimplemented(other.as_str_name())),
-    }
+        proto::ProofKind::Generic => None,
+        proto::ProofKind::PorepSealCommit => Some(FilKind::PoRep),
+        proto::ProofKind::SnapDealsUpdate => Some(FilKind::SnapDeals),
+        proto::ProofKind::WindowPostPartition => Some(FilKind::WindowPoSt),
+        proto::ProofKind::WinningPost => Some(FilKind::WinningPoSt),
+    };
     let priority = priority(req.priority, kind)?;
+    let deadline = (req.deadline_ms > 0).then(|| Duration::from_millis(req.deadline_ms));
+    if let Some(fk) = fil_kind {
+        let fail = |source| RequestError::Filecoin { kind: kind.as_str_name(), source };
+        let request = filecoin_request(req, fk);
+        let circuit = cuzk_circuits_filecoin::circuit_of(fk, req.registered_proof).map_err(fail)?;
+        if req.sector_size != 0 && req.sector_size != circuit.sector_size {
+            return Err(fail(FilError::BadField {
+                field: "sector_size",
+                reason: format!("{} does not match registered proof {} ({} bytes)", req.sector_size, req.registered_proof, circuit.sector_size),
+            }));
+        }
+        return Ok(JobRequest {
+            request_id: req.request_id.clone(),
+            kind,
+            priority,
+            circuit: CircuitKey::Filecoin(circuit),
+            filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None }),
+            seed: 0,
+            partitions: 1,
+            deadline,
+        });
+    }
     let g = req.generic.as_ref().ok_or(RequestError::MissingGeneric)?;
     let circuit = CircuitSpec::new(CircuitKind::from_name(&g.circuit)?, g.log_size)?;
     let partitions = g.partitions.max(1);
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
     }
-    let deadline = (req.deadline_ms > 0).then(|| Duration::from_millis(req.deadline_ms));
-    Ok(JobRequest { request_id: req.request_id.clone(), kind, priority, circuit, seed: g.seed, partitions, deadline })
+    Ok(JobRequest { request_id: req.request_id.clone(), kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline })
+}
+
+/// The Filecoin fields of a submission.
+pub fn filecoin_request(req: &proto::SubmitProofRequest, kind: FilKind) -> FilRequest {
+    FilRequest {
+        kind,
+        registered_proof: req.registered_proof,
+        vanilla_proof: req.vanilla_proof.clone(),
+        sector_number: req.sector_number,
+        miner_id: req.miner_id,
+        randomness: req.randomness.clone(),
+        partition_index: req.partition_index,
+        sector_key_cid: req.sector_key_cid.clone(),
+        new_sealed_cid: req.new_sealed_cid.clone(),
+        new_unsealed_cid: req.new_unsealed_cid.clone(),
+    }
+}
+
+/// The submission of a Filecoin request (the inverse of [`filecoin_request`]).
+pub fn filecoin_submission(r: &FilRequest) -> proto::SubmitProofRequest {
+    let kind = match r.kind {
+        FilKind::PoRep => proto::ProofKind::PorepSealCommit,
+        FilKind::SnapDeals => proto::ProofKind::SnapDealsUpdate,
+        FilKind::WindowPoSt => proto::ProofKind::WindowPostPartition,
+        FilKind::WinningPoSt => proto::ProofKind::WinningPost,
+    };
+    proto::SubmitProofRequest {
+        proof_kind: kind as i32,
+        registered_proof: r.registered_proof,
+        sector_size: cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_or(0, |c: FilCircuitId| c.sector_size),
+        vanilla_proof: r.vanilla_proof.clone(),
+        sector_number: r.sector_number,
+        miner_id: r.miner_id,
+        randomness: r.randomness.clone(),
+        partition_index: r.partition_index,
+        sector_key_cid: r.sector_key_cid.clone(),
+        new_sealed_cid: r.new_sealed_cid.clone(),
+        new_unsealed_cid: r.new_unsealed_cid.clone(),
+        ..Default::default()
+    }
+}
+
+/// Parses a Filecoin job's vanilla proofs, verifies them against its public data and builds
+/// its partitions (CPU-heavy: run it on a blocking thread). A no-op for generic jobs.
+pub fn prepare_filecoin(job: &mut JobRequest) -> Result<(), RequestError> {
+    let Some(f) = job.filecoin.as_mut() else {
+        return Ok(());
+    };
+    if f.prepared.is_some() {
+        return Ok(());
+    }
+    let p = cuzk_circuits_filecoin::prepare(&f.request).map_err(|source| RequestError::Filecoin { kind: job.kind.as_str_name(), source })?;
+    job.partitions = p.partitions() as u32;
+    f.prepared = Some(Arc::new(p));
+    Ok(())
 }
 
 /// Decodes the body of a call to `method` (a `ProvingEngine` method name) and validates it as
@@ -150,11 +244,11 @@ pub fn decode_request(method: &str, body: &[u8]) -> Result<(), Status> {
         }
         "PreloadSRS" => {
             let r = proto::PreloadSrsRequest::decode(body).map_err(decode_error)?;
-            CircuitSpec::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            CircuitKey::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         "EvictSRS" => {
             let r = proto::EvictSrsRequest::decode(body).map_err(decode_error)?;
-            CircuitSpec::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            CircuitKey::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         "GetStatus" => {
             proto::GetStatusRequest::decode(body).map_err(decode_error)?;

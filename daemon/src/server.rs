@@ -17,7 +17,7 @@ use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::service::interceptor::InterceptedService;
 
 use crate::auth::RequireToken;
-use crate::circuits::CircuitSpec;
+use crate::circuits::CircuitKey;
 use crate::config::{Config, ConfigError, ShutdownMode};
 use crate::driver::{self, DriverConfig, DriverHandle};
 use crate::proto::proving_engine_server::ProvingEngineServer;
@@ -123,10 +123,8 @@ pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError>
 
 fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
     let e = &cfg.engine;
-    let devices = backends
-        .iter()
-        .map(|_| DeviceConfig { memory_bytes: e.device_memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes })
-        .collect();
+    let devices =
+        backends.iter().map(|_| DeviceConfig { memory_bytes: e.device_memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes }).collect();
     let synth = cfg.synth_workers();
     let mut ec = EngineConfig::new(synth, e.host_memory_bytes, devices);
     if e.finalize_workers > 0 {
@@ -181,9 +179,10 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         .thread_name(|i| format!("cuzk-cpu-{i}"))
         .build()
         .map_err(|e| ServeError::Io { what: "starting the CPU pool".into(), source: std::io::Error::other(e) })?;
-    let preload = cfg.params.preload.iter().filter_map(|p| CircuitSpec::parse(p).ok()).collect();
+    let preload = cfg.params.preload.iter().filter_map(|p| CircuitKey::parse(p).ok()).collect();
     let dcfg = DriverConfig {
         data_dir: data_dir.clone(),
+        fil_dir: cfg.filecoin_dir(),
         validation: if cfg.params.trusted { Validation::Trusted } else { Validation::Full },
         verify_proofs: cfg.engine.verify_proofs,
         keep_results: cfg.server.keep_results,
@@ -215,15 +214,13 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         }
         Some(TcpListener::bind(a).await.map_err(io(format!("binding HTTP {a}")))?)
     };
-    let listening = Listening {
-        socket: socket.clone(),
-        tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()),
-        http: http.as_ref().and_then(|l| l.local_addr().ok()),
-    };
+    let listening =
+        Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
     let backends: Vec<Arc<B>> = backends.into_iter().map(Arc::new).collect();
     let (handle, driver_task) = driver::spawn(dcfg, backends, pool)?;
-    let service = Service::new(handle.clone(), ServiceConfig { data_dir: data_dir.clone(), generate_missing: cfg.params.generate_missing });
+    let service =
+        Service::new(handle.clone(), ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing });
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers: Vec<JoinHandle<Result<(), ServeError>>> = Vec::new();
@@ -236,7 +233,9 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         }));
     }
     if let Some(l) = tcp {
-        let Some(t) = token.clone() else { return Err(ConfigError::Invalid("TCP needs a token".into()).into()) };
+        let Some(t) = token.clone() else {
+            return Err(ConfigError::Invalid("TCP needs a token".into()).into());
+        };
         let svc = InterceptedService::new(ProvingEngineServer::new(service.clone()).max_decoding_message_size(max), RequireToken(t.into()));
         let stop = stopped(stop_rx.clone());
         servers.push(tokio::spawn(async move {

@@ -7,10 +7,11 @@ use std::time::Duration;
 use cuzk_core::engine::JobId;
 use tonic::{Request, Response, Status};
 
+use crate::circuits::{key_params_path, CircuitKey};
 use crate::driver::{DriverHandle, FinalStatus, JobResult};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
-use crate::request::{validate, JobRequest};
-use crate::setup::{ensure_params, params_path};
+use crate::request::{prepare_filecoin, validate, JobRequest};
+use crate::setup::ensure_params;
 use crate::status::Snapshot;
 
 /// Parses a job id as this daemon issues them (a decimal number).
@@ -23,6 +24,8 @@ pub fn parse_job_id(s: &str) -> Result<JobId, Status> {
 pub struct ServiceConfig {
     /// Directory holding `params/`.
     pub data_dir: PathBuf,
+    /// Filecoin parameter cache directory.
+    pub fil_dir: PathBuf,
     /// Generate missing parameter files.
     pub generate_missing: bool,
 }
@@ -65,14 +68,27 @@ impl Service {
     }
 
     async fn accept(&self, req: &proto::SubmitProofRequest) -> Result<crate::driver::Submitted, Status> {
-        let job: JobRequest = validate(req)?;
-        let spec = job.circuit;
-        if !params_path(&self.cfg.data_dir, spec.kind, spec.log_size).exists() && self.cfg.generate_missing {
-            let dir = self.cfg.data_dir.clone();
-            tokio::task::spawn_blocking(move || ensure_params(&dir, spec.kind, spec.log_size, false))
+        let mut job: JobRequest = validate(req)?;
+        if job.filecoin.is_some() {
+            // Parse and check the vanilla proofs before accepting: a bad request never becomes
+            // a job, let alone an invalid proof.
+            job = tokio::task::spawn_blocking(move || prepare_filecoin(&mut job).map(|_| job))
                 .await
-                .map_err(|e| Status::internal(e.to_string()))?
-                .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
+                .map_err(|e| Status::internal(format!("checking the request: {e}")))??;
+        }
+        let key = job.circuit;
+        let missing = key_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
+        if missing && self.cfg.generate_missing {
+            let (dir, fil_dir) = (self.cfg.data_dir.clone(), self.cfg.fil_dir.clone());
+            tokio::task::spawn_blocking(move || match key {
+                CircuitKey::Builtin(spec) => ensure_params(&dir, spec.kind, spec.log_size, false).map(|_| ()).map_err(|e| e.to_string()),
+                CircuitKey::Filecoin(f) => {
+                    cuzk_circuits_filecoin::params::generate(&fil_dir, f, false, &mut rand::rngs::OsRng).map(|_| ()).map_err(|e| e.to_string())
+                }
+            })
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
         }
         self.handle.submit(job).await
     }
@@ -193,13 +209,13 @@ impl ProvingEngine for Service {
     }
 
     async fn preload_srs(&self, req: Request<proto::PreloadSrsRequest>) -> Result<Response<proto::PreloadSrsResponse>, Status> {
-        let spec = crate::circuits::CircuitSpec::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let spec = CircuitKey::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let p = self.handle.preload(spec).await?;
         Ok(Response::new(proto::PreloadSrsResponse { already_loaded: p.already_loaded, load_time_ms: ms(p.load_time) }))
     }
 
     async fn evict_srs(&self, req: Request<proto::EvictSrsRequest>) -> Result<Response<proto::EvictSrsResponse>, Status> {
-        let spec = crate::circuits::CircuitSpec::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let spec = CircuitKey::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let e = self.handle.evict(spec).await?;
         Ok(Response::new(proto::EvictSrsResponse { was_loaded: e.was_loaded, freed_bytes: e.freed_bytes }))
     }

@@ -86,11 +86,12 @@ async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
     let e = submit(r).await;
     assert_eq!(e.code(), Code::InvalidArgument);
     assert!(e.message().contains("unknown proof kind 77"), "{}", e.message());
-    // Filecoin kinds are not implemented yet.
+    // Filecoin kinds with vanilla proofs that do not decode (or a registered proof of
+    // another kind).
     for k in [proto::ProofKind::PorepSealCommit, proto::ProofKind::SnapDealsUpdate, proto::ProofKind::WindowPostPartition, proto::ProofKind::WinningPost] {
         let r = proto::SubmitProofRequest { proof_kind: k as i32, vanilla_proof: vec![1, 2, 3], ..Default::default() };
         let e = submit(r).await;
-        assert_eq!(e.code(), Code::Unimplemented, "{k:?}");
+        assert_eq!(e.code(), Code::InvalidArgument, "{k:?}");
     }
     // Missing kind, missing generic description, unknown circuit, bad size, bad priority.
     let e = submit(proto::SubmitProofRequest::default()).await;

@@ -7,7 +7,7 @@ use cuzk_core::engine::JobId;
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Status;
 
-use crate::circuits::CircuitSpec;
+use crate::circuits::CircuitKey as CircuitSpec;
 use crate::config::ShutdownMode;
 use crate::request::JobRequest;
 use crate::status::Snapshot;

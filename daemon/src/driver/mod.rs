@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{
-    Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobFailure, JobId, JobKind, JobSpec, Location, Nanos,
-    Outcome, PartitionId, Presence, Stage, Tier,
+    Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobFailure, JobId, JobKind, JobSpec, Location, Nanos, Outcome, PartitionId, Presence,
+    Stage, Tier,
 };
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
 use cuzk_core::proof::Proof;
@@ -27,9 +27,9 @@ use tokio::task::JoinHandle;
 use tonic::Status;
 
 pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
-pub use work::{Completion, Loaded, PartData};
+pub use work::{Completion, Loaded, PartData, Work};
 
-use crate::circuits::{CircuitSpec, Registry};
+use crate::circuits::{params_log_size, CircuitKey, Registry};
 use crate::config::ShutdownMode;
 use crate::request::{priority_name, JobRequest};
 use crate::setup::params_path;
@@ -41,6 +41,8 @@ use work::{LoadInput, StageInput};
 pub struct DriverConfig {
     /// Directory holding `params/`.
     pub data_dir: PathBuf,
+    /// Filecoin parameter cache directory.
+    pub fil_dir: PathBuf,
     /// How carefully parameter files are checked.
     pub validation: Validation,
     /// Verify every proof before returning it.
@@ -50,7 +52,7 @@ pub struct DriverConfig {
     /// The engine's configuration.
     pub engine: EngineConfig,
     /// Circuits to make resident at start.
-    pub preload: Vec<CircuitSpec>,
+    pub preload: Vec<CircuitKey>,
     /// After a shutdown has ended every job, how long results are still served.
     pub linger: Duration,
 }
@@ -114,11 +116,7 @@ fn scalar_bytes(s: &[Scalar]) -> Vec<u8> {
 
 /// Starts the driver task; returns its handle and the task (which ends after a shutdown once
 /// every accepted job has ended).
-pub fn spawn<B: Backend + 'static>(
-    cfg: DriverConfig,
-    backends: Vec<Arc<B>>,
-    pool: rayon::ThreadPool,
-) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
+pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, pool: rayon::ThreadPool) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
     let epoch = Instant::now();
     let engine = Engine::new(cfg.engine.clone(), Nanos::ZERO)?;
     if backends.len() != cfg.engine.devices.len() {
@@ -199,7 +197,12 @@ impl<B: Backend + 'static> Driver<B> {
                 }
             }
         }
-        tracing::info!(completed = self.counts.completed, failed = self.counts.failed, cancelled = self.counts.cancelled, "engine stopped; every accepted job has a final status");
+        tracing::info!(
+            completed = self.counts.completed,
+            failed = self.counts.failed,
+            cancelled = self.counts.cancelled,
+            "engine stopped; every accepted job has a final status"
+        );
         // Keep answering for a moment, so a client that submitted just before the shutdown
         // can still collect its job's final status.
         let until = tokio::time::Instant::now() + self.cfg.linger;
@@ -298,12 +301,14 @@ impl<B: Backend + 'static> Driver<B> {
         let now = Instant::now();
         let Some(job) = self.jobs.get_mut(&p.job) else {
             // Cannot happen (the engine starts no stage of an ended job); report it anyway.
-            let _ = self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: job unknown".into()) });
+            let _ =
+                self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: job unknown".into()) });
             return;
         };
         job.started = true;
         let spec = self.registry.entry(d.circuit).map(|r| r.spec);
         let seed = job.req.seed.wrapping_add(u64::from(p.index));
+        let prepared = job.req.filecoin.as_ref().and_then(|f| f.prepared.clone());
         let verify_with = (self.cfg.verify_proofs && d.stage == Stage::Finalize).then(|| job.publics.get(p.index as usize).cloned().unwrap_or_default());
         self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: now, circuit: d.circuit });
         let dev = match d.location {
@@ -311,7 +316,13 @@ impl<B: Backend + 'static> Driver<B> {
             Location::Host => 0,
         };
         let Some(spec) = spec else {
-            let _ = self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: circuit unknown".into()) });
+            let _ = self.done_tx.send(Completion::Stage {
+                partition: p,
+                stage: d.stage,
+                started: now,
+                ended: now,
+                result: Err("internal: circuit unknown".into()),
+            });
             return;
         };
         let input = StageInput {
@@ -321,7 +332,20 @@ impl<B: Backend + 'static> Driver<B> {
             backend: self.backends[(dev as usize).min(self.backends.len() - 1)].clone(),
             key: self.keys.get(&(d.circuit, dev)).cloned(),
             vk: self.vks.get(&d.circuit).cloned(),
-            circuit: (spec.kind, spec.log_size, seed),
+            circuit: match (spec, prepared) {
+                (CircuitKey::Builtin(s), _) => Work::Builtin(s.kind, s.log_size, seed),
+                (CircuitKey::Filecoin(f), Some(prep)) => Work::Filecoin(f, prep.partition(p.index as usize)),
+                (CircuitKey::Filecoin(_), None) => {
+                    let _ = self.done_tx.send(Completion::Stage {
+                        partition: p,
+                        stage: d.stage,
+                        started: now,
+                        ended: now,
+                        result: Err("internal: Filecoin job not prepared".into()),
+                    });
+                    return;
+                }
+            },
             verify_with,
         };
         tracing::debug!(job = p.job.0, partition = p.index, stage = d.stage.name(), at = ?d.location, slot = d.slot, "stage start");
@@ -335,7 +359,9 @@ impl<B: Backend + 'static> Driver<B> {
     }
 
     fn load(&mut self, circuit: CircuitId, at: Location, from_host: bool) {
-        let Some(reg) = self.registry.entry(circuit) else { return };
+        let Some(reg) = self.registry.entry(circuit) else {
+            return;
+        };
         let dev = match at {
             Location::Device(d) => d.0 as usize,
             Location::Host => 0,
@@ -439,7 +465,9 @@ impl<B: Backend + 'static> Driver<B> {
     }
 
     fn job_ended(&mut self, job: JobId, outcome: Outcome) {
-        let Some(j) = self.jobs.remove(&job) else { return };
+        let Some(j) = self.jobs.remove(&job) else {
+            return;
+        };
         self.parts.retain(|p, _| p.job != job);
         let queue_wait = self.engine.timeline().job(job).and_then(|r| r.queue_wait()).map_or(Duration::ZERO, |n| Duration::from_nanos(n.0));
         let total = j.submitted.elapsed();
@@ -470,7 +498,9 @@ impl<B: Backend + 'static> Driver<B> {
                 res.status = FinalStatus::Failed;
                 res.error = match f {
                     JobFailure::Stage { partition, stage, reason } => format!("partition {} failed in {}: {reason}", partition.index, stage.name()),
-                    JobFailure::Params { reason, .. } => format!("loading parameters failed: {reason}"),
+                    JobFailure::Params { reason, .. } => {
+                        format!("loading parameters failed: {reason}")
+                    }
                     JobFailure::DeadlineExceeded => "deadline exceeded".into(),
                 };
                 self.counts.failed += 1;
@@ -496,21 +526,34 @@ impl<B: Backend + 'static> Driver<B> {
         }
     }
 
-    fn circuit_id(&mut self, spec: CircuitSpec) -> Result<CircuitId, Status> {
+    fn circuit_id(&mut self, spec: CircuitKey) -> Result<CircuitId, Status> {
         if let Some(id) = self.registry.get(&spec) {
             return Ok(id);
         }
-        let Some((id, reg)) = self.registry.add(&self.cfg.data_dir, spec) else {
-            let path = params_path(&self.cfg.data_dir, spec.kind, spec.log_size);
-            return Err(Status::failed_precondition(format!(
-                "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
-                spec.id(),
-                path.display(),
-                spec.kind.name(),
-                spec.log_size
-            )));
+        let Some((id, reg)) = self.registry.add(&self.cfg.data_dir, &self.cfg.fil_dir, spec) else {
+            return Err(Status::failed_precondition(match spec {
+                CircuitKey::Builtin(spec) => format!(
+                    "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
+                    spec.id(),
+                    params_path(&self.cfg.data_dir, spec.kind, spec.log_size).display(),
+                    spec.kind.name(),
+                    spec.log_size
+                ),
+                CircuitKey::Filecoin(f) => format!(
+                    "no parameter file for {} in the Filecoin parameter cache {}; run `cuzk setup --filecoin {}` or set params.generate_missing",
+                    f.id(),
+                    self.cfg.fil_dir.display(),
+                    f.id()
+                ),
+            }));
         };
-        let profile = spec.profile(reg.file_bytes);
+        let profile = match spec {
+            CircuitKey::Builtin(s) => s.profile(reg.file_bytes),
+            CircuitKey::Filecoin(_) => {
+                let k = params_log_size(&reg.path).ok_or_else(|| Status::failed_precondition(format!("{}: not a valid parameter file", reg.path.display())))?;
+                crate::circuits::profile(k, reg.file_bytes)
+            }
+        };
         self.engine.register_circuit(id, profile).map_err(|e| Status::internal(e.to_string()))?;
         Ok(id)
     }
@@ -545,18 +588,21 @@ impl<B: Backend + 'static> Driver<B> {
         }
         tracing::info!(job = job.0, circuit = %req.circuit.id(), priority = priority_name(req.priority), partitions = req.partitions, "job accepted");
         let n = req.partitions as usize;
-        self.jobs.insert(job, LiveJob {
-            req,
-            circuit,
-            submitted: Instant::now(),
-            started: false,
-            proofs: vec![None; n],
-            publics: vec![Vec::new(); n],
-            synth: Duration::ZERO,
-            gpu: Duration::ZERO,
-            srs_wait_since: (!hot).then(Instant::now),
-            srs_load: Duration::ZERO,
-        });
+        self.jobs.insert(
+            job,
+            LiveJob {
+                req,
+                circuit,
+                submitted: Instant::now(),
+                started: false,
+                proofs: vec![None; n],
+                publics: vec![Vec::new(); n],
+                synth: Duration::ZERO,
+                gpu: Duration::ZERO,
+                srs_wait_since: (!hot).then(Instant::now),
+                srs_load: Duration::ZERO,
+            },
+        );
         self.counts.submitted += 1;
         self.drain();
         Ok(Submitted { job, queue_position, watch: rx })
@@ -581,7 +627,7 @@ impl<B: Backend + 'static> Driver<B> {
         (0..self.backends.len() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
     }
 
-    fn preload(&mut self, spec: CircuitSpec, reply: oneshot::Sender<Result<Preloaded, Status>>) {
+    fn preload(&mut self, spec: CircuitKey, reply: oneshot::Sender<Result<Preloaded, Status>>) {
         if self.draining.is_some() {
             let _ = reply.send(Err(Status::unavailable("the daemon is shutting down")));
             return;
@@ -601,7 +647,9 @@ impl<B: Backend + 'static> Driver<B> {
         }
         if !states.contains(&Some(Presence::Loading)) {
             let free = |l: Location| self.engine.usage(l).map_or(0, |u| u.capacity.saturating_sub(u.used));
-            let Some(to) = self.devices().max_by_key(|l| free(*l)) else { return };
+            let Some(to) = self.devices().max_by_key(|l| free(*l)) else {
+                return;
+            };
             let now = self.now();
             if let Err(e) = self.engine.preload(id, to, now) {
                 self.drain();
@@ -613,7 +661,7 @@ impl<B: Backend + 'static> Driver<B> {
         self.drain();
     }
 
-    fn evict(&mut self, spec: CircuitSpec) -> Result<Evicted, Status> {
+    fn evict(&mut self, spec: CircuitKey) -> Result<Evicted, Status> {
         let Some(id) = self.registry.get(&spec) else {
             return Ok(Evicted { was_loaded: false, freed_bytes: 0 });
         };

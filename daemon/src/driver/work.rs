@@ -2,14 +2,15 @@
 //! parameter loads on blocking threads. Each task reports back exactly once, even if it
 //! panics.
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use blstrs::Scalar;
 use cuzk_circuits::CircuitKind;
+use cuzk_circuits_filecoin::{FilCircuitId, PartitionCircuit};
 use cuzk_core::backend::Backend;
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, PartitionId, Stage};
@@ -97,6 +98,15 @@ pub enum Completion<B: Backend> {
     },
 }
 
+/// The circuit a partition's synthesis runs.
+#[derive(Clone)]
+pub enum Work {
+    /// A built-in circuit: kind, log size, witness seed.
+    Builtin(CircuitKind, u32, u64),
+    /// A partition of a checked Filecoin request.
+    Filecoin(FilCircuitId, PartitionCircuit),
+}
+
 /// Everything a stage needs besides its input.
 pub struct StageInput<B: Backend> {
     /// The partition.
@@ -111,8 +121,8 @@ pub struct StageInput<B: Backend> {
     pub key: Option<Arc<ProvingKey<B>>>,
     /// The verifying key (finalize).
     pub vk: Option<Arc<VerifyingKey>>,
-    /// Circuit and witness seed (synthesis), public inputs (finalize, when verifying).
-    pub circuit: (CircuitKind, u32, u64),
+    /// What synthesis runs.
+    pub circuit: Work,
     /// Public inputs for verification in finalize, when enabled.
     pub verify_with: Option<Vec<Scalar>>,
 }
@@ -132,17 +142,43 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 /// products on all cores (`cuzk_core::pce`); the record is identical to plain synthesis.
 /// Built-in shapes are few (two circuits × log sizes), so entries are kept for the life of
 /// the daemon.
-fn matrices(kind: CircuitKind, log_size: u32, c: &cuzk_circuits::BuiltinCircuit) -> Option<Arc<ConstraintMatrices>> {
-    type Cache = Mutex<HashMap<(CircuitKind, u32), Arc<ConstraintMatrices>>>;
+fn matrices<C: bellpepper_core::Circuit<Scalar> + Clone>(key: MatrixKey, c: &C) -> Option<Arc<ConstraintMatrices>> {
+    type Cache = Mutex<HashMap<MatrixKey, Arc<ConstraintMatrices>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
+    if std::env::var_os("CUZK_NO_PCE").is_some() {
+        return None;
+    }
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(m) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&(kind, log_size)) {
+    if let Some(m) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Some(m.clone());
     }
     // Recorded outside the lock; if two jobs race, both record and the first insert wins.
     let m = Arc::new(ConstraintMatrices::record(c.clone()).ok()?);
-    tracing::info!(circuit = kind.name(), log_size, entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
-    Some(cache.lock().unwrap_or_else(|e| e.into_inner()).entry((kind, log_size)).or_insert(m).clone())
+    tracing::info!(circuit = ?key, entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
+    Some(cache.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(m).clone())
+}
+
+/// What a cached constraint structure belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MatrixKey {
+    Builtin(CircuitKind, u32),
+    Filecoin(FilCircuitId),
+}
+
+/// Synthesizes through the matrix cache when it has (or can record) the structure.
+fn synthesize_cached<C: bellpepper_core::Circuit<Scalar> + Clone, B: Backend>(key: MatrixKey, c: C, backend: &B) -> Result<Synthesized, String> {
+    match matrices(key, &c) {
+        Some(m) => cuzk_backend_cpu::pce::synthesize(&m, c, backend.host_allocator()),
+        None => synthesize(c, backend.host_allocator(), SizeHint::default()),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// The first constraint `a·b = c` the record violates, if any: an unsatisfied circuit (a bad
+/// witness) must fail the job, never yield a proof that does not verify.
+fn first_unsatisfied(s: &Synthesized) -> Option<usize> {
+    use rayon::prelude::*;
+    (0..s.a.len()).into_par_iter().with_min_len(1 << 14).find_first(|&i| s.a[i] * s.b[i] != s.c[i])
 }
 
 /// Runs one stage on the calling thread.
@@ -152,21 +188,27 @@ pub fn run_stage<B: Backend>(input: StageInput<B>) -> Result<PartData<B>, String
     let wrong = |d: &Option<PartData<B>>| format!("internal: {} has no input ({})", stage.name(), d.as_ref().map_or("none", |d| d.name()));
     let need_key = || key.clone().ok_or_else(|| format!("internal: no parameters resident for {}", stage.name()));
     let out = match stage {
-        Stage::Synthesize => {
-            let (kind, log_size, seed) = circuit;
-            let c = kind.instance(log_size, seed).map_err(|e| e.to_string())?;
-            let public = c.public_inputs();
-            let synth = match matrices(kind, log_size, &c) {
-                Some(m) => cuzk_backend_cpu::pce::synthesize(&m, c, backend.host_allocator()),
-                None => synthesize(c, backend.host_allocator(), SizeHint::default()),
+        Stage::Synthesize => match circuit {
+            Work::Builtin(kind, log_size, seed) => {
+                let c = kind.instance(log_size, seed).map_err(|e| e.to_string())?;
+                let public = c.public_inputs();
+                let synth = synthesize_cached(MatrixKey::Builtin(kind, log_size), c, &*backend)?;
+                PartData::Synth { synth, public }
             }
-            .map_err(|e| e.to_string())?;
-            PartData::Synth { synth, public }
-        }
+            Work::Filecoin(id, c) => {
+                let public = c.public_inputs().map_err(|e| e.to_string())?;
+                let synth = synthesize_cached(MatrixKey::Filecoin(id), c, &*backend)?;
+                if let Some(i) = first_unsatisfied(&synth) {
+                    return Err(format!("the circuit is not satisfied (constraint {i}): the witness does not match the public inputs"));
+                }
+                if synth.input.get(1..) != Some(&public[..]) {
+                    return Err("the synthesized public inputs differ from Filecoin's".into());
+                }
+                PartData::Synth { synth, public }
+            }
+        },
         Stage::Upload => match data {
-            Some(PartData::Synth { synth, .. }) => {
-                PartData::Uploaded(upload(&*backend, &*need_key()?, synth).map_err(|e| e.to_string())?)
-            }
+            Some(PartData::Synth { synth, .. }) => PartData::Uploaded(upload(&*backend, &*need_key()?, synth).map_err(|e| e.to_string())?),
             d => return Err(wrong(&d)),
         },
         Stage::Ntt => match data {
@@ -177,9 +219,7 @@ pub fn run_stage<B: Backend>(input: StageInput<B>) -> Result<PartData<B>, String
             d => return Err(wrong(&d)),
         },
         Stage::Msm => match data {
-            Some(PartData::H { h, domain, witness }) => {
-                PartData::Msm(msms(&*backend, &*need_key()?, &h, &domain, &witness).map_err(|e| e.to_string())?)
-            }
+            Some(PartData::H { h, domain, witness }) => PartData::Msm(msms(&*backend, &*need_key()?, &h, &domain, &witness).map_err(|e| e.to_string())?),
             d => return Err(wrong(&d)),
         },
         Stage::Finalize => match data {
@@ -208,8 +248,12 @@ pub fn run_and_report<B: Backend + 'static>(input: StageInput<B>, tx: &Unbounded
     let result = catch_unwind(AssertUnwindSafe(|| run_stage(input))).unwrap_or_else(|p| Err(panic_message(p)));
     let ended = Instant::now();
     match &result {
-        Ok(_) => tracing::debug!(job = partition.job.0, partition = partition.index, stage = stage.name(), ms = (ended - started).as_secs_f64() * 1e3, "stage done"),
-        Err(e) => tracing::warn!(job = partition.job.0, partition = partition.index, stage = stage.name(), error = %e, "stage failed"),
+        Ok(_) => {
+            tracing::debug!(job = partition.job.0, partition = partition.index, stage = stage.name(), ms = (ended - started).as_secs_f64() * 1e3, "stage done")
+        }
+        Err(e) => {
+            tracing::warn!(job = partition.job.0, partition = partition.index, stage = stage.name(), error = %e, "stage failed")
+        }
     }
     let _ = tx.send(Completion::Stage { partition, stage, started, ended, result });
 }
@@ -251,7 +295,9 @@ pub fn load_and_report<B: Backend + 'static>(l: LoadInput<B>, tx: &UnboundedSend
     let t = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| load(&l))).unwrap_or_else(|p| Err(panic_message(p)));
     match &result {
-        Ok(_) => tracing::info!(path = %l.path.display(), ms = t.elapsed().as_secs_f64() * 1e3, "parameters loaded"),
+        Ok(_) => {
+            tracing::info!(path = %l.path.display(), ms = t.elapsed().as_secs_f64() * 1e3, "parameters loaded")
+        }
         Err(e) => tracing::warn!(path = %l.path.display(), error = %e, "parameter load failed"),
     }
     let _ = tx.send(Completion::Params { circuit: l.circuit, at: l.at, ended: Instant::now(), result });

@@ -1,0 +1,175 @@
+//! Filecoin proof kinds through the daemon: 2 KiB WindowPoSt and WinningPoSt proofs made by
+//! `cuzk serve` (CPU backend) pass Filecoin's own verifiers; tampered vanilla proofs and wrong
+//! randomness are refused with INVALID_ARGUMENT; missing parameters with FAILED_PRECONDITION.
+//! PoRep C2 and SnapDeals (2.7M and 1.7M constraints) run in the slow tier:
+//! `CUZK_SLOW_TESTS=1 cargo test --release -p cuzk-daemon --test filecoin`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use common::{config, stop, Daemon};
+use cuzk_circuits_filecoin::{fixtures, params, verify, FilCircuitId, FilKind, FilRequest};
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+use cuzk_daemon::request::filecoin_submission;
+use tonic::Code;
+
+const KIB2: u64 = 2048;
+
+/// The Filecoin parameter cache of this test build; `filecoin-proofs` reads it.
+fn cache() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fil-params");
+        std::fs::create_dir_all(&d).expect("cache dir");
+        verify::use_cache_dir(&d);
+        d
+    })
+    .clone()
+}
+
+fn requests() -> Vec<FilRequest> {
+    static F: OnceLock<Vec<FilRequest>> = OnceLock::new();
+    cache();
+    F.get_or_init(|| fixtures::generate(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")), KIB2, 11).expect("sealing a 2 KiB sector")).clone()
+}
+
+fn request(kind: FilKind) -> FilRequest {
+    requests().into_iter().find(|r| r.kind == kind).expect("fixture")
+}
+
+fn ensure_params(kind: FilKind) {
+    params::generate(&cache(), FilCircuitId::new(kind, KIB2).expect("id"), false, &mut rand::rngs::OsRng).expect("parameters");
+}
+
+async fn daemon() -> Daemon {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(tmp.path());
+    cfg.params.filecoin_dir = Some(cache());
+    let socket = cfg.server.socket.clone().unwrap_or_default();
+    let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
+    Daemon { server, tmp, socket }
+}
+
+async fn prove(d: &Daemon, req: &FilRequest) -> proto::AwaitProofResponse {
+    let mut c = d.client().await;
+    let s = c.submit_proof(filecoin_submission(req)).await.expect("accepted").into_inner();
+    c.await_proof(proto::AwaitProofRequest { job_id: s.job_id, timeout_ms: 0 }).await.expect("await").into_inner()
+}
+
+async fn prove_and_verify(d: &Daemon, kind: FilKind) {
+    let req = request(kind);
+    let r = prove(d, &req).await;
+    assert_eq!(r.status, AwaitStatus::Completed as i32, "{kind:?}: {}", r.error_message);
+    assert_eq!(r.proof.len() % 192, 0);
+    assert!(verify::verify(&req, &r.proof).expect("verifier runs"), "{kind:?}: Filecoin's verifier rejects the daemon's proof");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_kinds_end_to_end_and_bad_requests_are_refused() {
+    for k in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
+        ensure_params(k);
+    }
+    let d = daemon().await;
+    for k in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
+        prove_and_verify(&d, k).await;
+    }
+    // The same jobs again: through the constraint-matrix cache this time.
+    prove_and_verify(&d, FilKind::WinningPoSt).await;
+
+    let mut c = d.client().await;
+    for kind in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
+        // Wrong randomness.
+        let mut r = request(kind);
+        r.randomness[0] ^= 1;
+        let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong randomness accepted");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        assert!(e.message().contains("vanilla proof rejected"), "{}", e.message());
+        // Another sector's commitment.
+        let mut r = request(kind);
+        let text = String::from_utf8(r.vanilla_proof.clone()).expect("json");
+        let at = text.find("\"comm_r\"").expect("comm_r");
+        let mut bytes = text.into_bytes();
+        let digit = at + bytes[at..].iter().position(u8::is_ascii_digit).expect("digit");
+        bytes[digit] = if bytes[digit] == b'7' { b'8' } else { b'7' };
+        r.vanilla_proof = bytes;
+        let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong comm_r accepted");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        // A tampered vanilla proof: one Merkle path element changed.
+        let mut r = request(kind);
+        let text = String::from_utf8(r.vanilla_proof.clone()).expect("json");
+        let at = text.find("\"path\"").expect("a path");
+        let mut bytes = text.into_bytes();
+        let digit = at + bytes[at..].iter().position(u8::is_ascii_digit).expect("digit");
+        bytes[digit] = if bytes[digit] == b'7' { b'8' } else { b'7' };
+        r.vanilla_proof = bytes;
+        let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("tampered proof accepted");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        // Garbage and a wrong registered proof.
+        let mut r = request(kind);
+        r.vanilla_proof = b"not json".to_vec();
+        let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("garbage accepted");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        let mut s = filecoin_submission(&request(kind));
+        s.registered_proof = 99;
+        let e = c.submit_proof(s).await.expect_err("bad registered proof accepted");
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    }
+    // Default priorities: WinningPoSt CRITICAL, WindowPoSt HIGH.
+    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::WinningPost).unwrap(), cuzk_core::engine::Priority::Critical);
+    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::WindowPostPartition).unwrap(), cuzk_core::engine::Priority::High);
+    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::PorepSealCommit).unwrap(), cuzk_core::engine::Priority::Normal);
+    stop(d).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_filecoin_parameters_are_a_failed_precondition() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(tmp.path());
+    cfg.params.filecoin_dir = Some(tmp.path().join("empty-cache"));
+    let socket = cfg.server.socket.clone().unwrap_or_default();
+    let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
+    let d = Daemon { server, tmp, socket };
+    let mut c = d.client().await;
+    let e = c.submit_proof(filecoin_submission(&request(FilKind::WinningPoSt))).await.expect_err("accepted without parameters");
+    assert_eq!(e.code(), Code::FailedPrecondition, "{}", e.message());
+    assert!(e.message().contains("cuzk setup --filecoin winning-2k"), "{}", e.message());
+    stop(d).await;
+}
+
+fn slow() -> bool {
+    std::env::var_os("CUZK_SLOW_TESTS").is_some_and(|v| v != "0")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn porep_and_snapdeals_end_to_end_slow_tier() {
+    if !slow() {
+        println!("SKIPPED: PoRep and SnapDeals (2 KiB) run with CUZK_SLOW_TESTS=1");
+        return;
+    }
+    for k in [FilKind::PoRep, FilKind::SnapDeals] {
+        let t = std::time::Instant::now();
+        ensure_params(k);
+        println!("{k:?}: parameters ready in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    let d = daemon().await;
+    for k in [FilKind::PoRep, FilKind::SnapDeals] {
+        let t = std::time::Instant::now();
+        prove_and_verify(&d, k).await;
+        println!("{k:?}: proved and verified in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    let mut c = d.client().await;
+    // A PoRep request for another sector number (the replica id no longer matches).
+    let mut r = request(FilKind::PoRep);
+    r.sector_number += 1;
+    let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong sector accepted");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    // SnapDeals with another new sealed commitment.
+    let mut r = request(FilKind::SnapDeals);
+    let n = r.new_sealed_cid.len();
+    r.new_sealed_cid[n - 1] ^= 1;
+    let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong commitment accepted");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    stop(d).await;
+}
