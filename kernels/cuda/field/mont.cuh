@@ -35,6 +35,7 @@ DEV u32 madc_hi_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("madc.hi.cc.u32 %0
 struct FpParams {
     static constexpr int N = 12;
     static constexpr u32 INV = 0xfffcfffdu;
+    static constexpr bool LOW_ONE_MINUS = false;
     static DEV u32 mod(int i) {
         constexpr u32 M[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
                                0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
@@ -50,6 +51,8 @@ struct FpParams {
 struct FrParams {
     static constexpr int N = 8;
     static constexpr u32 INV = 0xffffffffu;
+    // r's low limbs are 1 and 2^32 - 1 (and INV = -1): see mont_mul's reduction.
+    static constexpr bool LOW_ONE_MINUS = true;
     static DEV u32 mod(int i) {
         constexpr u32 M[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
                               0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
@@ -185,6 +188,31 @@ DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
 
     // 2. Montgomery reduction, one limb per row.
     u32 pend = 0;  // carry waiting at position i + N
+    if (P::LOW_ONE_MINUS) {
+        // Fr: m = -t (INV = -1), and the first two limbs of m·r need no multiplier:
+        // m·1 = m, and m·(2^32 - 1) = (m - [t != 0])·2^32 + t. Five fewer IMADs per row.
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            u32 t = E[i];
+            u32 m = 0u - t;
+            u32 h1 = m - (t != 0u ? 1u : 0u);
+            E[i] = add_cc(E[i], m);
+            E[i + 1] = addc_cc(E[i + 1], t);
+#pragma unroll
+            for (int j = 2; j < N; j++) E[i + j] = madc_lo_cc(m, P::mod(j), E[i + j]);
+            E[i + N] = addc_cc(E[i + N], pend);
+            u32 c1 = addc(0, 0);
+            E[i + 2] = add_cc(E[i + 2], h1);
+#pragma unroll
+            for (int j = 2; j < N; j++) E[i + j + 1] = madc_hi_cc(m, P::mod(j), E[i + j + 1]);
+            pend = addc(c1, 0);
+        }
+        Mont<P> r;
+#pragma unroll
+        for (int j = 0; j < N; j++) r.v[j] = E[N + j];
+        mont_reduce_once<P>(r.v);
+        return r;
+    }
 #pragma unroll
     for (int i = 0; i < N; i++) {
         u32 m = E[i] * P::INV;
