@@ -1,0 +1,346 @@
+//! Adapter selection, the device and its limits, buffers, and recording of dispatches.
+
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use crate::error::WgpuError;
+
+/// Which adapter to open: a case-insensitive substring of its name and/or a device type.
+///
+/// [`AdapterSelector::from_env`] reads `CUZK_WGPU_ADAPTER` (name substring) and
+/// `CUZK_WGPU_DEVICE_TYPE` (`discrete`, `integrated`, `virtual`, `cpu`).
+#[derive(Debug, Clone, Default)]
+pub struct AdapterSelector {
+    /// Substring of the adapter name (case-insensitive).
+    pub name: Option<String>,
+    /// Required device type.
+    pub device_type: Option<wgpu::DeviceType>,
+    /// Lowers the storage binding limit to this many bytes (at least 64 KiB): exercises the
+    /// splitting of large inputs on any adapter. Also `CUZK_WGPU_MAX_BINDING`.
+    pub max_binding: Option<u64>,
+}
+
+impl AdapterSelector {
+    /// The selection from the environment (empty: the best adapter present).
+    pub fn from_env() -> Result<Self, WgpuError> {
+        let name = std::env::var("CUZK_WGPU_ADAPTER").ok().filter(|s| !s.is_empty());
+        let device_type = match std::env::var("CUZK_WGPU_DEVICE_TYPE").ok().as_deref() {
+            None | Some("") => None,
+            Some(t) => Some(parse_device_type(t)?),
+        };
+        let max_binding = std::env::var("CUZK_WGPU_MAX_BINDING").ok().and_then(|v| v.parse().ok());
+        Ok(AdapterSelector { name, device_type, max_binding })
+    }
+
+    fn matches(&self, info: &wgpu::AdapterInfo) -> bool {
+        let name_ok = self.name.as_ref().is_none_or(|n| info.name.to_lowercase().contains(&n.to_lowercase()));
+        let type_ok = self.device_type.is_none_or(|t| t == info.device_type);
+        name_ok && type_ok
+    }
+}
+
+/// Parses `discrete`, `integrated`, `virtual`, `cpu` or `other`.
+pub fn parse_device_type(s: &str) -> Result<wgpu::DeviceType, WgpuError> {
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "discrete" | "discretegpu" => wgpu::DeviceType::DiscreteGpu,
+        "integrated" | "integratedgpu" => wgpu::DeviceType::IntegratedGpu,
+        "virtual" | "virtualgpu" => wgpu::DeviceType::VirtualGpu,
+        "cpu" => wgpu::DeviceType::Cpu,
+        "other" => wgpu::DeviceType::Other,
+        other => return Err(WgpuError::Invalid(format!("unknown device type {other:?} (discrete, integrated, virtual, cpu, other)"))),
+    })
+}
+
+fn type_rank(t: wgpu::DeviceType) -> u32 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+/// The adapters wgpu sees (Vulkan, Metal, DX12), as `(name, type, backend)`.
+pub fn list_adapters() -> Vec<wgpu::AdapterInfo> {
+    let instance = instance();
+    pollster::block_on(instance.enumerate_adapters(backends())).iter().map(|a| a.get_info()).collect()
+}
+
+fn backends() -> wgpu::Backends {
+    wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12
+}
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends();
+    wgpu::Instance::new(desc)
+}
+
+/// An open device with its queue, limits and captured errors.
+pub struct Gpu {
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// Limits granted (the adapter's own, optionally lowered by `CUZK_WGPU_MAX_BINDING`).
+    pub limits: wgpu::Limits,
+    /// Adapter description.
+    pub info: wgpu::AdapterInfo,
+    /// Invocations per workgroup used by every kernel.
+    pub wg: u32,
+    /// Largest storage binding (and buffer) we use, in bytes.
+    pub max_binding: u64,
+    /// Kernels keep limb loops rolled (CPU adapters, or `CUZK_WGPU_COMPACT=1`).
+    pub compact: bool,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("adapter", &self.info.name).field("max_binding", &self.max_binding).finish()
+    }
+}
+
+/// Buffers used as storage and copied to and from.
+const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+
+impl Gpu {
+    /// Opens the best adapter matching `sel` (discrete before integrated before CPU).
+    pub fn open(sel: &AdapterSelector) -> Result<Gpu, WgpuError> {
+        let instance = instance();
+        let adapters = pollster::block_on(instance.enumerate_adapters(backends()));
+        let seen: Vec<String> = adapters.iter().map(|a| describe(&a.get_info())).collect();
+        let adapter = adapters
+            .into_iter()
+            .filter(|a| sel.matches(&a.get_info()))
+            .min_by_key(|a| type_rank(a.get_info().device_type))
+            .ok_or_else(|| {
+                if seen.is_empty() {
+                    WgpuError::NoAdapter("no Vulkan, Metal or DX12 adapter is present (on Linux install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe)".into())
+                } else {
+                    WgpuError::NoAdapter(format!("none matches {sel:?}; present: {}", seen.join("; ")))
+                }
+            })?;
+        let info = adapter.get_info();
+        let mut limits = adapter.limits();
+        // Lowering the binding limit (tests of the splitting paths).
+        if let Some(cap) = sel.max_binding {
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap.max(1 << 16));
+        }
+        let desc = wgpu::DeviceDescriptor { label: Some("cuzk"), required_features: wgpu::Features::empty(), required_limits: limits.clone(), ..Default::default() };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc))
+            .map_err(|e| WgpuError::RequestDevice { adapter: describe(&info), reason: e.to_string() })?;
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+        }));
+        let wg = 64u32.min(limits.max_compute_workgroup_size_x).min(limits.max_compute_invocations_per_workgroup).max(1);
+        let wg = 1u32 << (31 - wg.leading_zeros()); // a power of two
+        let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size) & !255;
+        let compact = match std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() {
+            Some("1") => true,
+            Some("0") => false,
+            _ => info.device_type == wgpu::DeviceType::Cpu,
+        };
+        Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, errors })
+    }
+
+    /// A short description of the adapter.
+    pub fn describe(&self) -> String {
+        describe(&self.info)
+    }
+
+    /// Returns (and clears) the errors wgpu reported since the last check.
+    pub fn check(&self) -> Result<(), WgpuError> {
+        let mut e = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        if e.is_empty() {
+            return Ok(());
+        }
+        let msg = e.join("; ");
+        e.clear();
+        if msg.to_lowercase().contains("out of memory") {
+            Err(WgpuError::OutOfMemory(msg))
+        } else {
+            Err(WgpuError::Device(msg))
+        }
+    }
+
+    fn check_size(&self, bytes: u64, what: &str) -> Result<u64, WgpuError> {
+        if bytes > self.limits.max_buffer_size {
+            return Err(WgpuError::OutOfMemory(format!("{what}: {bytes} bytes exceed the adapter's largest buffer ({} bytes)", self.limits.max_buffer_size)));
+        }
+        Ok(bytes.max(4).next_multiple_of(4))
+    }
+
+    /// A zero-filled storage buffer of at least `bytes` bytes.
+    pub fn storage(&self, bytes: u64, what: &str) -> Result<wgpu::Buffer, WgpuError> {
+        let size = self.check_size(bytes, what)?;
+        Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(what), size, usage: STORAGE, mapped_at_creation: false }))
+    }
+
+    /// A storage buffer holding `data`.
+    pub fn storage_init(&self, data: &[u8], what: &str) -> Result<wgpu::Buffer, WgpuError> {
+        let size = self.check_size(data.len() as u64, what)?;
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(what), size, usage: STORAGE, mapped_at_creation: true });
+        {
+            let mut view = buf.slice(..).get_mapped_range_mut().map_err(|e| WgpuError::Device(format!("{what}: {e}")))?;
+            view.slice(..data.len()).copy_from_slice(data);
+        }
+        buf.unmap();
+        Ok(buf)
+    }
+
+    /// A uniform block of kernel arguments.
+    pub fn params(&self, p: [u32; 8]) -> wgpu::Buffer {
+        let bytes: Vec<u8> = p.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("params"), contents: &bytes, usage: wgpu::BufferUsages::UNIFORM })
+    }
+
+    /// Blocks until the queue is idle; reports errors wgpu captured meanwhile.
+    pub fn wait(&self) -> Result<(), WgpuError> {
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| WgpuError::Device(e.to_string()))?;
+        self.check()
+    }
+
+    /// Copies `len` bytes at `offset` of `buf` back to the host (waits for queued work).
+    pub fn read(&self, buf: &wgpu::Buffer, offset: u64, len: u64) -> Result<Vec<u8>, WgpuError> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let size = len.next_multiple_of(4);
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(buf, offset, &staging, 0, size);
+        self.queue.submit([enc.finish()]);
+        let done = Arc::new(Mutex::new(None));
+        let d2 = done.clone();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            *d2.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.map_err(|e| e.to_string()));
+        });
+        self.wait()?;
+        match done.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(WgpuError::Device(format!("mapping a readback buffer: {e}"))),
+            None => return Err(WgpuError::Device("readback buffer was not mapped".into())),
+        }
+        let out = {
+            let view = staging.slice(..).get_mapped_range().map_err(|e| WgpuError::Device(e.to_string()))?;
+            view[..len as usize].to_vec()
+        };
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// `(x, y)` workgroup counts covering `threads` invocations.
+    pub fn grid(&self, threads: u64) -> Result<(u32, u32), WgpuError> {
+        let groups = threads.div_ceil(self.wg as u64).max(1);
+        let maxd = self.limits.max_compute_workgroups_per_dimension.max(1) as u64;
+        let x = groups.min(maxd);
+        let y = groups.div_ceil(x);
+        if y > maxd {
+            return Err(WgpuError::Invalid(format!("{threads} invocations exceed the adapter's dispatch limits")));
+        }
+        Ok((x as u32, y as u32))
+    }
+}
+
+fn describe(info: &wgpu::AdapterInfo) -> String {
+    format!("{} ({:?}, {:?}, driver {} {})", info.name, info.device_type, info.backend, info.driver, info.driver_info)
+}
+
+/// A compute kernel: a pipeline with its automatic bind group layout.
+pub struct Kernel {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    name: &'static str,
+}
+
+impl Kernel {
+    /// Creates the pipeline of `entry` in `module`.
+    pub fn new(gpu: &Gpu, module: &wgpu::ShaderModule, entry: &'static str) -> Kernel {
+        let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let layout = pipeline.get_bind_group_layout(0);
+        Kernel { pipeline, layout, name: entry }
+    }
+}
+
+/// A storage binding: a buffer, or a byte range of one.
+#[derive(Clone, Copy)]
+pub struct Bind<'a> {
+    /// The buffer.
+    pub buf: &'a wgpu::Buffer,
+    /// Start, in bytes (a multiple of the adapter's storage offset alignment).
+    pub offset: u64,
+    /// Length in bytes (`None`: to the end).
+    pub size: Option<u64>,
+}
+
+impl<'a> From<&'a wgpu::Buffer> for Bind<'a> {
+    fn from(buf: &'a wgpu::Buffer) -> Self {
+        Bind { buf, offset: 0, size: None }
+    }
+}
+
+/// Dispatches and copies recorded into one command buffer.
+pub struct Batch<'g> {
+    gpu: &'g Gpu,
+    enc: wgpu::CommandEncoder,
+}
+
+impl<'g> Batch<'g> {
+    /// An empty batch.
+    pub fn new(gpu: &'g Gpu) -> Self {
+        Batch { gpu, enc: gpu.device.create_command_encoder(&Default::default()) }
+    }
+
+    /// Records `kernel` over `threads` invocations (`workgroups`: the count is of workgroups)
+    /// with storage `binds` (binding, buffer) and the uniform `params` at `params_binding`.
+    pub fn dispatch(&mut self, kernel: &Kernel, binds: &[(u32, Bind<'_>)], params_binding: u32, params: [u32; 8], threads: u64, workgroups: bool) -> Result<(), WgpuError> {
+        let gpu = self.gpu;
+        let pbuf = gpu.params(params);
+        let mut entries: Vec<wgpu::BindGroupEntry<'_>> = binds
+            .iter()
+            .map(|(b, bind)| wgpu::BindGroupEntry {
+                binding: *b,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: bind.buf, offset: bind.offset, size: bind.size.and_then(NonZeroU64::new) }),
+            })
+            .collect();
+        entries.push(wgpu::BindGroupEntry { binding: params_binding, resource: pbuf.as_entire_binding() });
+        let group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(kernel.name), layout: &kernel.layout, entries: &entries });
+        let (x, y) = gpu.grid(if workgroups { threads * gpu.wg as u64 } else { threads })?;
+        let mut pass = self.enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel.name), timestamp_writes: None });
+        pass.set_pipeline(&kernel.pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+        Ok(())
+    }
+
+    /// Records a buffer-to-buffer copy.
+    pub fn copy(&mut self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
+        if bytes > 0 {
+            self.enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
+        }
+    }
+
+    /// Submits the batch (does not wait) and reports errors captured so far.
+    pub fn submit(self) -> Result<(), WgpuError> {
+        self.gpu.queue.submit([self.enc.finish()]);
+        self.gpu.check()
+    }
+}

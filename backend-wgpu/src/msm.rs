@@ -1,0 +1,396 @@
+//! Host side of the Pippenger MSM (kernels: `kernels/wgsl/msm/`).
+//!
+//! Per chunk of at most `max_m` scalars (chunks keep every binding within the adapter's
+//! limits): gather and convert the scalars, count signed-digit bucket entries, scan on the
+//! host, scatter, sum the buckets in balanced rounds (all planned on the host from the scanned
+//! offsets, so one submission runs them), reduce each window on the GPU, and combine the
+//! window sums and the chunks on the host.
+
+use blstrs::{Fp, Fp2, G1Projective, G2Projective};
+use cuzk_core::density::DensityBitmap;
+use ff::Field;
+use group::Group as _;
+
+use crate::device::{Batch, Bind, Gpu};
+use crate::error::WgpuError;
+use crate::kernels::{CurveKernels, PrepareKernels};
+
+/// Which group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// G1 over Fp.
+    G1,
+    /// G2 over Fp2.
+    G2,
+}
+
+impl Group {
+    /// Bytes of one base-field element.
+    pub fn field_bytes(self) -> u64 {
+        match self {
+            Group::G1 => 48,
+            Group::G2 => 96,
+        }
+    }
+    /// Bytes of an affine point.
+    pub fn affine_bytes(self) -> u64 {
+        2 * self.field_bytes()
+    }
+    fn xyzz_bytes(self) -> u64 {
+        4 * self.field_bytes()
+    }
+}
+
+/// Window size for `m` scalars (as the CUDA backend).
+pub fn window_bits(m: usize) -> u32 {
+    let lg = usize::BITS - m.max(1).leading_zeros();
+    (lg as i64 - 7).clamp(4, 16) as u32
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Scalars of an MSM on the device.
+pub struct Source<'a> {
+    /// Montgomery-form scalars.
+    pub buf: &'a wgpu::Buffer,
+    /// How many take part (before density filtering).
+    pub len: usize,
+    /// Present variables, if sparse.
+    pub density: Option<&'a DensityBitmap>,
+}
+
+/// A run of scalar indices `[i0, i1)` (i0 a multiple of 64) whose `m` present scalars use the
+/// bases from rank `r0`.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    i0: usize,
+    i1: usize,
+    r0: usize,
+    m: usize,
+}
+
+fn word_bits(words: &[u64], w: usize, len: usize) -> u64 {
+    let v = words.get(w).copied().unwrap_or(0);
+    let valid = len.saturating_sub(w * 64);
+    if valid >= 64 {
+        v
+    } else {
+        v & ((1u64 << valid) - 1)
+    }
+}
+
+/// Splits `[0, len)` into chunks of at most `max_m` present scalars and `max_span` indices.
+fn plan(len: usize, density: Option<&DensityBitmap>, max_m: usize, max_span: usize) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    match density {
+        None => {
+            let step = max_m.min(max_span);
+            let mut i0 = 0;
+            while i0 < len {
+                let i1 = (i0 + step).min(len);
+                out.push(Chunk { i0, i1, r0: i0, m: i1 - i0 });
+                i0 = i1;
+            }
+        }
+        Some(d) => {
+            let words = d.words();
+            let nw = len.div_ceil(64);
+            let (mut i0, mut r0, mut m) = (0usize, 0usize, 0usize);
+            for w in 0..nw {
+                let c = word_bits(words, w, len).count_ones() as usize;
+                if m > 0 && (m + c > max_m || (w + 1) * 64 - i0 > max_span) {
+                    out.push(Chunk { i0, i1: w * 64, r0, m });
+                    i0 = w * 64;
+                    r0 += m;
+                    m = 0;
+                }
+                m += c;
+            }
+            if m > 0 {
+                out.push(Chunk { i0, i1: len, r0, m });
+            }
+        }
+    }
+    out
+}
+
+/// Window bits, windows and bucket count for a chunk of `m` under the binding limit.
+fn shape(m: usize, xb: u64, max_binding: u64) -> (u32, u32, u32) {
+    let mut c = window_bits(m);
+    while c > 4 && (256u64.div_ceil(c as u64) << (c - 1)) * xb * 2 > max_binding {
+        c -= 1;
+    }
+    let w = 256u32.div_ceil(c);
+    (c, w, w << (c - 1))
+}
+
+/// Whether a chunk of `m` scalars keeps every buffer within the binding limit.
+fn fits(m: usize, g: Group, mb: u64) -> bool {
+    let m64 = m as u64;
+    let (_, w, nb) = shape(m, g.xyzz_bytes(), mb);
+    let entries = 4 * w as u64 * m64;
+    let partials = (w as u64 * m64 / 16 + nb as u64 + 1) * g.xyzz_bytes();
+    32 * m64 <= mb && m64 * g.affine_bytes() + 256 <= mb && entries <= mb && partials <= mb
+}
+
+/// The largest chunk size (a multiple of 64) that fits, at most `want`.
+fn max_chunk(want: usize, g: Group, mb: u64) -> Result<usize, WgpuError> {
+    let mut m = want.next_multiple_of(64).max(64);
+    while !fits(m, g, mb) {
+        if m <= 64 {
+            return Err(WgpuError::OutOfMemory(format!("the adapter's binding limit ({mb} bytes) is too small for an MSM")));
+        }
+        m = (m / 2).next_multiple_of(64);
+    }
+    Ok(m)
+}
+
+fn u32_bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Exclusive prefix sums with the total appended.
+fn scan(counts: &[u32]) -> Result<Vec<u32>, WgpuError> {
+    let mut out = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0u64;
+    for &c in counts {
+        out.push(acc as u32);
+        acc += c as u64;
+        if acc >= 1 << 31 {
+            return Err(WgpuError::Invalid("more than 2^31 bucket entries in one MSM chunk".into()));
+        }
+    }
+    out.push(acc as u32);
+    Ok(out)
+}
+
+/// Runs the MSM over `bases` (starting at point `offset`) and returns the sum as Jacobian
+/// window sums already combined: the caller gets one point per group via [`msm_g1`]/[`msm_g2`].
+#[allow(clippy::too_many_arguments)]
+fn msm_windows(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, g: Group, bases: &wgpu::Buffer, offset: usize, src: &Source<'_>) -> Result<Vec<(Vec<u8>, u32)>, WgpuError> {
+    let mb = gpu.max_binding;
+    let need = src.density.map_or(src.len, |d| d.count());
+    if need == 0 {
+        return Ok(Vec::new());
+    }
+    let max_m = max_chunk(need, g, mb)?;
+    let max_span = ((mb / 32) as usize / 64 * 64).max(64);
+    let chunks = plan(src.len, src.density, max_m, max_span);
+    let dummy = gpu.storage(8, "dummy")?;
+    let align = gpu.limits.min_storage_buffer_offset_alignment.max(4) as u64;
+    let (ab, xb) = (g.affine_bytes(), g.xyzz_bytes());
+    let mut results = Vec::new();
+    for ch in chunks {
+        let m = ch.m;
+        if m == 0 {
+            continue;
+        }
+        let span = ch.i1 - ch.i0;
+        // 1. Gather + convert, 2. histogram.
+        let prepared = gpu.storage(32 * m as u64, "prepared scalars")?;
+        let (words, prefix) = match src.density {
+            Some(d) => {
+                let (w0, w1) = (ch.i0 / 64, ch.i1.div_ceil(64));
+                let mut wv = Vec::with_capacity(2 * (w1 - w0));
+                let mut pv = Vec::with_capacity(w1 - w0);
+                let mut acc = 0u32;
+                for w in w0..w1 {
+                    let bits = word_bits(d.words(), w, ch.i1);
+                    wv.push(bits as u32);
+                    wv.push((bits >> 32) as u32);
+                    pv.push(acc);
+                    acc += bits.count_ones();
+                }
+                (Some(gpu.storage_init(&u32_bytes(&wv), "density words")?), Some(gpu.storage_init(&u32_bytes(&pv), "density prefix")?))
+            }
+            None => (None, None),
+        };
+        let (c, nw, nb) = shape(m, xb, mb);
+        let counts = gpu.storage(4 * nb as u64, "bucket counts")?;
+        let mut b = Batch::new(gpu);
+        let scal = Bind { buf: src.buf, offset: 32 * ch.i0 as u64, size: Some(32 * span as u64) };
+        let wb = words.as_ref().unwrap_or(&dummy);
+        let pb = prefix.as_ref().unwrap_or(&dummy);
+        let use_density = u32::from(src.density.is_some());
+        b.dispatch(&prep.prepare, &[(0, scal), (1, wb.into()), (2, pb.into()), (3, (&prepared).into())], 4, [span as u32, use_density, 0, 0, 0, 0, 0, 0], span as u64, false)?;
+        b.dispatch(&prep.histogram, &[(5, (&prepared).into()), (6, (&counts).into())], 4, [m as u32, c, nw, 0, 0, 0, 0, 0], m as u64, false)?;
+        b.submit()?;
+        let raw = gpu.read(&counts, 0, 4 * nb as u64)?;
+        let cnt: Vec<u32> = raw.chunks_exact(4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+        let off = scan(&cnt)?;
+        let total = off[nb as usize] as usize;
+        if total == 0 {
+            continue;
+        }
+        // 3. Scatter.
+        let mut b = Batch::new(gpu);
+        let cursor = gpu.storage_init(&u32_bytes(&off[..nb as usize]), "cursor")?;
+        let entries = gpu.storage(4 * total as u64, "entries")?;
+        b.dispatch(&prep.scatter, &[(5, (&prepared).into()), (6, (&cursor).into()), (7, (&entries).into())], 4, [m as u32, c, nw, 0, 0, 0, 0, 0], m as u64, false)?;
+        // 4. Bucket rounds.
+        let s = ((total >> 19) as u32).clamp(16, 256);
+        let byte_off = (offset + ch.r0) as u64 * ab;
+        let base_al = byte_off / align * align;
+        let bases_bind = Bind { buf: bases, offset: base_al, size: Some(byte_off - base_al + m as u64 * ab) };
+        let g_words = ((byte_off - base_al) / 4) as u32;
+        let mut cur_off = off;
+        let mut cur_total = total;
+        let mut input: Option<wgpu::Buffer> = None;
+        let mut keep = Vec::new();
+        let (fin, bidx) = loop {
+            let mut new_count = vec![0u32; nb as usize];
+            let mut maxc = 0;
+            for (bk, nc) in new_count.iter_mut().enumerate() {
+                let (lo, hi) = (cur_off[bk], cur_off[bk + 1]);
+                if hi > lo {
+                    *nc = (hi - 1) / s - lo / s + 1;
+                    maxc = maxc.max(*nc);
+                }
+            }
+            let pbase = scan(&new_count)?;
+            let nparts = pbase[nb as usize] as u64;
+            if nparts * xb > mb {
+                return Err(WgpuError::OutOfMemory(format!("{nparts} bucket partials exceed the binding limit")));
+            }
+            let pout = gpu.storage(nparts * xb, "bucket partials")?;
+            let off_buf = gpu.storage_init(&u32_bytes(&cur_off), "bucket offsets")?;
+            let pb_buf = gpu.storage_init(&u32_bytes(&pbase[..nb as usize]), "partial bases")?;
+            let threads = cur_total.div_ceil(s as usize) as u64;
+            let prm = [cur_total as u32, s, nb, 0, 0, 0, g_words, 0];
+            match &input {
+                None => b.dispatch(&ck.round_affine, &[(0, bases_bind), (1, (&entries).into()), (2, (&off_buf).into()), (3, (&pb_buf).into()), (5, (&pout).into())], 7, prm, threads, false)?,
+                Some(pin) => b.dispatch(&ck.round_xyzz, &[(2, (&off_buf).into()), (3, (&pb_buf).into()), (4, pin.into()), (5, (&pout).into())], 7, prm, threads, false)?,
+            }
+            keep.push(off_buf);
+            keep.push(pb_buf);
+            if maxc <= 1 {
+                let bidx: Vec<u32> = new_count.iter().zip(&pbase).map(|(&n, &p)| if n == 1 { p } else { NONE }).collect();
+                break (pout, bidx);
+            }
+            if let Some(old) = input.replace(pout) {
+                keep.push(old);
+            }
+            cur_off = pbase;
+            cur_total = nparts as usize;
+        };
+        // 5. Window sums.
+        let half = 1u32 << (c - 1);
+        let mut nseg = (16384 / nw).next_power_of_two().min(half).max(1);
+        if nseg * nw > 16384 {
+            nseg = (nseg / 2).max(1);
+        }
+        let seg = half / nseg;
+        let bidx_buf = gpu.storage_init(&u32_bytes(&bidx), "bucket index")?;
+        let mut layer = gpu.storage(xb * (nw * nseg) as u64, "window segments")?;
+        b.dispatch(&ck.window, &[(4, (&fin).into()), (5, (&layer).into()), (6, (&bidx_buf).into())], 7, [half, nw, seg, nseg, 0, 0, 0, 0], (nw * nseg) as u64, false)?;
+        let mut width = nseg;
+        while width > 1 {
+            let mh = width / 2;
+            let next = gpu.storage(xb * (nw * mh) as u64, "window pairs")?;
+            b.dispatch(&ck.pair, &[(4, (&layer).into()), (5, (&next).into())], 7, [nw, mh, 0, 0, 0, 0, 0, 0], (nw * mh) as u64, false)?;
+            keep.push(std::mem::replace(&mut layer, next));
+            width = mh;
+        }
+        b.submit()?;
+        let raw = gpu.read(&layer, 0, xb * nw as u64)?;
+        drop((keep, fin, entries, cursor, prepared, input));
+        results.push((raw, c));
+    }
+    Ok(results)
+}
+
+fn fp_from(b: &[u8]) -> Fp {
+    let mut l = [0u64; 6];
+    for (i, c) in b.chunks_exact(8).enumerate() {
+        l[i] = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    }
+    Fp::from_raw_unchecked(l)
+}
+
+fn fp2_from(b: &[u8]) -> Fp2 {
+    Fp2::new(fp_from(&b[..48]), fp_from(&b[48..96]))
+}
+
+/// XYZZ (X, Y, ZZ, ZZZ) to Jacobian (X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ); `None` for the identity.
+fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F, F)> {
+    if bool::from(zz.is_zero()) {
+        return None;
+    }
+    let z = zz * zzz;
+    Some((x * zzz * z, y * zz * z.square(), z))
+}
+
+/// sum_w 2^(c·w) · S_w by Horner's rule.
+fn combine<G: group::Group>(windows: &[G], c: u32) -> G {
+    let mut acc = G::identity();
+    for (i, s) in windows.iter().enumerate().rev() {
+        if i + 1 != windows.len() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+        }
+        acc += s;
+    }
+    acc
+}
+
+/// G1 MSM.
+pub fn msm_g1(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu::Buffer, offset: usize, src: &Source<'_>) -> Result<G1Projective, WgpuError> {
+    let mut acc = G1Projective::identity();
+    for (raw, c) in msm_windows(gpu, prep, ck, Group::G1, bases, offset, src)? {
+        let pts: Vec<G1Projective> = raw
+            .chunks_exact(192)
+            .map(|p| match xyzz_to_jacobian(fp_from(&p[..48]), fp_from(&p[48..96]), fp_from(&p[96..144]), fp_from(&p[144..])) {
+                Some((x, y, z)) => G1Projective::from_raw_unchecked(x, y, z),
+                None => G1Projective::identity(),
+            })
+            .collect();
+        acc += combine(&pts, c);
+    }
+    Ok(acc)
+}
+
+/// G2 MSM.
+pub fn msm_g2(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu::Buffer, offset: usize, src: &Source<'_>) -> Result<G2Projective, WgpuError> {
+    let mut acc = G2Projective::identity();
+    for (raw, c) in msm_windows(gpu, prep, ck, Group::G2, bases, offset, src)? {
+        let pts: Vec<G2Projective> = raw
+            .chunks_exact(384)
+            .map(|p| match xyzz_to_jacobian(fp2_from(&p[..96]), fp2_from(&p[96..192]), fp2_from(&p[192..288]), fp2_from(&p[288..])) {
+                Some((x, y, z)) => G2Projective::from_raw_unchecked(x, y, z),
+                None => G2Projective::identity(),
+            })
+            .collect();
+        acc += combine(&pts, c);
+    }
+    Ok(acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_present_scalar_once() {
+        let bits: Vec<bool> = (0..1000).map(|i| i % 3 != 0 || i % 7 == 0).collect();
+        let d = DensityBitmap::from_bools(&bits, cuzk_core::alloc::heap()).unwrap();
+        let chunks = plan(1000, Some(&d), 128, 4096);
+        assert!(chunks.len() > 1);
+        let mut r = 0;
+        let mut i = 0;
+        for ch in &chunks {
+            assert_eq!(ch.i0, i);
+            assert_eq!(ch.i0 % 64, 0);
+            assert_eq!(ch.r0, r);
+            assert!(ch.m <= 128);
+            assert_eq!(ch.m, bits[ch.i0..ch.i1].iter().filter(|b| **b).count());
+            r += ch.m;
+            i = ch.i1;
+        }
+        assert_eq!(i, 1000);
+        assert_eq!(r, d.count());
+        let dense = plan(1000, None, 256, 4096);
+        assert_eq!(dense.len(), 4);
+        assert_eq!(dense[3].i1, 1000);
+    }
+}

@@ -1,0 +1,305 @@
+//! Assembles the WGSL kernels under `kernels/wgsl/` into shader modules: the field template
+//! is instantiated for Fr and Fp (limb count, modulus, Montgomery constants) and the curve and
+//! bucket templates for G1 (over Fp) and G2 (over Fp2).
+
+use blstrs::{Fp, Scalar};
+use ff::Field;
+
+use crate::error::WgpuError;
+
+const COMMON: &str = include_str!("../../kernels/wgsl/field/common.wgsl");
+const MONT: &str = include_str!("../../kernels/wgsl/field/mont.wgsl");
+const FP2: &str = include_str!("../../kernels/wgsl/field/fp2.wgsl");
+const XYZZ: &str = include_str!("../../kernels/wgsl/curve/xyzz.wgsl");
+const XYZZ_COMPACT: &str = include_str!("../../kernels/wgsl/curve/xyzz_compact.wgsl");
+const NTT: &str = include_str!("../../kernels/wgsl/ntt/ntt.wgsl");
+const PREPARE: &str = include_str!("../../kernels/wgsl/msm/prepare.wgsl");
+const BUCKETS: &str = include_str!("../../kernels/wgsl/msm/buckets.wgsl");
+
+/// The scalar field modulus r, big-endian hex.
+const R_HEX: &str = "73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001";
+/// The base field modulus p, big-endian hex.
+const P_HEX: &str = "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab";
+
+const _: () = assert!(std::mem::size_of::<Scalar>() == 32);
+const _: () = assert!(std::mem::size_of::<Fp>() == 48);
+
+/// Little-endian 32-bit limbs of a big-endian hex number.
+fn limbs_from_hex(hex: &str) -> Vec<u32> {
+    let b = hex.as_bytes();
+    b.rchunks(8).map(|c| u32::from_str_radix(std::str::from_utf8(c).unwrap_or("0"), 16).unwrap_or(0)).collect()
+}
+
+/// `-p^-1 mod 2^32` by Newton's iteration.
+fn mont_inv(p0: u32) -> u32 {
+    let mut x: u32 = 1;
+    for _ in 0..5 {
+        x = x.wrapping_mul(2u32.wrapping_sub(p0.wrapping_mul(x)));
+    }
+    x.wrapping_neg()
+}
+
+fn list(v: &[u32]) -> String {
+    v.iter().map(|x| format!("{x}u")).collect::<Vec<_>>().join(", ")
+}
+
+/// Replaces template tokens in order (longer tokens sharing a prefix must come first).
+fn fill(src: &str, subs: &[(&str, String)]) -> String {
+    subs.iter().fold(src.to_string(), |s, (k, v)| s.replace(k, v))
+}
+
+/// Montgomery-form one of Fr and Fp, as 32-bit limbs.
+fn one_limbs(field: &str) -> Vec<u32> {
+    let bytes: Vec<u8> = if field == "fr" {
+        // SAFETY: Scalar is 32 bytes of little-endian Montgomery limbs (blst layout).
+        unsafe { std::mem::transmute::<Scalar, [u8; 32]>(Scalar::ONE) }.to_vec()
+    } else {
+        // SAFETY: Fp is 48 bytes of little-endian Montgomery limbs (blst layout).
+        unsafe { std::mem::transmute::<Fp, [u8; 48]>(Fp::ONE) }.to_vec()
+    };
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` keeps limb loops
+/// rolled (their bound reads a uniform zero), for CPU adapters.
+fn field(prefix: &str, compact: bool) -> String {
+    let (hex, n) = if prefix == "fr" { (R_HEX, 8usize) } else { (P_HEX, 12) };
+    let p = limbs_from_hex(hex);
+    debug_assert_eq!(p.len(), n);
+    fill(
+        MONT,
+        &[
+            ("$LN", if compact { format!("({n}u + prm.h)") } else { format!("{n}u") }),
+            ("$N2", (n + 2).to_string()),
+            ("$N1", (n + 1).to_string()),
+            ("$N", n.to_string()),
+            ("$P", list(&p)),
+            ("$R1", list(&one_limbs(prefix))),
+            ("$INV", mont_inv(p[0]).to_string()),
+            ("$F", prefix.to_string()),
+        ],
+    )
+}
+
+/// Loaders for the bucket kernels' buffers (`bases`, `pin`) and the store to `pout`.
+fn loaders(g2: bool) -> String {
+    let mut s = String::new();
+    for buf in ["bases", "pin"] {
+        s += &format!("fn {buf}_fp(o: u32) -> fpE {{\n    var r: fpE;\n    for (var k = 0u; k < 12u; k++) {{\n        r[k] = {buf}[o + k];\n    }}\n    return r;\n}}\n\n");
+        if g2 {
+            s += &format!("fn {buf}_fp2(o: u32) -> Fp2 {{\n    return Fp2({buf}_fp(o), {buf}_fp(o + 12u));\n}}\n\n");
+        }
+    }
+    s += "fn pout_fp(o: u32, v_in: fpE) {\n    var v = v_in;\n    for (var k = 0u; k < 12u; k++) {\n        pout[o + k] = v[k];\n    }\n}\n\n";
+    if g2 {
+        s += "fn pout_fp2(o: u32, v: Fp2) {\n    pout_fp(o, v.c0);\n    pout_fp(o + 12u, v.c1);\n}\n\n";
+    }
+    s
+}
+
+/// One instruction of the compact curve programs: `r_d = r_a (op) r_b`.
+type Ins = (u32, u32, u32, u32);
+const MUL: u32 = 0;
+const ADD: u32 = 1;
+const SUB: u32 = 2;
+const MOV: u32 = 3;
+
+/// XYZZ formulas (a = 0) as register programs: P in r0..r3 (result there too), Q in r4..r7.
+const PROGRAMS: &[(&str, &[Ins])] = &[
+    // U1 = X1·ZZ2, U2 = X2·ZZ1, S1 = Y1·ZZZ2, S2 = Y2·ZZZ1, P = U2 − U1, R = S2 − S1.
+    ("ADD_A", &[(MUL, 8, 0, 6), (MUL, 9, 4, 2), (MUL, 10, 1, 7), (MUL, 11, 5, 3), (SUB, 12, 9, 8), (SUB, 13, 11, 10)]),
+    // PP, PPP, Q = U1·PP, ZZ3 = ZZ1·ZZ2·PP, ZZZ3 = ZZZ1·ZZZ2·PPP, X3 = R² − PPP − 2Q,
+    // Y3 = R·(Q − X3) − S1·PPP.
+    (
+        "ADD_B",
+        &[
+            (MUL, 14, 12, 12),
+            (MUL, 15, 12, 14),
+            (MUL, 9, 8, 14),
+            (MUL, 2, 2, 6),
+            (MUL, 2, 2, 14),
+            (MUL, 3, 3, 7),
+            (MUL, 3, 3, 15),
+            (MUL, 0, 13, 13),
+            (SUB, 0, 0, 15),
+            (SUB, 0, 0, 9),
+            (SUB, 0, 0, 9),
+            (SUB, 11, 9, 0),
+            (MUL, 11, 13, 11),
+            (MUL, 10, 10, 15),
+            (SUB, 1, 11, 10),
+        ],
+    ),
+    // Q affine (x2 in r4, y2 in r5): U2 = x2·ZZ1, S2 = y2·ZZZ1, P = U2 − X1, R = S2 − Y1.
+    ("MADD_A", &[(MUL, 9, 4, 2), (MUL, 11, 5, 3), (SUB, 12, 9, 0), (SUB, 13, 11, 1)]),
+    (
+        "MADD_B",
+        &[
+            (MUL, 14, 12, 12),
+            (MUL, 15, 12, 14),
+            (MUL, 9, 0, 14),
+            (MUL, 2, 2, 14),
+            (MUL, 3, 3, 15),
+            (MUL, 0, 13, 13),
+            (SUB, 0, 0, 15),
+            (SUB, 0, 0, 9),
+            (SUB, 0, 0, 9),
+            (SUB, 11, 9, 0),
+            (MUL, 11, 13, 11),
+            (MUL, 10, 1, 15),
+            (SUB, 1, 11, 10),
+        ],
+    ),
+    // U = 2Y, V = U², W = U·V, S = X·V, M = 3X², X3 = M² − 2S, Y3 = M·(S − X3) − W·Y,
+    // ZZ3 = V·ZZ, ZZZ3 = W·ZZZ.
+    (
+        "DBL",
+        &[
+            (ADD, 8, 1, 1),
+            (MUL, 9, 8, 8),
+            (MUL, 10, 8, 9),
+            (MUL, 11, 0, 9),
+            (MUL, 12, 0, 0),
+            (ADD, 13, 12, 12),
+            (ADD, 13, 13, 12),
+            (MUL, 14, 13, 13),
+            (SUB, 14, 14, 11),
+            (SUB, 14, 14, 11),
+            (SUB, 15, 11, 14),
+            (MUL, 15, 13, 15),
+            (MUL, 8, 10, 1),
+            (SUB, 1, 15, 8),
+            (MOV, 0, 14, 14),
+            (MUL, 2, 9, 2),
+            (MUL, 3, 10, 3),
+        ],
+    ),
+];
+
+/// Expands a program over Fp2 registers into Fp instructions: curve register i is Fp
+/// registers 2i, 2i+1; Fp registers 32..36 are scratch for Karatsuba products.
+fn expand_fp2(prog: &[Ins]) -> Vec<Ins> {
+    const T: u32 = 32;
+    let mut out = Vec::new();
+    for &(op, d, a, b) in prog {
+        let (d0, d1, a0, a1, b0, b1) = (2 * d, 2 * d + 1, 2 * a, 2 * a + 1, 2 * b, 2 * b + 1);
+        if op == MUL {
+            // (a0 + a1 u)(b0 + b1 u) = a0 b0 − a1 b1 + ((a0 + a1)(b0 + b1) − a0 b0 − a1 b1) u
+            out.extend([
+                (MUL, T, a0, b0),
+                (MUL, T + 1, a1, b1),
+                (ADD, T + 2, a0, a1),
+                (ADD, T + 3, b0, b1),
+                (MUL, T + 4, T + 2, T + 3),
+                (SUB, d0, T, T + 1),
+                (SUB, T + 4, T + 4, T),
+                (SUB, d1, T + 4, T + 1),
+            ]);
+        } else {
+            out.extend([(op, d0, a0, b0), (op, d1, a1, b1)]);
+        }
+    }
+    out
+}
+
+/// The programs as WGSL for G1 or G2: the Fp register file, the curve-register accessors, one
+/// instruction array and a (start, length) constant per program.
+fn programs(g2: bool) -> String {
+    let mut words = Vec::new();
+    let mut consts = String::new();
+    for (name, prog) in PROGRAMS {
+        let prog = if g2 { expand_fp2(prog) } else { prog.to_vec() };
+        consts += &format!("const $C_{name} = vec2<u32>({}u, {}u);\n", words.len(), prog.len());
+        words.extend(prog.iter().map(|&(op, d, a, b)| op << 18 | d << 12 | a << 6 | b));
+    }
+    let access = if g2 {
+        "var<private> $C_RF: array<fpE, 37>;\n\nfn $C_get(i: u32) -> Fp2 {\n    return Fp2($C_RF[2u * i], $C_RF[2u * i + 1u]);\n}\n\nfn $C_set(i: u32, v: Fp2) {\n    $C_RF[2u * i] = v.c0;\n    $C_RF[2u * i + 1u] = v.c1;\n}\n"
+    } else {
+        "var<private> $C_RF: array<fpE, 16>;\n\nfn $C_get(i: u32) -> fpE {\n    return $C_RF[i];\n}\n\nfn $C_set(i: u32, v: fpE) {\n    $C_RF[i] = v;\n}\n"
+    };
+    format!("{access}\nvar<private> $C_PROG: array<u32, {}> = array<u32, {}>({});\n{consts}", words.len(), words.len(), list(&words))
+}
+
+/// Which shader module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// NTT family and quotient over Fr.
+    Ntt,
+    /// MSM scalar side: gather, histogram, scatter.
+    Prepare,
+    /// G1 bucket and window kernels.
+    G1,
+    /// G2 bucket and window kernels.
+    G2,
+}
+
+impl Program {
+    /// A label for logs and errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            Program::Ntt => "ntt",
+            Program::Prepare => "msm-prepare",
+            Program::G1 => "msm-g1",
+            Program::G2 => "msm-g2",
+        }
+    }
+}
+
+/// The complete WGSL source of `program` for workgroups of `wg` invocations (`compact`: see
+/// [`field`]; every kernel passes 0 in its `prm.h`).
+pub fn source(program: Program, wg: u32, compact: bool) -> Result<String, WgpuError> {
+    let mut s = COMMON.to_string();
+    match program {
+        Program::Ntt => {
+            s += &field("fr", compact);
+            s += NTT;
+        }
+        Program::Prepare => {
+            s += &field("fr", compact);
+            s += PREPARE;
+        }
+        Program::G1 | Program::G2 => {
+            let g2 = program == Program::G2;
+            s += &field("fp", compact);
+            if g2 {
+                s += FP2;
+            }
+            let (c, f, fw) = if g2 { ("g2", "fp2", "24") } else { ("g1", "fp", "12") };
+            let curve = if compact { XYZZ_COMPACT.replace("$PROGRAM", &programs(g2)) } else { XYZZ.to_string() };
+            let body = format!("{curve}{BUCKETS}");
+            s += &loaders(g2);
+            s += &fill(&body, &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())]);
+        }
+    }
+    let s = fill(&s, &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())]);
+    if let Some(pos) = s.find('$') {
+        let line = s[..pos].lines().count();
+        return Err(WgpuError::Shader(program.name().into(), format!("unfilled template token at line {line}")));
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_are_consistent() {
+        let r = limbs_from_hex(R_HEX);
+        assert_eq!(r.len(), 8);
+        assert_eq!(r[0], 1);
+        assert_eq!(r[0].wrapping_mul(mont_inv(r[0]).wrapping_neg()), 1);
+        let p = limbs_from_hex(P_HEX);
+        assert_eq!(p.len(), 12);
+        assert_eq!(p[0].wrapping_mul(mont_inv(p[0])), u32::MAX);
+    }
+
+    #[test]
+    fn every_program_assembles_and_parses() {
+        for p in [Program::Ntt, Program::Prepare, Program::G1, Program::G2] {
+            let src = source(p, 64, false).unwrap();
+            assert!(source(p, 64, true).unwrap().contains("prm.h"));
+            assert!(!src.contains('$'), "{}", p.name());
+        }
+    }
+}

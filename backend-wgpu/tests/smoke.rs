@@ -1,0 +1,63 @@
+//! Quick checks of the wgpu kernels against the CPU oracle at tiny sizes (the full suite is
+//! `tests/tests/wgpu_conformance.rs` of cuzk-tests). Skips visibly without an adapter.
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_backend_wgpu::WgpuBackend;
+use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
+use cuzk_core::domain::Domain;
+use ff::Field;
+use group::{Curve, Group};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+fn backend() -> Option<WgpuBackend> {
+    match WgpuBackend::from_env() {
+        Ok(b) => Some(b),
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: no wgpu adapter ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn ntt_small_sizes_equal_the_oracle() {
+    let Some(gpu) = backend() else { return };
+    let cpu = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    for log_n in [0u32, 1, 2, 3, 7, 8, 9] {
+        let domain = Domain::new(log_n).unwrap();
+        let input: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
+        for (dir, coset) in [(NttDirection::Forward, false), (NttDirection::Forward, true), (NttDirection::Inverse, false), (NttDirection::Inverse, true)] {
+            let mut expect = input.clone();
+            cpu.ntt_slice(&mut expect, &domain, dir, coset).unwrap();
+            let mut buf = gpu.upload_slice(&input).unwrap();
+            gpu.ntt(&mut buf, &domain, dir, coset).unwrap();
+            assert!(gpu.download_scalars(&buf).unwrap() == expect, "2^{log_n} {dir:?} coset={coset}");
+        }
+    }
+}
+
+#[test]
+fn msm_small_sizes_equal_naive_sums() {
+    let Some(gpu) = backend() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    for n in [1usize, 2, 5, 64, 300] {
+        let scalars: Vec<Scalar> = (0..n).map(|i| if i % 5 == 0 { Scalar::ONE } else { Scalar::random(&mut rng) }).collect();
+        let g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+        let want: G1Projective = g1.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
+        let buf = gpu.upload_slice(&scalars).unwrap();
+        let bases = gpu.load_g1(g1).unwrap();
+        let got = gpu.msm_g1(&bases, 0, MsmScalars { buf: &buf, len: n, density: None }).unwrap();
+        assert_eq!(got, want, "G1 MSM of {n}");
+        if n <= 64 {
+            let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+            let want: G2Projective = g2.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
+            let bases = gpu.load_g2(g2).unwrap();
+            let got = gpu.msm_g2(&bases, 0, MsmScalars { buf: &buf, len: n, density: None }).unwrap();
+            assert_eq!(got, want, "G2 MSM of {n}");
+        }
+    }
+}
