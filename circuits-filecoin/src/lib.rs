@@ -21,6 +21,7 @@ pub mod fixtures;
 mod ids;
 mod jobs;
 pub mod params;
+pub mod reference;
 mod request;
 pub mod verify;
 

@@ -60,11 +60,14 @@ impl PriorityArg {
 #[derive(Debug, Clone, clap::Args)]
 pub struct SubmitArgs {
     /// Built-in circuit: sha256-chain or squaring-chain.
-    #[arg(long)]
-    pub circuit: String,
+    #[arg(long, required_unless_present = "request")]
+    pub circuit: Option<String>,
     /// log2 of the domain size.
-    #[arg(long)]
-    pub log_size: u32,
+    #[arg(long, required_unless_present = "request")]
+    pub log_size: Option<u32>,
+    /// A Filecoin request file (JSON from `cuzk gen-vanilla`) instead of a built-in circuit.
+    #[arg(long, conflicts_with = "circuit")]
+    pub request: Option<PathBuf>,
     /// Witness seed (partition i uses seed + i).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -90,22 +93,31 @@ pub struct SubmitArgs {
 
 impl SubmitArgs {
     /// The request.
-    pub fn request(&self) -> proto::SubmitProofRequest {
-        proto::SubmitProofRequest {
-            request_id: self.request_id.clone(),
-            proof_kind: proto::ProofKind::Generic as i32,
-            priority: self.priority.proto() as i32,
-            generic: Some(proto::GenericJob { circuit: self.circuit.clone(), log_size: self.log_size, seed: self.seed, partitions: self.partitions }),
-            deadline_ms: self.deadline_ms,
-            ..Default::default()
-        }
+    pub fn request(&self) -> Result<proto::SubmitProofRequest, CliError> {
+        let mut r = match &self.request {
+            Some(path) => crate::request::filecoin_submission(&crate::filecoin::read_request(path)?),
+            None => proto::SubmitProofRequest {
+                proof_kind: proto::ProofKind::Generic as i32,
+                generic: Some(proto::GenericJob {
+                    circuit: self.circuit.clone().unwrap_or_default(),
+                    log_size: self.log_size.unwrap_or_default(),
+                    seed: self.seed,
+                    partitions: self.partitions,
+                }),
+                ..Default::default()
+            },
+        };
+        r.request_id = self.request_id.clone();
+        r.priority = self.priority.proto() as i32;
+        r.deadline_ms = self.deadline_ms;
+        Ok(r)
     }
 }
 
 /// `cuzk submit`.
 pub async fn submit(conn: &Conn, args: &SubmitArgs) -> Result<(), CliError> {
     let mut c = conn.client().await?;
-    let r = c.submit_proof(args.request()).await.map_err(crate::client::ClientError::from)?.into_inner();
+    let r = c.submit_proof(args.request()?).await.map_err(crate::client::ClientError::from)?.into_inner();
     println!("job {} accepted ({} ahead of it)", r.job_id, r.queue_position);
     if args.wait {
         return await_job(conn, &r.job_id, 0, args.out.as_ref()).await;

@@ -16,6 +16,7 @@ pub mod codec;
 pub mod commands;
 pub mod config;
 pub mod driver;
+pub mod filecoin;
 pub mod http;
 pub mod loadgen;
 pub mod metrics;

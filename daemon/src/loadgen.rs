@@ -12,7 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::circuits::CircuitSpec;
+use cuzk_circuits_filecoin::FilRequest;
+
+use crate::circuits::{CircuitKey, CircuitSpec};
 use crate::client::{verify_result, Client, ClientError};
 use crate::commands::{Conn, PriorityArg};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus};
@@ -28,7 +30,8 @@ pub struct BenchArgs {
     /// Jobs in flight at once.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
-    /// Job kinds as `circuit:log_size:priority[*weight]`, comma separated.
+    /// Job kinds as `circuit:log_size:priority[*weight]` or, for a Filecoin request file from
+    /// `cuzk gen-vanilla`, `@path.json[:priority][*weight]`; comma separated.
     #[arg(long, value_delimiter = ',', default_value = "squaring-chain:10:normal*3,squaring-chain:8:critical")]
     pub mix: Vec<String>,
     /// Partitions per job.
@@ -46,7 +49,9 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MixEntry {
     /// Circuit.
-    pub circuit: CircuitSpec,
+    pub circuit: CircuitKey,
+    /// The Filecoin request, for Filecoin entries.
+    pub filecoin: Option<Arc<FilRequest>>,
     /// Priority.
     pub priority: PriorityArg,
     /// Relative share.
@@ -61,6 +66,15 @@ impl MixEntry {
             Some((b, w)) => (b, w.parse::<u32>().map_err(|_| bad())?),
             None => (s, 1),
         };
+        if let Some(path) = body.strip_prefix('@') {
+            let (path, priority) = match path.rsplit_once(':') {
+                Some((p, pr)) if PriorityArg::from_name(pr).is_some() => (p, PriorityArg::from_name(pr).unwrap_or(PriorityArg::Default)),
+                _ => (path, PriorityArg::Default),
+            };
+            let req = crate::filecoin::read_request(Path::new(path))?;
+            let circuit = cuzk_circuits_filecoin::circuit_of(req.kind, req.registered_proof).map_err(|e| CliError::Usage(format!("{path}: {e}")))?;
+            return Ok(MixEntry { circuit: CircuitKey::Filecoin(circuit), filecoin: Some(Arc::new(req)), priority, weight: weight.max(1) });
+        }
         let mut it = body.split(':');
         let (Some(c), Some(k), p) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
         let kind = cuzk_circuits::CircuitKind::from_name(c)?;
@@ -69,7 +83,7 @@ impl MixEntry {
             Some(p) => PriorityArg::from_name(p).ok_or_else(bad)?,
             None => PriorityArg::Default,
         };
-        Ok(MixEntry { circuit, priority, weight: weight.max(1) })
+        Ok(MixEntry { circuit: circuit.into(), filecoin: None, priority, weight: weight.max(1) })
     }
 
     /// `squaring-chain-2^10/normal`.
@@ -112,8 +126,10 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
     if args.verify {
         for (i, m) in mix.iter().enumerate() {
-            let p = params_path(data_dir, m.circuit.kind, m.circuit.log_size);
-            vks.insert(i, Arc::new(crate::read_params(&p, Validation::Trusted)?.vk));
+            if let CircuitKey::Builtin(c) = m.circuit {
+                let p = params_path(data_dir, c.kind, c.log_size);
+                vks.insert(i, Arc::new(crate::read_params(&p, Validation::Trusted)?.vk));
+            }
         }
     }
     let mut client = conn.client().await?;
@@ -129,17 +145,20 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let permit = sem.clone().acquire_owned().await.map_err(|e| CliError::Usage(e.to_string()))?;
         let k = schedule[i % schedule.len()];
         let m = &mix[k];
-        let req = proto::ProveRequest {
-            submit: Some(proto::SubmitProofRequest {
+        let mut submit = match (&m.filecoin, m.circuit) {
+            (Some(f), _) => crate::request::filecoin_submission(f),
+            (None, CircuitKey::Builtin(c)) => proto::SubmitProofRequest {
                 proof_kind: proto::ProofKind::Generic as i32,
-                priority: m.priority.proto() as i32,
-                generic: Some(proto::GenericJob { circuit: m.circuit.kind.name().into(), log_size: m.circuit.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
+                generic: Some(proto::GenericJob { circuit: c.kind.name().into(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
                 ..Default::default()
-            }),
-            timeout_ms: 0,
+            },
+            (None, CircuitKey::Filecoin(_)) => return Err(CliError::Usage("a Filecoin mix entry needs its request file".into())),
         };
+        submit.priority = m.priority.proto() as i32;
+        let req = proto::ProveRequest { submit: Some(submit), timeout_ms: 0 };
         let mut c = client.clone();
         let vk = vks.get(&k).cloned();
+        let fil_check = m.filecoin.clone().filter(|_| args.verify);
         let pb = pb.clone();
         set.spawn(async move {
             let t = Instant::now();
@@ -149,9 +168,15 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             pb.inc(1);
             let outcome = match r {
                 Ok(r) => match r.into_inner().result {
-                    Some(res) if res.status == AwaitStatus::Completed as i32 => match vk {
-                        Some(vk) => verify_result(&vk, &res).map(|_| ()),
-                        None => Ok(()),
+                    Some(res) if res.status == AwaitStatus::Completed as i32 => match (vk, fil_check) {
+                        (Some(vk), _) => verify_result(&vk, &res).map(|_| ()),
+                        (None, Some(req)) => match tokio::task::spawn_blocking(move || cuzk_circuits_filecoin::verify::verify(&req, &res.proof)).await {
+                            Ok(Ok(true)) => Ok(()),
+                            Ok(Ok(false)) => Err("Filecoin's verifier rejects the proof".into()),
+                            Ok(Err(e)) => Err(format!("Filecoin's verifier: {e}")),
+                            Err(e) => Err(format!("verifier task: {e}")),
+                        },
+                        (None, None) => Ok(()),
                     },
                     Some(res) => Err(format!("{}: {}", AwaitStatus::try_from(res.status).map_or("UNKNOWN", |s| s.as_str_name()), res.error_message)),
                     None => Err("empty response".into()),

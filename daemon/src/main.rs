@@ -82,21 +82,81 @@ struct ServeArgs {
     /// Verify every proof before returning it.
     #[arg(long)]
     verify_proofs: bool,
+    /// Compute backend (overrides engine.backend).
+    #[arg(long, value_enum)]
+    backend: Option<BackendChoice>,
+    /// Filecoin parameter cache (overrides params.filecoin_dir).
+    #[arg(long)]
+    filecoin_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Writes bellperson-format parameters for a built-in circuit into the data directory.
+    /// Writes bellperson-format parameters for a built-in circuit into the data directory, or
+    /// random Filecoin parameters (and `.vk` files) into the Filecoin parameter cache.
     Setup {
         /// Built-in circuit: sha256-chain or squaring-chain.
-        #[arg(long)]
-        circuit: String,
+        #[arg(long, required_unless_present = "filecoin")]
+        circuit: Option<String>,
         /// log2 of the domain size.
+        #[arg(long, required_unless_present = "filecoin")]
+        log_size: Option<u32>,
+        /// Filecoin circuits: porep-2k, snap-2k, wpost-2k, winning-2k, or all-2k (any sector size).
+        #[arg(long, value_delimiter = ',', conflicts_with = "circuit")]
+        filecoin: Vec<String>,
+        /// Filecoin parameter cache (default: $FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
         #[arg(long)]
-        log_size: u32,
+        filecoin_dir: Option<PathBuf>,
         /// Regenerate even if the file exists.
         #[arg(long)]
         force: bool,
+    },
+    /// Seals a small sector with filecoin-proofs and writes a request (vanilla proofs and public
+    /// data) of each Filecoin kind as JSON: test fixtures and `cuzk bench` inputs.
+    GenVanilla {
+        /// Sector size: 2k, 8m or 512m.
+        #[arg(long, default_value = "2k")]
+        sector_size: String,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed of the sector data, ticket, seed and randomness.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Checks a proof of a Filecoin request with Filecoin's own verifier.
+    FilVerify {
+        /// The request (JSON from gen-vanilla).
+        #[arg(long)]
+        request: PathBuf,
+        /// The proof bytes (e.g. from `cuzk submit --request … --wait --out`).
+        #[arg(long)]
+        proof: PathBuf,
+        /// Filecoin parameter cache holding the verifying keys.
+        #[arg(long)]
+        filecoin_dir: Option<PathBuf>,
+    },
+    /// Synthesis time per constraint of a Filecoin request, plain and through the
+    /// constraint-matrix cache.
+    FilSynthBench {
+        /// The request (JSON from gen-vanilla).
+        #[arg(long)]
+        request: PathBuf,
+        /// Runs of each (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+    },
+    /// Proves a Filecoin request with filecoin-proofs' own CPU prover (for comparisons).
+    FilReference {
+        /// The request (JSON from gen-vanilla).
+        #[arg(long)]
+        request: PathBuf,
+        /// Filecoin parameter cache.
+        #[arg(long)]
+        filecoin_dir: Option<PathBuf>,
+        /// Write the proof here.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Synthesizes, proves and verifies one proof of a built-in circuit; prints stage times.
     Prove {
@@ -249,6 +309,17 @@ fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliEr
         cfg.shutdown.mode = m;
     }
     cfg.engine.verify_proofs |= args.verify_proofs;
+    if let Some(b) = args.backend {
+        cfg.engine.backend = match b {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Cpu => "cpu",
+            BackendChoice::Cuda => "cuda",
+        }
+        .into();
+    }
+    if let Some(d) = &args.filecoin_dir {
+        cfg.params.filecoin_dir = Some(d.clone());
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -273,11 +344,26 @@ fn run(cli: Cli) -> Result<(), CliError> {
         token: cli.token.clone(),
     };
     match cli.command {
-        Command::Setup { circuit, log_size, force } => {
+        Command::Setup { circuit, log_size, filecoin, filecoin_dir, force } => {
+            if !filecoin.is_empty() {
+                let fdir = filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir);
+                return cuzk_daemon::filecoin::setup(&fdir, &filecoin, force);
+            }
+            let (Some(circuit), Some(log_size)) = (circuit, log_size) else { return Err(CliError::Usage("--circuit and --log-size are required".into())) };
             let kind = CircuitKind::from_name(&circuit)?;
             let p = setup::ensure_params(&dir, kind, log_size, force)?;
             println!("parameters: {}", p.display());
             Ok(())
+        }
+        Command::GenVanilla { sector_size, out, seed } => {
+            cuzk_daemon::filecoin::gen_vanilla(&out, cuzk_daemon::filecoin::sector_size(&sector_size)?, seed).map(|_| ())
+        }
+        Command::FilVerify { request, proof, filecoin_dir } => {
+            cuzk_daemon::filecoin::verify_file(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, &proof)
+        }
+        Command::FilSynthBench { request, reps } => cuzk_daemon::filecoin::synth_bench(&request, reps).map(|_| ()),
+        Command::FilReference { request, filecoin_dir, out } => {
+            cuzk_daemon::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
         Command::Prove { circuit, log_size, backend, seed, trust_params } => {
             let kind = CircuitKind::from_name(&circuit)?;

@@ -47,6 +47,9 @@ async fn daemon() -> Daemon {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cfg = config(tmp.path());
     cfg.params.filecoin_dir = Some(cache());
+    // The 2 KiB PoRep parameters alone are 1.1 GB.
+    cfg.engine.host_memory_bytes = 6 << 30;
+    cfg.engine.device_memory_bytes = 6 << 30;
     let socket = cfg.server.socket.clone().unwrap_or_default();
     let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
     Daemon { server, tmp, socket }
