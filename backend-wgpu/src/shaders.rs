@@ -27,7 +27,9 @@ const _: () = assert!(std::mem::size_of::<Fp>() == 48);
 /// Little-endian 32-bit limbs of a big-endian hex number.
 fn limbs_from_hex(hex: &str) -> Vec<u32> {
     let b = hex.as_bytes();
-    b.rchunks(8).map(|c| u32::from_str_radix(std::str::from_utf8(c).unwrap_or("0"), 16).unwrap_or(0)).collect()
+    b.rchunks(8)
+        .map(|c| u32::from_str_radix(std::str::from_utf8(c).unwrap_or("0"), 16).unwrap_or(0))
+        .collect()
 }
 
 /// `-p^-1 mod 2^32` by Newton's iteration.
@@ -40,12 +42,16 @@ fn mont_inv(p0: u32) -> u32 {
 }
 
 fn list(v: &[u32]) -> String {
-    v.iter().map(|x| format!("{x}u")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|x| format!("{x}u"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Replaces template tokens in order (longer tokens sharing a prefix must come first).
 fn fill(src: &str, subs: &[(&str, String)]) -> String {
-    subs.iter().fold(src.to_string(), |s, (k, v)| s.replace(k, v))
+    subs.iter()
+        .fold(src.to_string(), |s, (k, v)| s.replace(k, v))
 }
 
 /// Montgomery-form one of Fr and Fp, as 32-bit limbs.
@@ -57,19 +63,33 @@ fn one_limbs(field: &str) -> Vec<u32> {
         // SAFETY: Fp is 48 bytes of little-endian Montgomery limbs (blst layout).
         unsafe { std::mem::transmute::<Fp, [u8; 48]>(Fp::ONE) }.to_vec()
     };
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` keeps limb loops
 /// rolled (their bound reads a uniform zero), for CPU adapters.
 fn field(prefix: &str, compact: bool) -> String {
-    let (hex, n) = if prefix == "fr" { (R_HEX, 8usize) } else { (P_HEX, 12) };
+    let (hex, n) = if prefix == "fr" {
+        (R_HEX, 8usize)
+    } else {
+        (P_HEX, 12)
+    };
     let p = limbs_from_hex(hex);
     debug_assert_eq!(p.len(), n);
     fill(
         MONT,
         &[
-            ("$LN", if compact { format!("({n}u + prm.h)") } else { format!("{n}u") }),
+            (
+                "$LN",
+                if compact {
+                    format!("({n}u + prm.h)")
+                } else {
+                    format!("{n}u")
+                },
+            ),
             ("$N2", (n + 2).to_string()),
             ("$N1", (n + 1).to_string()),
             ("$N", n.to_string()),
@@ -107,7 +127,17 @@ const MOV: u32 = 3;
 /// XYZZ formulas (a = 0) as register programs: P in r0..r3 (result there too), Q in r4..r7.
 const PROGRAMS: &[(&str, &[Ins])] = &[
     // U1 = X1·ZZ2, U2 = X2·ZZ1, S1 = Y1·ZZZ2, S2 = Y2·ZZZ1, P = U2 − U1, R = S2 − S1.
-    ("ADD_A", &[(MUL, 8, 0, 6), (MUL, 9, 4, 2), (MUL, 10, 1, 7), (MUL, 11, 5, 3), (SUB, 12, 9, 8), (SUB, 13, 11, 10)]),
+    (
+        "ADD_A",
+        &[
+            (MUL, 8, 0, 6),
+            (MUL, 9, 4, 2),
+            (MUL, 10, 1, 7),
+            (MUL, 11, 5, 3),
+            (SUB, 12, 9, 8),
+            (SUB, 13, 11, 10),
+        ],
+    ),
     // PP, PPP, Q = U1·PP, ZZ3 = ZZ1·ZZ2·PP, ZZZ3 = ZZZ1·ZZZ2·PPP, X3 = R² − PPP − 2Q,
     // Y3 = R·(Q − X3) − S1·PPP.
     (
@@ -131,7 +161,15 @@ const PROGRAMS: &[(&str, &[Ins])] = &[
         ],
     ),
     // Q affine (x2 in r4, y2 in r5): U2 = x2·ZZ1, S2 = y2·ZZZ1, P = U2 − X1, R = S2 − Y1.
-    ("MADD_A", &[(MUL, 9, 4, 2), (MUL, 11, 5, 3), (SUB, 12, 9, 0), (SUB, 13, 11, 1)]),
+    (
+        "MADD_A",
+        &[
+            (MUL, 9, 4, 2),
+            (MUL, 11, 5, 3),
+            (SUB, 12, 9, 0),
+            (SUB, 13, 11, 1),
+        ],
+    ),
     (
         "MADD_B",
         &[
@@ -209,15 +247,27 @@ fn programs(g2: bool) -> String {
     let mut consts = String::new();
     for (name, prog) in PROGRAMS {
         let prog = if g2 { expand_fp2(prog) } else { prog.to_vec() };
-        consts += &format!("const $C_{name} = vec2<u32>({}u, {}u);\n", words.len(), prog.len());
-        words.extend(prog.iter().map(|&(op, d, a, b)| op << 18 | d << 12 | a << 6 | b));
+        consts += &format!(
+            "const $C_{name} = vec2<u32>({}u, {}u);\n",
+            words.len(),
+            prog.len()
+        );
+        words.extend(
+            prog.iter()
+                .map(|&(op, d, a, b)| op << 18 | d << 12 | a << 6 | b),
+        );
     }
     let access = if g2 {
         "var<private> $C_RF: array<fpE, 37>;\n\nfn $C_get(i: u32) -> Fp2 {\n    return Fp2($C_RF[2u * i], $C_RF[2u * i + 1u]);\n}\n\nfn $C_set(i: u32, v: Fp2) {\n    $C_RF[2u * i] = v.c0;\n    $C_RF[2u * i + 1u] = v.c1;\n}\n"
     } else {
         "var<private> $C_RF: array<fpE, 16>;\n\nfn $C_get(i: u32) -> fpE {\n    return $C_RF[i];\n}\n\nfn $C_set(i: u32, v: fpE) {\n    $C_RF[i] = v;\n}\n"
     };
-    format!("{access}\nvar<private> $C_PROG: array<u32, {}> = array<u32, {}>({});\n{consts}", words.len(), words.len(), list(&words))
+    format!(
+        "{access}\nvar<private> $C_PROG: array<u32, {}> = array<u32, {}>({});\n{consts}",
+        words.len(),
+        words.len(),
+        list(&words)
+    )
 }
 
 /// Which shader module.
@@ -264,17 +314,38 @@ pub fn source(program: Program, wg: u32, compact: bool) -> Result<String, WgpuEr
             if g2 {
                 s += FP2;
             }
-            let (c, f, fw) = if g2 { ("g2", "fp2", "24") } else { ("g1", "fp", "12") };
-            let curve = if compact { XYZZ_COMPACT.replace("$PROGRAM", &programs(g2)) } else { XYZZ.to_string() };
+            let (c, f, fw) = if g2 {
+                ("g2", "fp2", "24")
+            } else {
+                ("g1", "fp", "12")
+            };
+            let curve = if compact {
+                XYZZ_COMPACT.replace("$PROGRAM", &programs(g2))
+            } else {
+                XYZZ.to_string()
+            };
             let body = format!("{curve}{BUCKETS}");
             s += &loaders(g2);
-            s += &fill(&body, &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())]);
+            s += &fill(
+                &body,
+                &[
+                    ("$C", c.to_string()),
+                    ("$FW", fw.to_string()),
+                    ("$F", f.to_string()),
+                ],
+            );
         }
     }
-    let s = fill(&s, &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())]);
+    let s = fill(
+        &s,
+        &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())],
+    );
     if let Some(pos) = s.find('$') {
         let line = s[..pos].lines().count();
-        return Err(WgpuError::Shader(program.name().into(), format!("unfilled template token at line {line}")));
+        return Err(WgpuError::Shader(
+            program.name().into(),
+            format!("unfilled template token at line {line}"),
+        ));
     }
     Ok(s)
 }
@@ -301,5 +372,120 @@ mod tests {
             assert!(source(p, 64, true).unwrap().contains("prm.h"));
             assert!(!src.contains('$'), "{}", p.name());
         }
+    }
+}
+
+#[cfg(test)]
+mod program_tests {
+    use super::*;
+    use blstrs::{Fp2, G2Projective};
+    use group::{Curve, Group};
+
+    fn run(regs: &mut [Fp], prog: &[Ins]) {
+        for &(op, d, a, b) in prog {
+            let (x, y) = (regs[a as usize], regs[b as usize]);
+            regs[d as usize] = match op {
+                MUL => x * y,
+                ADD => x + y,
+                SUB => x - y,
+                _ => x,
+            };
+        }
+    }
+
+    fn prog(name: &str) -> &'static [Ins] {
+        PROGRAMS.iter().find(|p| p.0 == name).unwrap().1
+    }
+
+    /// The expanded G2 programs compute P + Q and 2P (checked through the Jacobian map).
+    #[test]
+    fn expanded_g2_programs_add_and_double() {
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::from_seed([7; 32]);
+        let p = G2Projective::random(&mut rng).to_affine();
+        let q = G2Projective::random(&mut rng).to_affine();
+        let mut regs = vec![Fp::ZERO; 37];
+        let set = |r: &mut Vec<Fp>, i: usize, v: Fp2| {
+            r[2 * i] = v.c0();
+            r[2 * i + 1] = v.c1();
+        };
+        for (i, v) in [
+            p.x(),
+            p.y(),
+            Fp2::ONE,
+            Fp2::ONE,
+            q.x(),
+            q.y(),
+            Fp2::ONE,
+            Fp2::ONE,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            set(&mut regs, i, v);
+        }
+        let mut r2 = regs.clone();
+        run(&mut regs, &expand_fp2(prog("ADD_A")));
+        run(&mut regs, &expand_fp2(prog("ADD_B")));
+        let get = |r: &Vec<Fp>, i: usize| Fp2::new(r[2 * i], r[2 * i + 1]);
+        let to_proj = |r: &Vec<Fp>| {
+            let (x, y, zz, zzz) = (get(r, 0), get(r, 1), get(r, 2), get(r, 3));
+            let z = zz * zzz;
+            G2Projective::from_raw_unchecked(x * zzz * z, y * zz * z.square(), z)
+        };
+        assert_eq!(
+            to_proj(&regs),
+            G2Projective::from(p) + G2Projective::from(q)
+        );
+        run(&mut r2, &expand_fp2(prog("MADD_A")));
+        run(&mut r2, &expand_fp2(prog("MADD_B")));
+        assert_eq!(to_proj(&r2), G2Projective::from(p) + G2Projective::from(q));
+        let mut r3 = vec![Fp::ZERO; 37];
+        for (i, v) in [p.x(), p.y(), Fp2::ONE, Fp2::ONE].into_iter().enumerate() {
+            set(&mut r3, i, v);
+        }
+        run(&mut r3, &expand_fp2(prog("DBL")));
+        assert_eq!(to_proj(&r3), G2Projective::from(p).double());
+        // General XYZZ inputs: 7P by double-and-add, then P + 7P (the digit-8 window).
+        let xyzz = |r: &Vec<Fp>| [get(r, 0), get(r, 1), get(r, 2), get(r, 3)];
+        let dbl = |v: [Fp2; 4]| {
+            let mut r = vec![Fp::ZERO; 37];
+            for (i, x) in v.into_iter().enumerate() {
+                set(&mut r, i, x);
+            }
+            run(&mut r, &expand_fp2(prog("DBL")));
+            xyzz(&r)
+        };
+        let add = |v: [Fp2; 4], w: [Fp2; 4]| {
+            let mut r = vec![Fp::ZERO; 37];
+            for (i, x) in v.into_iter().chain(w).enumerate() {
+                set(&mut r, i, x);
+            }
+            run(&mut r, &expand_fp2(prog("ADD_A")));
+            run(&mut r, &expand_fp2(prog("ADD_B")));
+            xyzz(&r)
+        };
+        let pp = [p.x(), p.y(), Fp2::ONE, Fp2::ONE];
+        let p7 = add(dbl(add(dbl(pp), pp)), pp);
+        let p8 = add(pp, p7);
+        let proj = |v: [Fp2; 4]| {
+            let z = v[2] * v[3];
+            G2Projective::from_raw_unchecked(v[0] * v[3] * z, v[1] * v[2] * z.square(), z)
+        };
+        assert_eq!(proj(p7), G2Projective::from(p) * Scalar::from(7u64));
+        assert_eq!(proj(p8), G2Projective::from(p) * Scalar::from(8u64));
+        let p10 = add(p7, add(dbl(pp), pp));
+        assert_eq!(proj(p10), G2Projective::from(p) * Scalar::from(10u64));
+    }
+}
+#[cfg(test)]
+mod dump {
+    #[test]
+    #[ignore]
+    fn dump_g2_compact() {
+        std::fs::write(
+            "/tmp/g2c.wgsl",
+            super::source(super::Program::G2, 64, true).unwrap(),
+        )
+        .unwrap();
     }
 }

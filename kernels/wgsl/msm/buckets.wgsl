@@ -4,9 +4,9 @@
 // entries are cut into segments of exactly S, one invocation per segment, so every invocation
 // does the same number of additions however unequal the buckets are; an invocation flushes
 // its accumulator whenever the bucket changes. Bucket b's partial sum from segment t goes to
-// pout[pbase[b] + t - off[b]/S], so each bucket's partials are contiguous and form the next
-// round's input, until every bucket has one partial. Round 1 adds affine bases (mixed
-// additions, negated for negative digits); later rounds add XYZZ partials.
+// pout[pbase[b] + t - off[b]/S], so each bucket's partials are contiguous. Later rounds cut
+// each bucket's partials into tasks of at most S (never crossing buckets) until every bucket
+// has one partial. Round 1 adds affine bases (mixed additions, negated for negative digits).
 //
 // Window sums: invocation (w, j) sums k·B_k over a segment of window w's buckets with the
 // running-sum trick; segments are then added pairwise. The host adds windows by doubling.
@@ -23,7 +23,7 @@
 const NONE: u32 = 0xffffffffu;
 
 fn ld_aff(i: u32) -> $CAff {
-    let o = (prm.g + i) * (2u * $FWu);
+    let o = prm.g + i * (2u * $FWu); // prm.g: word offset of the first base in the binding
     return $CAff(bases_$F(o), bases_$F(o + $FWu));
 }
 
@@ -55,7 +55,7 @@ fn find_bucket(e: u32, nb: u32) -> u32 {
     return lo;
 }
 
-// Round 1: prm.a = total entries, prm.b = S, prm.c = nb, prm.g = offset of the first base.
+// Round 1: prm.a = total entries, prm.b = S, prm.c = nb, prm.g = word offset of base 0.
 @compute @workgroup_size($WG)
 fn $C_round_affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = linear_id(gid, nwg);
@@ -88,32 +88,20 @@ fn $C_round_affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     st_pout(pbase[b] + t - off[b] / S, acc);
 }
 
-// Later rounds: the same over XYZZ partials in pin.
+// Later rounds: task t adds the pbase[t] partials of one bucket from pin[entries[t]] (tasks
+// never cross buckets, so every round shrinks each bucket's run by a factor S).
 @compute @workgroup_size($WG)
-fn $C_round_xyzz(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn $C_round_tasks(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let t = linear_id(gid, nwg);
-    let S = prm.b;
-    let start = t * S;
-    if (start >= prm.a) {
+    if (t >= prm.a) {
         return;
     }
-    let end = min(start + S, prm.a);
-    var b = find_bucket(start, prm.c);
-    var bend = off[b + 1u];
+    let start = entries[t];
     var acc = $C_inf();
-    for (var e = start; e < end; e++) {
-        if (e == bend) {
-            st_pout(pbase[b] + t - off[b] / S, acc);
-            acc = $C_inf();
-            b++;
-            while (off[b + 1u] <= e) {
-                b++;
-            }
-            bend = off[b + 1u];
-        }
+    for (var e = start; e < start + pbase[t]; e++) {
         acc = $C_add(acc, ld_pin(e));
     }
-    st_pout(pbase[b] + t - off[b] / S, acc);
+    st_pout(t, acc);
 }
 
 // prm.a = half = 2^(c-1) buckets per window, prm.b = W, prm.c = seg (buckets per
