@@ -172,7 +172,11 @@ impl Gpu {
                 .unwrap_or_else(|p| p.into_inner())
                 .push(e.to_string());
         }));
-        let wg = 64u32
+        let want = std::env::var("CUZK_WGPU_WG")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64u32);
+        let wg = want
             .min(limits.max_compute_workgroup_size_x)
             .min(limits.max_compute_invocations_per_workgroup)
             .max(1);

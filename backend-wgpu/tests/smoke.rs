@@ -187,7 +187,17 @@ fn msm_equal_and_opposite_points() {
         let want: G1Projective = aff.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
         let buf = gpu.upload_slice(&scalars).unwrap();
         let b = gpu.load_g1(aff).unwrap();
-        let got = gpu.msm_g1(&b, 0, MsmScalars { buf: &buf, len: scalars.len(), density: None }).unwrap();
+        let got = gpu
+            .msm_g1(
+                &b,
+                0,
+                MsmScalars {
+                    buf: &buf,
+                    len: scalars.len(),
+                    density: None,
+                },
+            )
+            .unwrap();
         eprintln!("equal/opposite {sc:?}: {}", got == want);
     }
 }
