@@ -198,6 +198,6 @@ fn msm_equal_and_opposite_points() {
                 },
             )
             .unwrap();
-        eprintln!("equal/opposite {sc:?}: {}", got == want);
+        assert_eq!(got, want, "equal/opposite points, scalars {sc:?}");
     }
 }
