@@ -477,15 +477,3 @@ mod program_tests {
         assert_eq!(proj(p10), G2Projective::from(p) * Scalar::from(10u64));
     }
 }
-#[cfg(test)]
-mod dump {
-    #[test]
-    #[ignore]
-    fn dump_g2_compact() {
-        std::fs::write(
-            "/tmp/g2c.wgsl",
-            super::source(super::Program::G2, 64, true).unwrap(),
-        )
-        .unwrap();
-    }
-}
