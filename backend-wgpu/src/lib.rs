@@ -31,6 +31,8 @@ use group::Group as _;
 
 pub use device::{list_adapters, AdapterSelector, Gpu};
 pub use error::WgpuError;
+/// The wgpu version this backend is built on (for adapter types and limits).
+pub use wgpu;
 
 use kernels::{CurveKernels, Lazy, NttKernels, PrepareKernels};
 
