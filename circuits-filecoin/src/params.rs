@@ -4,7 +4,9 @@
 //! so its own verifiers read the verifying keys cuzk generated. The `.params` layout is
 //! bellperson's, which `cuzk-core` reads.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use rand_core::RngCore;
 
@@ -32,9 +34,21 @@ pub struct ParamFiles {
     pub meta: PathBuf,
 }
 
+/// `filecoin-proofs`' cache identifier of a circuit (computed once per process).
+pub fn cache_id(circuit: FilCircuitId) -> Result<String, FilError> {
+    static IDS: OnceLock<Mutex<HashMap<FilCircuitId, String>>> = OnceLock::new();
+    let ids = IDS.get_or_init(Default::default);
+    if let Some(id) = ids.lock().unwrap_or_else(|e| e.into_inner()).get(&circuit) {
+        return Ok(id.clone());
+    }
+    let id = Prepared::blank_of(circuit)?.cache_id;
+    ids.lock().unwrap_or_else(|e| e.into_inner()).insert(circuit, id.clone());
+    Ok(id)
+}
+
 /// The file names of `circuit` in `dir`.
 pub fn files(dir: &Path, circuit: FilCircuitId) -> Result<ParamFiles, FilError> {
-    let id = Prepared::blank_of(circuit)?.cache_id;
+    let id = cache_id(circuit)?;
     Ok(ParamFiles {
         params: dir.join(format!("v{VERSION}-{id}.params")),
         vk: dir.join(format!("v{VERSION}-{id}.vk")),
