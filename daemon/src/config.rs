@@ -86,8 +86,9 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineSection {
-    /// Compute backend: `cpu`, `cuda` (the first CUDA device; an error without one) or `auto`
-    /// (CUDA when a device is present, else the CPU).
+    /// Compute backend: `cpu`, `cuda` (the first CUDA device; an error without one), `wgpu`
+    /// (a Vulkan/Metal/DX12 adapter; an error without one) or `auto` (CUDA when a device is
+    /// present, else the CPU).
     pub backend: String,
     /// Partitions synthesized at once (0: half the cores, at least 1).
     pub synth_workers: u32,
@@ -227,8 +228,8 @@ impl Config {
         if self.server.max_request_bytes < 1024 {
             return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));
         }
-        if !["auto", "cpu", "cuda"].contains(&self.engine.backend.as_str()) {
-            return Err(ConfigError::Invalid(format!("engine.backend {:?} is not one of auto, cpu, cuda", self.engine.backend)));
+        if !["auto", "cpu", "cuda", "wgpu"].contains(&self.engine.backend.as_str()) {
+            return Err(ConfigError::Invalid(format!("engine.backend {:?} is not one of auto, cpu, cuda, wgpu", self.engine.backend)));
         }
         if self.engine.gpu_workers == 0 || self.engine.kernel_lanes == 0 {
             return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));

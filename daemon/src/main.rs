@@ -47,6 +47,9 @@ enum BackendChoice {
     Cpu,
     /// The first CUDA device (an error without one).
     Cuda,
+    /// A wgpu adapter (Vulkan, Metal or DX12; `CUZK_WGPU_ADAPTER` / `CUZK_WGPU_DEVICE_TYPE`
+    /// pick one; an error without one). Never chosen by `auto`.
+    Wgpu,
 }
 
 /// `cuzk serve` flags; each overrides the config file.
@@ -314,6 +317,7 @@ fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliEr
             BackendChoice::Auto => "auto",
             BackendChoice::Cpu => "cpu",
             BackendChoice::Cuda => "cuda",
+            BackendChoice::Wgpu => "wgpu",
         }
         .into();
     }
@@ -377,6 +381,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 BackendChoice::Cpu => None,
                 BackendChoice::Cuda => Some(cuzk_backend_cuda::CudaBackend::first().map_err(|e| CliError::BackendUnavailable(format!("cuda: {e}")))?),
                 BackendChoice::Auto => cuzk_backend_cuda::CudaBackend::first().ok(),
+                BackendChoice::Wgpu => {
+                    let gpu = cuzk_backend_wgpu::WgpuBackend::from_env().map_err(|e| CliError::BackendUnavailable(format!("wgpu: {e}")))?;
+                    return run_prove(&gpu, kind, log_size, seed, params, read);
+                }
             };
             match cuda {
                 Some(gpu) => run_prove(&gpu, kind, log_size, seed, params, read),

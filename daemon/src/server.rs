@@ -104,6 +104,11 @@ pub fn default_socket(data_dir: &Path) -> PathBuf {
 /// Starts the daemon on the configured backend (`engine.backend`).
 pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
     cfg.validate()?;
+    if cfg.engine.backend == "wgpu" {
+        let gpu = cuzk_backend_wgpu::WgpuBackend::from_env()
+            .map_err(|e| ConfigError::Invalid(format!("engine.backend = \"wgpu\" but no wgpu adapter is usable: {e}")))?;
+        return start_with(cfg, data_dir, vec![gpu]).await;
+    }
     let cuda = match cfg.engine.backend.as_str() {
         "cpu" => None,
         choice => match cuzk_backend_cuda::CudaBackend::first() {
