@@ -563,7 +563,7 @@ impl CudaBackend {
         for (raw, c, w) in self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)? {
             let pts: Vec<G1Projective> = raw.chunks_exact(144).map(g1_from_jacobian).collect();
             debug_assert_eq!(pts.len(), w);
-            acc += combine(&pts, c, G1Projective::identity());
+            acc += cuzk_core::backend::combine_windows(&pts, c);
         }
         Ok(acc)
     }
@@ -580,7 +580,7 @@ impl CudaBackend {
         for (raw, c, w) in self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)? {
             let pts: Vec<G2Projective> = raw.chunks_exact(288).map(g2_from_jacobian).collect();
             debug_assert_eq!(pts.len(), w);
-            acc += combine(&pts, c, G2Projective::identity());
+            acc += cuzk_core::backend::combine_windows(&pts, c);
         }
         Ok(acc)
     }
@@ -612,20 +612,6 @@ fn g2_from_jacobian(b: &[u8]) -> G2Projective {
         fp2_from(&b[96..192]),
         fp2_from(&b[192..288]),
     )
-}
-
-/// sum_w 2^(c·w) · S_w by Horner's rule.
-fn combine<G: group::Group>(windows: &[G], c: u32, identity: G) -> G {
-    let mut acc = identity;
-    for (i, s) in windows.iter().enumerate().rev() {
-        if i + 1 != windows.len() {
-            for _ in 0..c {
-                acc = acc.double();
-            }
-        }
-        acc += s;
-    }
-    acc
 }
 
 impl Backend for CudaBackend {

@@ -439,20 +439,6 @@ fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F, F)> {
     Some((x * zzz * z, y * zz * z.square(), z))
 }
 
-/// sum_w 2^(c·w) · S_w by Horner's rule.
-fn combine<G: group::Group>(windows: &[G], c: u32) -> G {
-    let mut acc = G::identity();
-    for (i, s) in windows.iter().enumerate().rev() {
-        if i + 1 != windows.len() {
-            for _ in 0..c {
-                acc = acc.double();
-            }
-        }
-        acc += s;
-    }
-    acc
-}
-
 /// G1 MSM.
 pub fn msm_g1(
     gpu: &Gpu,
@@ -478,7 +464,7 @@ pub fn msm_g1(
                 }
             })
             .collect();
-        acc += combine(&pts, c);
+        acc += cuzk_core::backend::combine_windows(&pts, c);
     }
     Ok(acc)
 }
@@ -508,7 +494,7 @@ pub fn msm_g2(
                 }
             })
             .collect();
-        acc += combine(&pts, c);
+        acc += cuzk_core::backend::combine_windows(&pts, c);
     }
     Ok(acc)
 }

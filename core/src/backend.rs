@@ -132,3 +132,17 @@ pub trait Backend: Send + Sync {
     /// G2 counterpart of [`Backend::msm_g1`].
     fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError>;
 }
+
+/// Combines Pippenger window sums: `sum_w 2^(c·w) · S_w` (window 0 first) by Horner's rule.
+pub fn combine_windows<G: group::Group>(windows: &[G], c: u32) -> G {
+    let mut acc = G::identity();
+    for (i, s) in windows.iter().enumerate().rev() {
+        if i + 1 != windows.len() {
+            for _ in 0..c {
+                acc = acc.double();
+            }
+        }
+        acc += s;
+    }
+    acc
+}
