@@ -246,54 +246,23 @@ fn main() {
                 }
                 i += 3;
             }
-            "g1" => {
+            "g1" | "g1s" => {
+                // g1s: the bases stay in host memory and are streamed in 2^22-point chunks.
+                let streamed = args[i] == "g1s";
                 let (lo, hi) = range(i);
                 let t = Instant::now();
                 let pts = g1_points(1 << hi);
                 let gen_s = t.elapsed().as_secs_f64();
-                let bases = b.load_g1(pts).unwrap();
+                let bases = if streamed { b.load_g1_streamed(&pts, 1 << 22).unwrap() } else { b.load_g1(pts).unwrap() };
                 println!("# g1 bases: 2^{hi} generated in {gen_s:.1} s");
+                let label = if streamed { " (streamed bases)" } else { "" };
                 for k in lo..=hi {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g1(
-                            &bases,
-                            0,
-                            MsmScalars {
-                                buf: &s,
-                                len: n,
-                                density: None,
-                            },
-                        )
-                        .unwrap();
+                        b.msm_g1(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
                     });
-                    println!("msm g1 2^{k}: {ms:.2} ms");
-                }
-                i += 3;
-            }
-            "g1s" => {
-                // G1 MSM with the bases kept in host memory and streamed in 2^22-point chunks.
-                let (lo, hi) = range(i);
-                let pts = g1_points(1 << hi);
-                let bases = b.load_g1_streamed(&pts, 1 << 22).unwrap();
-                drop(pts);
-                for k in lo..=hi {
-                    let n = 1usize << k;
-                    let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
-                    let ms = time(2, || {
-                        b.msm_g1(
-                            &bases,
-                            0,
-                            MsmScalars {
-                                buf: &s,
-                                len: n,
-                                density: None,
-                            },
-                        )
-                        .unwrap();
-                    });
-                    println!("msm g1 2^{k} (streamed bases): {ms:.2} ms");
+                    println!("msm g1 2^{k}{label}: {ms:.2} ms");
                 }
                 i += 3;
             }
