@@ -256,7 +256,15 @@ impl Module {
         let t = std::time::Instant::now();
         let (major, minor) = ctx.compute_capability()?;
         let arch = (major * 10 + minor) as u32;
-        let (image, cached) = nvrtc::compile_cached(kernels::SOURCE, arch)?;
+        // CUZK_CUDA_DEFINES=A,B=1 prepends `#define A` / `#define B 1` (kernel experiments).
+        let source = match std::env::var("CUZK_CUDA_DEFINES") {
+            Ok(d) if !d.trim().is_empty() => {
+                let defs: String = d.split(',').map(|x| format!("#define {}\n", x.trim().replacen('=', " ", 1))).collect();
+                std::borrow::Cow::Owned(defs + kernels::SOURCE)
+            }
+            _ => std::borrow::Cow::Borrowed(kernels::SOURCE),
+        };
+        let (image, cached) = nvrtc::compile_cached(&source, arch)?;
         ctx.bind_to_thread()?;
         // SAFETY: a complete cubin image.
         let raw = unsafe { result::module::load_data(image.as_ptr().cast()) }?;

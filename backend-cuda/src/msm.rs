@@ -512,13 +512,13 @@ pub fn windows_prepared(
     drop((partial, final_count, final_base, cur_off));
     prof.mark(stream, "gather");
 
-    // 5. Window sums.
-    let nseg = (16384 / w).next_power_of_two().min(half).max(1);
-    let nseg = if nseg * w > 16384 {
-        (nseg / 2).max(1)
-    } else {
-        nseg
-    };
+    // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
+    // least ~2^14 threads in all (large windows have 2^19 buckets each).
+    let nseg = (16384 / w)
+        .next_power_of_two()
+        .max(half / 64)
+        .min(half)
+        .max(1);
     let seg = half / nseg;
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
     let args = Args::new()

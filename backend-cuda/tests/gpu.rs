@@ -104,14 +104,14 @@ fn field_ops_match_blstrs() {
         })
         .collect();
     let out: Vec<Scalar> = from_bytes(
-        &b.selftest("selftest_fr_ops", &bytes(&x), &bytes(&y), n, 4 * 32 * n)
+        &b.selftest("selftest_fr_ops", &bytes(&x), &bytes(&y), n, 5 * 32 * n)
             .unwrap(),
     );
     let mut bad = 0;
     for i in 0..n {
-        let want = [x[i] * y[i], x[i] + y[i], x[i] - y[i], -x[i]];
-        for k in 0..4 {
-            if out[4 * i + k] != want[k] {
+        let want = [x[i] * y[i], x[i] + y[i], x[i] - y[i], -x[i], x[i].square()];
+        for k in 0..5 {
+            if out[5 * i + k] != want[k] {
                 bad += 1;
                 if bad < 5 {
                     eprintln!("Fr op {k} mismatch at {i}");
@@ -127,13 +127,13 @@ fn field_ops_match_blstrs() {
     let xs: Vec<blstrs::Fp> = pts[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp> = pts[n..].iter().map(|p| p.y()).collect();
     let out: Vec<blstrs::Fp> = from_bytes(
-        &b.selftest("selftest_fp_ops", &bytes(&xs), &bytes(&ys), n, 4 * 48 * n)
+        &b.selftest("selftest_fp_ops", &bytes(&xs), &bytes(&ys), n, 5 * 48 * n)
             .unwrap(),
     );
     for i in 0..n {
-        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i]];
-        for k in 0..4 {
-            if out[4 * i + k] != want[k] {
+        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
+        for k in 0..5 {
+            if out[5 * i + k] != want[k] {
                 bad += 1;
                 if bad < 5 {
                     eprintln!("Fp op {k} mismatch at {i}");
@@ -148,13 +148,13 @@ fn field_ops_match_blstrs() {
     let xs: Vec<blstrs::Fp2> = p2[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp2> = p2[n..].iter().map(|p| p.y()).collect();
     let out: Vec<blstrs::Fp2> = from_bytes(
-        &b.selftest("selftest_fp2_ops", &bytes(&xs), &bytes(&ys), n, 4 * 96 * n)
+        &b.selftest("selftest_fp2_ops", &bytes(&xs), &bytes(&ys), n, 5 * 96 * n)
             .unwrap(),
     );
     for i in 0..n {
-        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i]];
-        for k in 0..4 {
-            if out[4 * i + k] != want[k] {
+        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
+        for k in 0..5 {
+            if out[5 * i + k] != want[k] {
                 bad += 1;
                 if bad < 5 {
                     eprintln!("Fp2 op {k} mismatch at {i}");

@@ -21,6 +21,10 @@ fn all_kernels_compile_for_sm90() {
         cubin.len(),
         t.elapsed()
     );
+    // CUZK_NVRTC_DUMP=<file> keeps the image, e.g. for `cuobjdump -sass <file>`.
+    if let Some(path) = std::env::var_os("CUZK_NVRTC_DUMP") {
+        std::fs::write(&path, &cubin).expect("write the cubin");
+    }
     // Every kernel name appears in the image's symbol table.
     for k in kernels::KERNELS {
         assert!(

@@ -1,13 +1,15 @@
 //! `cuzk-cuda-bench`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
 //! first CUDA device.
 //!
-//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]`
+//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
+//! [g1c LO HI] [g2c LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
 //!
 //! `overlap K P`: P partitions' a, b, c (2^K each, in pinned pool buffers) go through upload +
 //! `compute_h`, first one after the other, then with a second thread uploading partition i+1
 //! (copy stream) while partition i computes (compute stream). `g1s`: G1 MSM over bases kept in
-//! host memory and streamed through the device.
+//! host memory and streamed through the device. `g1c` / `g2c`: the MSM at each size for every
+//! window size in `CUZK_BENCH_CS` (default `14,16,18,19,20,21,22`), to tune `window_bits`.
 
 use std::time::Instant;
 
@@ -361,6 +363,30 @@ fn main() {
                     ovl = ovl.min(run(parts(p), true));
                 }
                 println!("overlap 2^{k} x {p} partitions (upload a,b,c + compute_h): sequential {seq:.2} ms/partition, overlapped {ovl:.2} ms/partition ({:.2}x)", seq / ovl);
+                i += 3;
+            }
+            "g1c" | "g2c" => {
+                let (lo, hi) = range(i);
+                let cs = std::env::var("CUZK_BENCH_CS").unwrap_or_else(|_| "14,16,18,19,20,21,22".into());
+                let g1 = args[i] == "g1c";
+                let (g1b, g2b) = if g1 { (Some(b.load_g1(g1_points(1 << hi)).unwrap()), None) } else { (None, Some(b.load_g2(g2_points(1 << hi)).unwrap())) };
+                for k in lo..=hi {
+                    let n = 1usize << k;
+                    let s = b.upload_scalars(scalars_in(&b, n, 6)).unwrap();
+                    let sc = || MsmScalars { buf: &s, len: n, density: None };
+                    let mut row = Vec::new();
+                    for c in cs.split(',') {
+                        std::env::set_var("CUZK_MSM_C", c.trim());
+                        let ms = time(2, || match (&g1b, &g2b) {
+                            (Some(bs), _) => drop(b.msm_g1(bs, 0, sc()).unwrap()),
+                            (_, Some(bs)) => drop(b.msm_g2(bs, 0, sc()).unwrap()),
+                            _ => unreachable!(),
+                        });
+                        row.push(format!("c={} {ms:.2}", c.trim()));
+                    }
+                    std::env::remove_var("CUZK_MSM_C");
+                    println!("msm {} 2^{k} (ms): {}", if g1 { "g1" } else { "g2" }, row.join(", "));
+                }
                 i += 3;
             }
             other => {

@@ -147,46 +147,12 @@ DEV Mont<P> dbl(const Mont<P>& a) {
     return a + a;
 }
 
-// Montgomery product a*b/R mod p (inlined; see the Fp specialization below).
+// Montgomery reduction of a 2N-limb value below p·2^(32N): E/R mod p (E is clobbered). Row i
+// adds m·p·2^(32i) as a chain of low halves and a chain of high halves.
 template <class P>
-DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
+DEV Mont<P> mont_redc(u32* E) {
     constexpr int N = P::N;
-    u32 E[2 * N], O[2 * N];
-#pragma unroll
-    for (int k = 0; k < 2 * N; k++) {
-        E[k] = 0;
-        O[k] = 0;
-    }
-    // 1. Full product. Row i adds a_i * b: the even-indexed limbs of b give 64-bit products at
-    // (i+j, i+j+1) for even j, the odd-indexed ones at (i+j, i+j+1) for odd j; each family
-    // forms one carry chain.
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        E[i] = mad_lo_cc(a.v[i], b.v[0], E[i]);
-        E[i + 1] = madc_hi_cc(a.v[i], b.v[0], E[i + 1]);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            E[i + j] = madc_lo_cc(a.v[i], b.v[j], E[i + j]);
-            E[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], E[i + j + 1]);
-        }
-        if (i + N < 2 * N) E[i + N] = addc(E[i + N], 0);
-
-        O[i + 1] = mad_lo_cc(a.v[i], b.v[1], O[i + 1]);
-        O[i + 2] = madc_hi_cc(a.v[i], b.v[1], O[i + 2]);
-#pragma unroll
-        for (int j = 3; j < N; j += 2) {
-            O[i + j] = madc_lo_cc(a.v[i], b.v[j], O[i + j]);
-            O[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], O[i + j + 1]);
-        }
-        if (i + N + 1 < 2 * N) O[i + N + 1] = addc(O[i + N + 1], 0);
-    }
-    // E += O (the product is below 2^(64N), so nothing leaves the top limb).
-    E[1] = add_cc(E[1], O[1]);
-#pragma unroll
-    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
-    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
-
-    // 2. Montgomery reduction, one limb per row.
+    // One limb per row.
     u32 pend = 0;  // carry waiting at position i + N
     if (P::LOW_ONE_MINUS) {
         // Fr: m = -t (INV = -1), and the first two limbs of m·r need no multiplier:
@@ -233,6 +199,205 @@ DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
     return r;
 }
 
+#ifdef CUZK_MONT_LEGACY
+// ---- Previous products (one accumulator for both parities; kept for A/B measurements with
+// CUZK_CUDA_DEFINES=CUZK_MONT_LEGACY).
+// Montgomery product a*b/R mod p (inlined; see the Fp specialization below).
+template <class P>
+DEV Mont<P> mont_mul_legacy(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    u32 E[2 * N], O[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) {
+        E[k] = 0;
+        O[k] = 0;
+    }
+    // 1. Full product. Row i adds a_i * b: the even-indexed limbs of b give 64-bit products at
+    // (i+j, i+j+1) for even j, the odd-indexed ones at (i+j, i+j+1) for odd j; each family
+    // forms one carry chain.
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        E[i] = mad_lo_cc(a.v[i], b.v[0], E[i]);
+        E[i + 1] = madc_hi_cc(a.v[i], b.v[0], E[i + 1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            E[i + j] = madc_lo_cc(a.v[i], b.v[j], E[i + j]);
+            E[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], E[i + j + 1]);
+        }
+        if (i + N < 2 * N) E[i + N] = addc(E[i + N], 0);
+
+        O[i + 1] = mad_lo_cc(a.v[i], b.v[1], O[i + 1]);
+        O[i + 2] = madc_hi_cc(a.v[i], b.v[1], O[i + 2]);
+#pragma unroll
+        for (int j = 3; j < N; j += 2) {
+            O[i + j] = madc_lo_cc(a.v[i], b.v[j], O[i + j]);
+            O[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], O[i + j + 1]);
+        }
+        if (i + N + 1 < 2 * N) O[i + N + 1] = addc(O[i + N + 1], 0);
+    }
+    // E += O (the product is below 2^(64N), so nothing leaves the top limb).
+    E[1] = add_cc(E[1], O[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
+    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
+
+    return mont_redc<P>(E);
+}
+
+// Montgomery square a^2/R mod p. The N(N-1)/2 cross products a_i·a_j (i < j) are summed once
+// (again in two carry chains: j - i odd in E, even in O), doubled by a one-bit shift, and the
+// N squares a_i^2 added in one more chain: 156 instead of 288 multiplies for the Fp product.
+template <class P>
+DEV Mont<P> mont_sqr_legacy(const Mont<P>& a) {
+    constexpr int N = P::N;
+    u32 E[2 * N], O[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) {
+        E[k] = 0;
+        O[k] = 0;
+    }
+    // Each chain ends with a carry into a limb that earlier rows left at most 1, so no carry
+    // is lost (the sum of the cross products is below 2^(64N - 1)).
+#pragma unroll
+    for (int i = 0; i + 1 < N; i++) {
+        E[2 * i + 1] = mad_lo_cc(a.v[i], a.v[i + 1], E[2 * i + 1]);
+        E[2 * i + 2] = madc_hi_cc(a.v[i], a.v[i + 1], E[2 * i + 2]);
+        int top = 2 * i + 3;
+#pragma unroll
+        for (int j = i + 3; j < N; j += 2) {
+            E[i + j] = madc_lo_cc(a.v[i], a.v[j], E[i + j]);
+            E[i + j + 1] = madc_hi_cc(a.v[i], a.v[j], E[i + j + 1]);
+            top = i + j + 2;
+        }
+        if (top < 2 * N) E[top] = addc(E[top], 0);
+        if (i + 2 < N) {
+            O[2 * i + 2] = mad_lo_cc(a.v[i], a.v[i + 2], O[2 * i + 2]);
+            O[2 * i + 3] = madc_hi_cc(a.v[i], a.v[i + 2], O[2 * i + 3]);
+            int otop = 2 * i + 4;
+#pragma unroll
+            for (int j = i + 4; j < N; j += 2) {
+                O[i + j] = madc_lo_cc(a.v[i], a.v[j], O[i + j]);
+                O[i + j + 1] = madc_hi_cc(a.v[i], a.v[j], O[i + j + 1]);
+                otop = i + j + 2;
+            }
+            if (otop < 2 * N) O[otop] = addc(O[otop], 0);
+        }
+    }
+    E[1] = add_cc(E[1], O[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
+    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
+    // Double (E[0] is 0), then add the squares.
+#pragma unroll
+    for (int k = 2 * N - 1; k > 0; k--) E[k] = __funnelshift_l(E[k - 1], E[k], 1);
+    E[0] = mad_lo_cc(a.v[0], a.v[0], 0u);
+    E[1] = madc_hi_cc(a.v[0], a.v[0], E[1]);
+#pragma unroll
+    for (int i = 1; i < N; i++) {
+        E[2 * i] = madc_lo_cc(a.v[i], a.v[i], E[2 * i]);
+        E[2 * i + 1] = madc_hi_cc(a.v[i], a.v[i], E[2 * i + 1]);
+    }
+    return mont_redc<P>(E);
+}
+
+#define mont_mul mont_mul_legacy
+#define mont_sqr mont_sqr_legacy
+#else
+// ---- Products with pair-aligned accumulators (default).
+//
+// On sm_80 and later, ptxas fuses a mad.lo.cc / madc.hi.cc pair that adds a_i·b_j into limbs
+// (k, k+1) into one IMAD.WIDE.U32 with carry in and out, but only when the two limbs form an
+// aligned register pair: limbs that start pairs at both parities cost register moves. So the
+// product's chains add into two arrays whose pairs all start at even limbs (X) or all at odd
+// limbs (Y): row i sends a_i·b_j to X when i + j is even and to Y when it is odd. For Fp this
+// takes the product from about 1080 to 850 SASS instructions (no moves left). The reduction
+// keeps its separate lo / hi chains: pair-aligned reduction rows let ptxas overlap so many
+// chains that it spills carry predicates through registers (P2R), which costs more.
+
+// Adds u·v_j·2^(32(i+j)) for every j ≡ j0 (mod 2), j < N, into A as one carry chain; the
+// chain's carry goes into the limb above its last pair (dropped if beyond 'len' limbs). That
+// limb must not be a full limb of an earlier row (it holds at most a carry): true for all
+// callers, whose rows' last limbs never decrease.
+template <int N>
+DEV void mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
+    if (j0 >= N) return;
+    A[i + j0] = mad_lo_cc(u, v[j0], A[i + j0]);
+    A[i + j0 + 1] = madc_hi_cc(u, v[j0], A[i + j0 + 1]);
+    int top = i + j0 + 2;
+#pragma unroll
+    for (int j = j0 + 2; j < N; j += 2) {
+        A[i + j] = madc_lo_cc(u, v[j], A[i + j]);
+        A[i + j + 1] = madc_hi_cc(u, v[j], A[i + j + 1]);
+        top = i + j + 2;
+    }
+    if (top < len) A[top] = addc(A[top], 0);
+}
+
+// Montgomery product a*b/R mod p.
+template <class P>
+DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    u32 X[2 * N], Y[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) {
+        X[k] = 0;
+        Y[k] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u32 ai = a.v[i];
+        mad_chain<N>(X, 2 * N, ai, b.v, i, i & 1);
+        mad_chain<N>(Y, 2 * N, ai, b.v, i, 1 - (i & 1));
+    }
+    // T = X + Y (Y[0] is 0; the product is below 2^(64N)).
+    u32 T[2 * N];
+    T[0] = X[0];
+    T[1] = add_cc(X[1], Y[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) T[k] = addc_cc(X[k], Y[k]);
+    T[2 * N - 1] = addc(X[2 * N - 1], Y[2 * N - 1]);
+    return mont_redc<P>(T);
+}
+
+// Montgomery square a^2/R mod p: the cross products a_i·a_j (i < j) once, doubled by a
+// one-bit shift, plus the squares a_i^2 (pairs at even limbs): 156 instead of 288 multiplies
+// for Fp.
+template <class P>
+DEV Mont<P> mont_sqr(const Mont<P>& a) {
+    constexpr int N = P::N;
+    u32 X[2 * N], Y[2 * N];
+#pragma unroll
+    for (int k = 0; k < 2 * N; k++) {
+        X[k] = 0;
+        Y[k] = 0;
+    }
+    // Row i, j > i: limb i + j is even for j = i + 2, i + 4, ... and odd for j = i + 1, i + 3, ...
+#pragma unroll
+    for (int i = 0; i + 1 < N; i++) {
+        u32 ai = a.v[i];
+        mad_chain<N>(X, 2 * N, ai, a.v, i, i + 2);
+        mad_chain<N>(Y, 2 * N, ai, a.v, i, i + 1);
+    }
+    u32 T[2 * N];
+    T[0] = 0;
+    T[1] = add_cc(X[1], Y[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) T[k] = addc_cc(X[k], Y[k]);
+    T[2 * N - 1] = addc(X[2 * N - 1], Y[2 * N - 1]);
+#pragma unroll
+    for (int k = 2 * N - 1; k > 0; k--) T[k] = __funnelshift_l(T[k - 1], T[k], 1);
+    T[0] = mad_lo_cc(a.v[0], a.v[0], 0u);
+    T[1] = madc_hi_cc(a.v[0], a.v[0], T[1]);
+#pragma unroll
+    for (int i = 1; i < N; i++) {
+        T[2 * i] = madc_lo_cc(a.v[i], a.v[i], T[2 * i]);
+        T[2 * i + 1] = madc_hi_cc(a.v[i], a.v[i], T[2 * i + 1]);
+    }
+    return mont_redc<P>(T);
+}
+
+#endif
+
 // Fr products are inlined (the NTT's inner loop); Fp products are real calls: a 12-limb
 // product is ~700 instructions, so the call is cheap, and inlining every one of them into
 // the curve formulas makes NVRTC's compile time explode.
@@ -248,8 +413,13 @@ __device__ __noinline__ Mont<FpParams> operator*<FpParams>(Mont<FpParams> a, Mon
 }
 
 template <class P>
-DEV Mont<P> sqr(const Mont<P>& a) {
-    return a * a;
+DEV Mont<P> sqr(Mont<P> a) {
+    return mont_sqr<P>(a);
+}
+
+template <>
+__device__ __noinline__ Mont<FpParams> sqr<FpParams>(Mont<FpParams> a) {
+    return mont_sqr<FpParams>(a);
 }
 
 // Montgomery form -> canonical integer (multiply by 1, i.e. divide by R).

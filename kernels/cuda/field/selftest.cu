@@ -1,15 +1,16 @@
 // Small kernels that expose single operations, so tests can compare each one with blstrs.
 
-// out[4i + k] for k = 0..3: a·b, a + b, a - b, -a.
+// out[5i + k] for k = 0..4: a·b, a + b, a - b, -a, a^2.
 template <class F>
 DEV void field_ops(const F* a, const F* b, F* out, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     F x = load_elem<F>(a + i), y = load_elem<F>(b + i);
-    store_elem<F>(out + 4 * i, x * y);
-    store_elem<F>(out + 4 * i + 1, x + y);
-    store_elem<F>(out + 4 * i + 2, x - y);
-    store_elem<F>(out + 4 * i + 3, -x);
+    store_elem<F>(out + 5 * i, x * y);
+    store_elem<F>(out + 5 * i + 1, x + y);
+    store_elem<F>(out + 5 * i + 2, x - y);
+    store_elem<F>(out + 5 * i + 3, -x);
+    store_elem<F>(out + 5 * i + 4, sqr(x));
 }
 
 extern "C" __global__ void selftest_fr_ops(const Fr* a, const Fr* b, Fr* out, u32 n) { field_ops<Fr>(a, b, out, n); }
