@@ -35,8 +35,13 @@ impl Group {
     }
 }
 
-/// Window size for `m` scalars.
+/// Window size for `m` scalars: ~log2(m) - 6 up to 16; 20 from 2^24 scalars on, where 13
+/// windows instead of 16 save more bucket additions than the larger window sums cost
+/// (`cuzk-cuda-bench g1c` / `g2c` on the H200, docs/perf-cuda.md).
 pub fn window_bits(m: usize) -> u32 {
+    if m >= 1 << 24 {
+        return 20;
+    }
     let lg = usize::BITS - m.max(1).leading_zeros(); // ~log2(m) + 1
     (lg as i64 - 7).clamp(4, 16) as u32
 }
