@@ -8,7 +8,8 @@
 //!
 //! Environment: `CUZK_BENCH_LOGS` (log2 domain sizes, default `14,16`), `CUZK_BENCH_CIRCUITS`
 //! (default `sha256-chain,squaring-chain`), `CUZK_BENCH_BACKENDS` (default `cpu,cuda`),
-//! `CUZK_BENCH_REPS` (default 3), `CUZK_BENCH_CPU_MAX_LOG` (largest size run on the CPU
+//! `CUZK_BENCH_REPS` (default 3; 0: one proof without the warm-up proof, for the largest
+//! sizes), `CUZK_BENCH_CPU_MAX_LOG` (largest size run on the CPU
 //! backend, default 20), `CUZK_BENCH_PIPELINE` (proofs in the throughput run, default 6; 0
 //! skips it), `CUZK_BENCH_SYNTH_WORKERS` (default: cores / 2), `CUZK_BENCH_PCE` (default 1:
 //! synthesize through the constraint-matrix cache, recorded once per circuit; 0: plain),
@@ -67,9 +68,9 @@ fn synth(pce: Option<&ConstraintMatrices>, c: BuiltinCircuit, alloc: SharedAlloc
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, check: bool, pce: Option<&ConstraintMatrices>, reps: usize, pipeline: usize, workers: usize) -> Row {
+fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: Parameters, check: bool, pce: Option<&ConstraintMatrices>, reps: usize, pipeline: usize, workers: usize) -> Row {
     let t = Instant::now();
-    let key = ProvingKey::load(backend, params.clone()).expect("load key");
+    let key = ProvingKey::load(backend, params).expect("load key");
     eprintln!("  {}: key resident in {:.1} ms", backend.name(), ms(t.elapsed()));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -77,7 +78,9 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
     let mut totals = Vec::new();
     let mut proof0 = [0u8; 192];
     let mut hint = SizeHint::default();
-    for rep in 0..=reps {
+    // reps = 0: a single proof that is also timed (no warm-up proof).
+    let warmup = usize::from(reps > 0);
+    for rep in 0..reps.max(1) + warmup {
         let circuit = kind.instance(k, 1).unwrap();
         let public = circuit.public_inputs();
         let t0 = Instant::now();
@@ -103,7 +106,7 @@ fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: &Parameters, 
             assert!(verify(&key.vk, &proof, &public).unwrap(), "{}: proof does not verify", backend.name());
         }
         proof0 = proof.to_bytes();
-        if rep == 0 {
+        if rep < warmup {
             continue; // warm-up: kernel compilation, twiddles, pools
         }
         for (stage, d) in times {
@@ -184,7 +187,7 @@ fn main() {
     let logs: Vec<u32> = env_list("CUZK_BENCH_LOGS", "14,16").iter().map(|s| s.parse().expect("log size")).collect();
     let circuits: Vec<CircuitKind> = env_list("CUZK_BENCH_CIRCUITS", "sha256-chain,squaring-chain").iter().map(|s| CircuitKind::from_name(s).expect("circuit")).collect();
     let backends = env_list("CUZK_BENCH_BACKENDS", "cpu,cuda");
-    let reps = env_num("CUZK_BENCH_REPS", 3).max(1);
+    let reps = env_num("CUZK_BENCH_REPS", 3);
     let cpu_max = env_num("CUZK_BENCH_CPU_MAX_LOG", 20) as u32;
     let pipeline = env_num("CUZK_BENCH_PIPELINE", 6);
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -245,11 +248,15 @@ fn main() {
                 m
             });
             let mut rows: Vec<(String, Row)> = Vec::new();
-            if backends.iter().any(|b| b == "cpu") && k <= cpu_max {
-                rows.push((cpu.name(), run(&cpu, kind, k, &params, k < timing_from, pce.as_ref(), reps, pipeline, workers)));
+            // The last backend takes the parameters (no copy: at 2^27 they are ~77 GB).
+            let on_cpu = backends.iter().any(|b| b == "cpu") && k <= cpu_max;
+            let mut params = Some(params);
+            if on_cpu {
+                let p = if cuda.is_some() { params.clone().unwrap() } else { params.take().unwrap() };
+                rows.push((cpu.name(), run(&cpu, kind, k, p, k < timing_from, pce.as_ref(), reps, pipeline, workers)));
             }
             if let Some(g) = &cuda {
-                rows.push((g.name(), run(g, kind, k, &params, k < timing_from, pce.as_ref(), reps, pipeline, workers)));
+                rows.push((g.name(), run(g, kind, k, params.take().unwrap(), k < timing_from, pce.as_ref(), reps, pipeline, workers)));
             }
             for (name, row) in &rows {
                 let s = row.stages;

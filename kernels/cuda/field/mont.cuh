@@ -36,6 +36,7 @@ struct FpParams {
     static constexpr int N = 12;
     static constexpr u32 INV = 0xfffcfffdu;
     static constexpr bool LOW_ONE_MINUS = false;
+    static constexpr bool WIDE_REDC = true;
     static DEV u32 mod(int i) {
         constexpr u32 M[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
                                0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
@@ -53,6 +54,7 @@ struct FrParams {
     static constexpr u32 INV = 0xffffffffu;
     // r's low limbs are 1 and 2^32 - 1 (and INV = -1): see mont_mul's reduction.
     static constexpr bool LOW_ONE_MINUS = true;
+    static constexpr bool WIDE_REDC = false;
     static DEV u32 mod(int i) {
         constexpr u32 M[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
                               0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
@@ -199,110 +201,6 @@ DEV Mont<P> mont_redc(u32* E) {
     return r;
 }
 
-#ifdef CUZK_MONT_LEGACY
-// ---- Previous products (one accumulator for both parities; kept for A/B measurements with
-// CUZK_CUDA_DEFINES=CUZK_MONT_LEGACY).
-// Montgomery product a*b/R mod p (inlined; see the Fp specialization below).
-template <class P>
-DEV Mont<P> mont_mul_legacy(const Mont<P>& a, const Mont<P>& b) {
-    constexpr int N = P::N;
-    u32 E[2 * N], O[2 * N];
-#pragma unroll
-    for (int k = 0; k < 2 * N; k++) {
-        E[k] = 0;
-        O[k] = 0;
-    }
-    // 1. Full product. Row i adds a_i * b: the even-indexed limbs of b give 64-bit products at
-    // (i+j, i+j+1) for even j, the odd-indexed ones at (i+j, i+j+1) for odd j; each family
-    // forms one carry chain.
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        E[i] = mad_lo_cc(a.v[i], b.v[0], E[i]);
-        E[i + 1] = madc_hi_cc(a.v[i], b.v[0], E[i + 1]);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            E[i + j] = madc_lo_cc(a.v[i], b.v[j], E[i + j]);
-            E[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], E[i + j + 1]);
-        }
-        if (i + N < 2 * N) E[i + N] = addc(E[i + N], 0);
-
-        O[i + 1] = mad_lo_cc(a.v[i], b.v[1], O[i + 1]);
-        O[i + 2] = madc_hi_cc(a.v[i], b.v[1], O[i + 2]);
-#pragma unroll
-        for (int j = 3; j < N; j += 2) {
-            O[i + j] = madc_lo_cc(a.v[i], b.v[j], O[i + j]);
-            O[i + j + 1] = madc_hi_cc(a.v[i], b.v[j], O[i + j + 1]);
-        }
-        if (i + N + 1 < 2 * N) O[i + N + 1] = addc(O[i + N + 1], 0);
-    }
-    // E += O (the product is below 2^(64N), so nothing leaves the top limb).
-    E[1] = add_cc(E[1], O[1]);
-#pragma unroll
-    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
-    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
-
-    return mont_redc<P>(E);
-}
-
-// Montgomery square a^2/R mod p. The N(N-1)/2 cross products a_i·a_j (i < j) are summed once
-// (again in two carry chains: j - i odd in E, even in O), doubled by a one-bit shift, and the
-// N squares a_i^2 added in one more chain: 156 instead of 288 multiplies for the Fp product.
-template <class P>
-DEV Mont<P> mont_sqr_legacy(const Mont<P>& a) {
-    constexpr int N = P::N;
-    u32 E[2 * N], O[2 * N];
-#pragma unroll
-    for (int k = 0; k < 2 * N; k++) {
-        E[k] = 0;
-        O[k] = 0;
-    }
-    // Each chain ends with a carry into a limb that earlier rows left at most 1, so no carry
-    // is lost (the sum of the cross products is below 2^(64N - 1)).
-#pragma unroll
-    for (int i = 0; i + 1 < N; i++) {
-        E[2 * i + 1] = mad_lo_cc(a.v[i], a.v[i + 1], E[2 * i + 1]);
-        E[2 * i + 2] = madc_hi_cc(a.v[i], a.v[i + 1], E[2 * i + 2]);
-        int top = 2 * i + 3;
-#pragma unroll
-        for (int j = i + 3; j < N; j += 2) {
-            E[i + j] = madc_lo_cc(a.v[i], a.v[j], E[i + j]);
-            E[i + j + 1] = madc_hi_cc(a.v[i], a.v[j], E[i + j + 1]);
-            top = i + j + 2;
-        }
-        if (top < 2 * N) E[top] = addc(E[top], 0);
-        if (i + 2 < N) {
-            O[2 * i + 2] = mad_lo_cc(a.v[i], a.v[i + 2], O[2 * i + 2]);
-            O[2 * i + 3] = madc_hi_cc(a.v[i], a.v[i + 2], O[2 * i + 3]);
-            int otop = 2 * i + 4;
-#pragma unroll
-            for (int j = i + 4; j < N; j += 2) {
-                O[i + j] = madc_lo_cc(a.v[i], a.v[j], O[i + j]);
-                O[i + j + 1] = madc_hi_cc(a.v[i], a.v[j], O[i + j + 1]);
-                otop = i + j + 2;
-            }
-            if (otop < 2 * N) O[otop] = addc(O[otop], 0);
-        }
-    }
-    E[1] = add_cc(E[1], O[1]);
-#pragma unroll
-    for (int k = 2; k < 2 * N - 1; k++) E[k] = addc_cc(E[k], O[k]);
-    E[2 * N - 1] = addc(E[2 * N - 1], O[2 * N - 1]);
-    // Double (E[0] is 0), then add the squares.
-#pragma unroll
-    for (int k = 2 * N - 1; k > 0; k--) E[k] = __funnelshift_l(E[k - 1], E[k], 1);
-    E[0] = mad_lo_cc(a.v[0], a.v[0], 0u);
-    E[1] = madc_hi_cc(a.v[0], a.v[0], E[1]);
-#pragma unroll
-    for (int i = 1; i < N; i++) {
-        E[2 * i] = madc_lo_cc(a.v[i], a.v[i], E[2 * i]);
-        E[2 * i + 1] = madc_hi_cc(a.v[i], a.v[i], E[2 * i + 1]);
-    }
-    return mont_redc<P>(E);
-}
-
-#define mont_mul mont_mul_legacy
-#define mont_sqr mont_sqr_legacy
-#else
 // ---- Products with pair-aligned accumulators (default).
 //
 // On sm_80 and later, ptxas fuses a mad.lo.cc / madc.hi.cc pair that adds a_i·b_j into limbs
@@ -335,7 +233,7 @@ DEV void mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
     if (top < len) A[top] = addc(A[top], 0);
 }
 
-// Reduction with pair-aligned rows (default; CUZK_REDC_NARROW selects mont_redc instead).
+// Reduction with pair-aligned rows (Fp).
 // Row i adds m_i·p·2^(32i) into two fresh arrays, pairs at even limbs (X) and at odd limbs (Y);
 // the low limb row i needs is T[i] + X[i] + Y[i] plus the carry c from the limbs below. Each
 // chain's top carry-out z is always 0; row i + LAG takes it as an input so that ptxas cannot
@@ -397,11 +295,14 @@ DEV Mont<P> mont_redc_wide(const u32* T) {
     mont_reduce_once<P>(r.v);
     return r;
 }
-#ifdef CUZK_REDC_NARROW
-#define mont_redc_prod mont_redc
-#else
-#define mont_redc_prod mont_redc_wide
-#endif
+// The reduction each field uses: on the H200, Fp products are faster with the wide rows (G1
+// MSM 2^24: 148 against 168 ms), Fr products with mont_redc's rows, which skip the multiplies
+// for r's low limbs (NTT 2^24: 7.11 against 7.28 ms).
+template <class P>
+DEV Mont<P> mont_redc_prod(u32* T) {
+    if (P::WIDE_REDC) return mont_redc_wide<P>(T);
+    return mont_redc<P>(T);
+}
 
 // Montgomery product a*b/R mod p.
 template <class P>
@@ -469,8 +370,6 @@ DEV Mont<P> mont_sqr(const Mont<P>& a) {
     T[0] += addc(0, 0);  // 0; the reduction waits for the whole square (see mont_mul)
     return mont_redc_prod<P>(T);
 }
-
-#endif
 
 // Fr products are inlined (the NTT's inner loop); Fp products are real calls: a 12-limb
 // product is ~700 instructions, so the call is cheap, and inlining every one of them into

@@ -3,9 +3,11 @@
 // host for Fr ($F = fr, 8 limbs) and Fp ($F = fp, 12 limbs). Both moduli leave the top bits
 // of the last limb free, so sums of two reduced values never overflow $N limbs.
 //
-// Limb loops run to $LN: the literal limb count on GPUs, so the driver unrolls them and keeps
-// limbs in registers; on CPU adapters (lavapipe) the count plus a uniform zero (prm.h), so
-// the loops stay rolled and LLVM does not spend minutes on fully unrolled curve formulas.
+// Limb loops are bounded by the limb-count token. On GPUs the bound is the literal
+// limb count and the driver unrolls them. For CPU adapters (lavapipe) the host expands them
+// into straight code itself: llvmpipe caps the loop iterations of one shader invocation at
+// 65535, all loops together, and ends every loop early past that (docs/wgpu.md), so limb loops
+// must not count against that budget.
 
 alias $FE = array<u32, $N>;
 
