@@ -69,8 +69,63 @@ fn one_limbs(field: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` keeps limb loops
-/// rolled (their bound reads a uniform zero), for CPU adapters.
+/// Expands every loop `for (var X = A; X < $LN; X++) { BODY }` of `src` (A a literal such as
+/// `0u` or `1u`) into `{ let X = Au; BODY } { let X = (A+1)u; BODY } ...` up to `n`, nested
+/// loops included.
+fn unroll(src: &str, n: usize) -> String {
+    const HEAD: &str = "for (var ";
+    let mut out = String::new();
+    let mut rest = src;
+    while let Some(pos) = rest.find(HEAD) {
+        let after = &rest[pos + HEAD.len()..];
+        // `X = A; X < $LN; X++) {`
+        let Some(close) = after.find(") {") else { break };
+        let head = &after[..close];
+        let parts: Vec<&str> = head.split(';').map(str::trim).collect();
+        let parsed = (parts.len() == 3)
+            .then(|| {
+                let (x, a) = parts[0].split_once('=')?;
+                let (x, a) = (x.trim(), a.trim().trim_end_matches('u'));
+                (parts[1] == format!("{x} < $LN") && parts[2] == format!("{x}++"))
+                    .then_some(())?;
+                Some((x.to_string(), a.parse::<usize>().ok()?))
+            })
+            .flatten();
+        let Some((x, a)) = parsed else {
+            out += &rest[..pos + HEAD.len()];
+            rest = after;
+            continue;
+        };
+        // The body: up to the matching brace.
+        let body_start = pos + HEAD.len() + close + 3;
+        let mut depth = 1;
+        let mut end = body_start;
+        for (i, ch) in rest[body_start..].char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = body_start + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body = &rest[body_start..end];
+        let inner = unroll(body, n);
+        out += &rest[..pos];
+        for k in a..n {
+            out += &format!("{{ let {x} = {k}u;{inner}}}\n");
+        }
+        rest = &rest[end + 1..];
+    }
+    out + rest
+}
+
+/// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` expands the limb loops
+/// on the host (CPU adapters, see docs/wgpu.md).
 fn field(prefix: &str, compact: bool) -> String {
     let (hex, n) = if prefix == "fr" {
         (R_HEX, 8usize)
@@ -79,17 +134,11 @@ fn field(prefix: &str, compact: bool) -> String {
     };
     let p = limbs_from_hex(hex);
     debug_assert_eq!(p.len(), n);
+    let src = if compact { unroll(MONT, n) } else { MONT.to_string() };
     fill(
-        MONT,
+        &src,
         &[
-            (
-                "$LN",
-                if compact {
-                    format!("({n}u + prm.h)")
-                } else {
-                    format!("{n}u")
-                },
-            ),
+            ("$LN", format!("{n}u")),
             ("$N2", (n + 2).to_string()),
             ("$N1", (n + 1).to_string()),
             ("$N", n.to_string()),
@@ -101,16 +150,22 @@ fn field(prefix: &str, compact: bool) -> String {
     )
 }
 
-/// Loaders for the bucket kernels' buffers (`bases`, `pin`) and the store to `pout`.
+/// Loaders for the bucket kernels' buffers (`bases`, `pin`) and the store to `pout`, written
+/// out limb by limb (no loop: see `unroll`).
 fn loaders(g2: bool) -> String {
     let mut s = String::new();
     for buf in ["bases", "pin"] {
-        s += &format!("fn {buf}_fp(o: u32) -> fpE {{\n    var r: fpE;\n    for (var k = 0u; k < 12u; k++) {{\n        r[k] = {buf}[o + k];\n    }}\n    return r;\n}}\n\n");
+        let limbs: Vec<String> = (0..12).map(|k| format!("{buf}[o + {k}u]")).collect();
+        s += &format!("fn {buf}_fp(o: u32) -> fpE {{\n    return fpE({});\n}}\n\n", limbs.join(", "));
         if g2 {
             s += &format!("fn {buf}_fp2(o: u32) -> Fp2 {{\n    return Fp2({buf}_fp(o), {buf}_fp(o + 12u));\n}}\n\n");
         }
     }
-    s += "fn pout_fp(o: u32, v_in: fpE) {\n    var v = v_in;\n    for (var k = 0u; k < 12u; k++) {\n        pout[o + k] = v[k];\n    }\n}\n\n";
+    s += "fn pout_fp(o: u32, v: fpE) {\n";
+    for k in 0..12 {
+        s += &format!("    pout[o + {k}u] = v[{k}];\n");
+    }
+    s += "}\n\n";
     if g2 {
         s += "fn pout_fp2(o: u32, v: Fp2) {\n    pout_fp(o, v.c0);\n    pout_fp(o + 12u, v.c1);\n}\n\n";
     }
@@ -296,7 +351,7 @@ impl Program {
 }
 
 /// The complete WGSL source of `program` for workgroups of `wg` invocations (`compact`: see
-/// [`field`]; every kernel passes 0 in its `prm.h`).
+/// [`field`]).
 pub fn source(program: Program, wg: u32, compact: bool) -> Result<String, WgpuError> {
     let mut s = COMMON.to_string();
     match program {
@@ -366,10 +421,18 @@ mod tests {
     }
 
     #[test]
+    fn unrolled_field_has_no_limb_loops() {
+        let f = field("fp", true);
+        assert!(!f.contains("for (var") && !f.contains("prm.h"), "{f}");
+        assert!(f.contains("{ let i = 11u;"));
+        assert!(f.contains("{ let j = 1u;") && !f.contains("{ let j = 0u; let r = mac(m"));
+    }
+
+    #[test]
     fn every_program_assembles_and_parses() {
         for p in [Program::Ntt, Program::Prepare, Program::G1, Program::G2] {
             let src = source(p, 64, false).unwrap();
-            assert!(source(p, 64, true).unwrap().contains("prm.h"));
+            assert!(!source(p, 64, true).unwrap().contains('$'));
             assert!(!src.contains('$'), "{}", p.name());
         }
     }
@@ -477,3 +540,7 @@ mod program_tests {
         assert_eq!(proj(p10), G2Projective::from(p) * Scalar::from(10u64));
     }
 }
+
+#[cfg(test)]
+#[path = "diff_tests.rs"]
+mod diff_tests;
