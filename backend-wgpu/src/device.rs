@@ -295,18 +295,24 @@ impl Gpu {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(buf, offset, &staging, 0, size);
         self.queue.submit([enc.finish()]);
-        let done = Arc::new(Mutex::new(None));
-        let d2 = done.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
         staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            *d2.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.map_err(|e| e.to_string()));
+            let _ = tx.send(r.map_err(|e| e.to_string()));
         });
-        self.wait()?;
-        match done.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(Ok(())) => {}
-            Some(Err(e)) => {
-                return Err(WgpuError::Device(format!("mapping a readback buffer: {e}")))
+        // Another thread's poll may be the one that runs this callback (tests share a device),
+        // so our own poll can return before it has run: wait for the callback itself.
+        let mapped = loop {
+            self.wait()?;
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(r) => break r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(WgpuError::Device("readback buffer was not mapped".into()))
+                }
             }
-            None => return Err(WgpuError::Device("readback buffer was not mapped".into())),
+        };
+        if let Err(e) = mapped {
+            return Err(WgpuError::Device(format!("mapping a readback buffer: {e}")));
         }
         let out = {
             let view = staging

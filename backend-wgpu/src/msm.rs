@@ -49,6 +49,22 @@ pub fn window_bits(m: usize) -> u32 {
 
 const NONE: u32 = u32::MAX;
 
+/// The most entries (round 1) or partials (later rounds) one invocation of the bucket rounds
+/// adds. With `window_split`, this bounds the curve operations of one invocation, which must
+/// stay far below llvmpipe's 65535 loop iterations per invocation (`shaders::tests`).
+pub(crate) const MAX_SEGMENT: u32 = 256;
+
+/// Segments per window and buckets per segment (a power of two each) for the window sums of
+/// `nw` windows of `c` bits: about 16384 invocations in all.
+pub(crate) fn window_split(c: u32, nw: u32) -> (u32, u32) {
+    let half = 1u32 << (c - 1);
+    let mut nseg = (16384 / nw).next_power_of_two().min(half).max(1);
+    if nseg * nw > 16384 {
+        nseg = (nseg / 2).max(1);
+    }
+    (nseg, half / nseg)
+}
+
 /// Scalars of an MSM on the device.
 pub struct Source<'a> {
     /// Montgomery-form scalars.
@@ -290,7 +306,7 @@ fn msm_windows(
             false,
         )?;
         // 4. Bucket rounds.
-        let s = ((total >> 19) as u32).clamp(16, 256);
+        let s = ((total >> 19) as u32).clamp(16, MAX_SEGMENT);
         let byte_off = (offset + ch.r0) as u64 * ab;
         let base_al = byte_off / align * align;
         let bases_bind = Bind {
@@ -376,11 +392,7 @@ fn msm_windows(
             .collect();
         // 5. Window sums.
         let half = 1u32 << (c - 1);
-        let mut nseg = (16384 / nw).next_power_of_two().min(half).max(1);
-        if nseg * nw > 16384 {
-            nseg = (nseg / 2).max(1);
-        }
-        let seg = half / nseg;
+        let (nseg, seg) = window_split(c, nw);
         let bidx_buf = gpu.storage_init(&u32_bytes(&bidx), "bucket index")?;
         let mut layer = gpu.storage(xb * (nw * nseg) as u64, "window segments")?;
         b.dispatch(

@@ -460,6 +460,43 @@ mod program_tests {
         PROGRAMS.iter().find(|p| p.0 == name).unwrap().1
     }
 
+    /// llvmpipe (lavapipe) ends every loop of an invocation once all its loops together have
+    /// run 65535 iterations (the results are then silently wrong). With the limb loops
+    /// expanded, an interpreted instruction costs one iteration; the bucket kernels' own loops
+    /// are bounded by the host's segment sizes. Upper bounds over every window size (taking
+    /// the longer branch everywhere); G2's worst case, round 1 with 256 entries per
+    /// invocation, is about half the budget.
+    #[test]
+    fn bucket_kernels_stay_within_the_llvmpipe_loop_budget() {
+        const BUDGET: u64 = 65535;
+        for g2 in [false, true] {
+            let len = |name: &str| {
+                let p = prog(name);
+                (if g2 { expand_fp2(p).len() } else { p.len() }) as u64
+            };
+            let dbl = len("DBL");
+            let add = len("ADD_A") + len("ADD_B").max(dbl);
+            let madd = len("MADD_A") + len("MADD_B").max(dbl);
+            let s = crate::msm::MAX_SEGMENT as u64;
+            let mut worst = [0u64; 3];
+            for c in 4..=16u32 {
+                let nw = 256u32.div_ceil(c);
+                let nb = u64::from(nw) << (c - 1);
+                let search = u64::from(64 - nb.leading_zeros()) + 1;
+                let (_, seg) = crate::msm::window_split(c, nw);
+                let round1 = search + s * (1 + search + madd);
+                let later = s * (1 + add);
+                let window =
+                    u64::from(seg) * (1 + 2 * add) + u64::from(c - 1) * (1 + dbl + add) + add;
+                for (w, n) in worst.iter_mut().zip([round1, later, window]) {
+                    *w = (*w).max(n);
+                }
+            }
+            eprintln!("g2 {g2}: worst loop iterations per invocation (round 1, later rounds, window sums): {worst:?}");
+            assert!(worst.iter().all(|&n| n < BUDGET), "g2 {g2}: {worst:?}");
+        }
+    }
+
     /// The expanded G2 programs compute P + Q and 2P (checked through the Jacobian map).
     #[test]
     fn expanded_g2_programs_add_and_double() {

@@ -43,20 +43,6 @@ fn backend() -> Option<&'static WgpuBackend> {
     .as_ref()
 }
 
-/// The compact curve kernels miscompare on lavapipe (a CPU adapter) for G2 and for some G1
-/// inputs (docs/wgpu.md, "Known issues"), while the same kernels pass every check on the
-/// H200's Vulkan: on CPU adapters those checks report SKIPPED instead of failing CI;
-/// `CUZK_WGPU_TEST_FORCE_COMPACT=1` runs them anyway.
-fn compact_ok(gpu: &WgpuBackend, what: &str) -> bool {
-    let g = gpu.gpu();
-    let cpu_adapter = g.info.device_type == cuzk_backend_wgpu::wgpu::DeviceType::Cpu;
-    if g.compact && cpu_adapter && std::env::var_os("CUZK_WGPU_TEST_FORCE_COMPACT").is_none() {
-        say(&format!("SKIPPED: {what}: known issue of the compact kernels of CPU adapters (CUZK_WGPU_TEST_FORCE_COMPACT=1 runs it)"));
-        return false;
-    }
-    true
-}
-
 fn env(var: &str, default: u32) -> u32 {
     std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -86,9 +72,6 @@ fn wgpu_g1_msm_matches_the_oracle() {
 #[test]
 fn wgpu_g2_msm_matches_the_oracle() {
     let Some(gpu) = backend() else { return };
-    if !compact_ok(gpu, "G2 MSM") {
-        return;
-    }
     let msm = env("CUZK_WGPU_TEST_MAX_LOG_MSM_G2", 6);
     let t = std::time::Instant::now();
     check_msm(gpu, (0..=msm).step_by(3).map(|k| 1usize << k).chain([100]), true, 34);
@@ -98,17 +81,13 @@ fn wgpu_g2_msm_matches_the_oracle() {
 #[test]
 fn wgpu_eip2537_vectors() {
     let Some(gpu) = backend() else { return };
-    if !compact_ok(gpu, "EIP-2537 G1/G2 vectors") {
-        return;
-    }
     let n = check_eip2537(gpu, true);
     say(&format!("{n} EIP-2537 G1/G2 MSM cases passed on {}", gpu.name()));
 }
 
 #[test]
 fn wgpu_msm_split_under_a_small_binding_limit() {
-    let Some(shared) = backend() else { return };
-    if !compact_ok(shared, "chunked MSMs (sparse 3000 miscompares on lavapipe)") {
+    if backend().is_none() {
         return;
     }
     let mut sel = AdapterSelector::from_env().expect("selector");
@@ -122,9 +101,6 @@ fn wgpu_msm_split_under_a_small_binding_limit() {
 #[test]
 fn wgpu_whole_proofs_equal_the_oracle() {
     let Some(gpu) = backend() else { return };
-    if !compact_ok(gpu, "whole proofs (B in G2)") {
-        return;
-    }
     let cpu = CpuBackend::new();
     let log = env("CUZK_WGPU_TEST_PROOF_LOG", 6);
     for log in [2, log] {

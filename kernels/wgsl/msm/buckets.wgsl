@@ -72,9 +72,11 @@ fn $C_round_affine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
         if (e == bend) {
             st_pout(pbase[b] + t - off[b] / S, acc);
             acc = $C_inf();
+            // The next non-empty bucket: usually b + 1, else a binary search (a linear skip
+            // over many empty buckets could exhaust llvmpipe's loop budget, see shaders.rs).
             b++;
-            while (off[b + 1u] <= e) {
-                b++;
+            if (off[b + 1u] <= e) {
+                b = find_bucket(e, prm.c);
             }
             bend = off[b + 1u];
         }
