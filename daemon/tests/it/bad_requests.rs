@@ -1,6 +1,6 @@
 //! Malformed and refused requests get clear status codes, and the daemon keeps serving.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 

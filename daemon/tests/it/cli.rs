@@ -1,7 +1,7 @@
 //! The `cuzk` binary end to end: `serve` in a child process, the client commands and
 //! `cuzk bench` against it, then SIGTERM with jobs in flight: every one gets a final status.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

@@ -2,9 +2,9 @@
 //! `cuzk serve` (CPU backend) pass Filecoin's own verifiers; tampered vanilla proofs and wrong
 //! randomness are refused with INVALID_ARGUMENT; missing parameters with FAILED_PRECONDITION.
 //! PoRep C2 and SnapDeals (2.7M and 1.7M constraints) run in the slow tier:
-//! `CUZK_SLOW_TESTS=1 cargo test --release -p cuzk-daemon --test filecoin`.
+//! `CUZK_SLOW_TESTS=1 cargo test --release -p cuzk-daemon --test it filecoin::`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -1,6 +1,6 @@
 //! The gRPC API over a real unix socket with a real tonic client.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unnecessary_map_or)] // is_none_or is newer than our MSRV
 
-mod common;
+use crate::common;
 
 use common::*;
 use cuzk_daemon::client::http_get;

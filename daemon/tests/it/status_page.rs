@@ -1,7 +1,7 @@
 //! The status page renders in headless Chromium: the timeline element is there and the numbers
 //! agree with `/status`. Skips (printing SKIPPED) when no Chromium is installed.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -1,4 +1,4 @@
-//! Shared test helpers: parameter files generated once per test binary, an in-process daemon
+//! Shared test helpers: parameter files generated once per test run, an in-process daemon
 //! on a private unix socket, and result verification.
 #![allow(dead_code)]
 

@@ -1,0 +1,12 @@
+//! The daemon's integration tests, in one test binary: each binary links the whole daemon and
+//! filecoin-proofs, and linking six of them dominated CI's build time. Run one group with a
+//! filter, e.g. `cargo test --release -p cuzk-daemon --test it filecoin::`.
+
+mod common;
+
+mod bad_requests;
+mod cli;
+mod filecoin;
+mod grpc;
+mod http_metrics;
+mod status_page;
