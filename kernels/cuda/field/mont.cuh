@@ -4,18 +4,20 @@
 // R = 2^(32N) equals blst's R = 2^(64 N/2), the limbs are exactly the bytes of blstrs'
 // `Scalar` (N = 8) and `Fp` (N = 12): no conversion on upload or download.
 //
-// Multiplication is separated operand scanning:
-//   1. the full 2N-limb product, with the partial products of each row split into an
-//      "even" and an "odd" accumulator so that every 32x32 product costs exactly one
-//      mad.lo and one mad.hi in a single carry chain;
-//   2. N Montgomery reduction rows over the 2N-limb value, each row folding the carry that
-//      leaves the top of the previous row into its own chain ("pend");
-//   3. one conditional subtraction (the result of step 2 is below 2p < 2^(32N)).
+// A product is the full 2N-limb a·b (mont_mul; mont_sqr computes the cross products once),
+// then a Montgomery reduction (mont_redc_wide for Fp, mont_redc for Fr), then one conditional
+// subtraction (the reduction's result is below 2p < 2^(32N)). See "Products with pair-aligned
+// accumulators" below for why the chains are laid out as they are.
+//
+// The file also compiles as host C++ with field/host_emulation.h included first
+// (CUZK_HOST_EMULATION): backend-cuda/tests/host_field.rs checks the arithmetic that way
+// without a GPU.
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef int i32;
 
+#ifndef CUZK_HOST_EMULATION
 #define DEV __device__ __forceinline__
 
 // ---- PTX carry-chain primitives. They are volatile so the compiler keeps their order: the
@@ -30,6 +32,7 @@ DEV u32 mad_lo_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("mad.lo.cc.u32 %0, 
 DEV u32 madc_lo_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
 DEV u32 mad_hi_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
 DEV u32 madc_hi_cc(u32 a, u32 b, u32 c) { u32 r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+#endif
 
 // ---- Field parameters.
 struct FpParams {

@@ -1,0 +1,163 @@
+//! The CUDA field arithmetic (`kernels/cuda/field/mont.cuh`, `fp2.cuh`) compiled as host C++
+//! with the PTX carry primitives emulated (`field/host_emulation.h`), checked against blstrs on
+//! random and edge-case operands. Runs without a GPU or NVRTC; needs a C++ compiler (`CXX`,
+//! else `c++`) and prints `SKIPPED` without one. The GPU tests (`gpu.rs`) check the same
+//! operations on the device.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use blstrs::{Fp, Fp2, Scalar};
+use ff::Field;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+/// Reads `<field> <n>` from argv, n pairs (a, b) of raw limbs from `in`, and writes
+/// a·b, a², a + b, a − b, −a for each pair to `out`.
+const HARNESS: &str = r#"
+#include "field/host_emulation.h"
+#include "field/mont.cuh"
+#include "field/fp2.cuh"
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+template <class F>
+static int run(FILE* in, FILE* out, long n) {
+    std::vector<F> a(n), b(n);
+    for (long i = 0; i < n; i++) {
+        if (fread(&a[i], sizeof(F), 1, in) != 1 || fread(&b[i], sizeof(F), 1, in) != 1) return 3;
+    }
+    for (long i = 0; i < n; i++) {
+        F r[5] = {a[i] * b[i], sqr(a[i]), a[i] + b[i], a[i] - b[i], -a[i]};
+        if (fwrite(r, sizeof(F), 5, out) != 5) return 4;
+    }
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 5) return 2;
+    FILE* in = fopen(argv[3], "rb");
+    FILE* out = fopen(argv[4], "wb");
+    if (!in || !out) return 2;
+    long n = atol(argv[2]);
+    int f = atoi(argv[1]);
+    int rc = f == 0 ? run<Fr>(in, out, n) : f == 1 ? run<Fp>(in, out, n) : run<Fp2>(in, out, n);
+    fclose(out);
+    return rc;
+}
+"#;
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/cuda")
+}
+
+/// Builds the harness once per test binary; `None` (and a SKIPPED line) without a compiler.
+fn harness() -> Option<PathBuf> {
+    static BIN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuzk-host-field");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let src = dir.join("harness.cpp");
+        std::fs::write(&src, HARNESS).expect("write harness");
+        let bin = dir.join("harness");
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let out = Command::new(&cxx)
+            .args(["-O2", "-std=c++17", "-w", "-I"])
+            .arg(kernels_dir())
+            .arg(&src)
+            .arg("-o")
+            .arg(&bin)
+            .output();
+        match out {
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "SKIPPED: no C++ compiler ({cxx}: {e}); set CXX to run the host field checks");
+                None
+            }
+            Ok(o) if !o.status.success() => panic!("the field kernels do not compile as host C++:\n{}", String::from_utf8_lossy(&o.stderr)),
+            Ok(_) => Some(bin),
+        }
+    })
+    .clone()
+}
+
+/// Raw bytes of a slice of field elements (blstrs keeps Montgomery limbs, as the kernels do).
+fn bytes<T>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain-old-data field elements; reading their bytes is sound.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }.to_vec()
+}
+
+fn from_bytes<T: Copy>(b: &[u8]) -> Vec<T> {
+    let n = b.len() / std::mem::size_of::<T>();
+    // SAFETY: the harness wrote n elements of this layout, each a valid reduced element (checked by comparison).
+    (0..n).map(|i| unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>().add(i)) }).collect()
+}
+
+/// Runs the harness on pairs of `T` and compares the five results with `want`.
+fn check<T: Copy + PartialEq + std::fmt::Debug>(field: u32, name: &str, a: &[T], b: &[T], want: impl Fn(T, T) -> [T; 5]) {
+    let Some(bin) = harness() else { return };
+    let dir = bin.parent().unwrap();
+    let (input, output) = (dir.join(format!("{name}.in")), dir.join(format!("{name}.out")));
+    let mut pairs = Vec::with_capacity(2 * a.len() * std::mem::size_of::<T>());
+    for (x, y) in a.iter().zip(b) {
+        pairs.extend(bytes(std::slice::from_ref(x)));
+        pairs.extend(bytes(std::slice::from_ref(y)));
+    }
+    std::fs::write(&input, pairs).unwrap();
+    let st = Command::new(&bin).arg(field.to_string()).arg(a.len().to_string()).arg(&input).arg(&output).status().expect("run harness");
+    assert!(st.success(), "harness failed: {st}");
+    let got: Vec<T> = from_bytes(&std::fs::read(&output).unwrap());
+    assert_eq!(got.len(), 5 * a.len());
+    let ops = ["a·b", "a²", "a + b", "a − b", "−a"];
+    let mut bad = 0;
+    for i in 0..a.len() {
+        let w = want(a[i], b[i]);
+        for k in 0..5 {
+            if got[5 * i + k] != w[k] {
+                bad += 1;
+                if bad <= 5 {
+                    eprintln!("{name} {} wrong for pair {i}: {:?} {:?}", ops[k], a[i], b[i]);
+                }
+            }
+        }
+    }
+    assert_eq!(bad, 0, "{name}: {bad} wrong results");
+}
+
+/// Random elements with edge cases first: 0, 1, −1, −2, and 2^k − 1 style values.
+fn operands<T: Field>(n: usize, seed: u64, extra: &[T]) -> Vec<T> {
+    let mut r = ChaCha20Rng::seed_from_u64(seed);
+    let mut v = vec![T::ZERO, T::ONE, -T::ONE, -T::ONE.double()];
+    v.extend_from_slice(extra);
+    while v.len() < n {
+        v.push(T::random(&mut r));
+    }
+    v
+}
+
+const N: usize = 200_000;
+
+#[test]
+fn fr_arithmetic_matches_blstrs() {
+    let a: Vec<Scalar> = operands(N, 1, &[Scalar::from(u64::MAX), Scalar::from(1u64 << 32).invert().unwrap()]);
+    let mut b: Vec<Scalar> = operands(N, 2, &[]);
+    b.rotate_left(3); // pair edge cases with other edge cases and with random values
+    check(0, "fr", &a, &b, |x, y| [x * y, x.square(), x + y, x - y, -x]);
+}
+
+#[test]
+fn fp_arithmetic_matches_blstrs() {
+    let a: Vec<Fp> = operands(N, 3, &[Fp::from(u64::MAX)]);
+    let mut b: Vec<Fp> = operands(N, 4, &[]);
+    b.rotate_left(3);
+    check(1, "fp", &a, &b, |x, y| [x * y, x.square(), x + y, x - y, -x]);
+}
+
+#[test]
+fn fp2_arithmetic_matches_blstrs() {
+    let a: Vec<Fp2> = operands(N / 4, 5, &[]);
+    let mut b: Vec<Fp2> = operands(N / 4, 6, &[]);
+    b.rotate_left(3);
+    check(2, "fp2", &a, &b, |x, y| [x * y, x.square(), x + y, x - y, -x]);
+}
