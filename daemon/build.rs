@@ -5,8 +5,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/cuzk/v1/proving.proto";
     println!("cargo:rerun-if-changed={proto}");
     let fds = protox::compile([proto], ["proto"])?;
-    tonic_build::configure()
-        .codec_path("crate::codec::StrictCodec")
-        .compile_fds(fds)?;
+    tonic_build::configure().codec_path("crate::codec::StrictCodec").compile_fds(fds)?;
     Ok(())
 }

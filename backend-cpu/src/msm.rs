@@ -139,8 +139,8 @@ where
 mod tests {
     use super::*;
     use blstrs::{G1Projective, G2Projective};
-    use group::Group;
     use ff::Field;
+    use group::Group;
     use rand::SeedableRng;
 
     #[test]

@@ -1,7 +1,7 @@
 //! Parallel evaluation of cached constraint matrices (see `cuzk_core::pce`).
 
-use blstrs::Scalar;
 use bellpepper_core::Circuit;
+use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
@@ -20,13 +20,9 @@ pub fn synthesize<C: Circuit<Scalar>>(m: &ConstraintMatrices, circuit: C, alloc:
     let mut a = PinnedVec::from_elem_in(Scalar::ZERO, rows, alloc.clone())?;
     let mut b = PinnedVec::from_elem_in(Scalar::ZERO, rows, alloc.clone())?;
     let mut c = PinnedVec::from_elem_in(Scalar::ZERO, rows, alloc)?;
-    a.par_chunks_mut(ROWS_PER_TASK)
-        .zip(b.par_chunks_mut(ROWS_PER_TASK))
-        .zip(c.par_chunks_mut(ROWS_PER_TASK))
-        .enumerate()
-        .for_each(|(t, ((a, b), c))| {
-            let lo = t * ROWS_PER_TASK;
-            m.evaluate_rows(lo..lo + a.len(), &w.input, &w.aux, a, b, c);
-        });
+    a.par_chunks_mut(ROWS_PER_TASK).zip(b.par_chunks_mut(ROWS_PER_TASK)).zip(c.par_chunks_mut(ROWS_PER_TASK)).enumerate().for_each(|(t, ((a, b), c))| {
+        let lo = t * ROWS_PER_TASK;
+        m.evaluate_rows(lo..lo + a.len(), &w.input, &w.aux, a, b, c);
+    });
     Ok(m.assemble(w, a, b, c))
 }

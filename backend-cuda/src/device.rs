@@ -23,9 +23,7 @@ pub fn device_count() -> usize {
     if result::init().is_err() {
         return 0;
     }
-    result::device::get_count()
-        .map(|n| n.max(0) as usize)
-        .unwrap_or(0)
+    result::device::get_count().map(|n| n.max(0) as usize).unwrap_or(0)
 }
 
 /// A stream of the backend's context (a cheap, shared handle).
@@ -49,12 +47,7 @@ impl Stream {
     pub fn new(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
         ctx.bind_to_thread()?;
         let raw = result::stream::create(result::stream::StreamKind::NonBlocking)?;
-        Ok(Stream {
-            inner: Arc::new(StreamInner {
-                raw,
-                ctx: ctx.clone(),
-            }),
-        })
+        Ok(Stream { inner: Arc::new(StreamInner { raw, ctx: ctx.clone() }) })
     }
 
     /// The raw handle.
@@ -92,23 +85,14 @@ unsafe impl Sync for Event {}
 impl Event {
     /// Records a new event on `stream`.
     pub fn record(stream: &Stream) -> Result<Self, CudaError> {
-        Ok(Event {
-            raw: stream.record()?,
-            ctx: stream.inner.ctx.clone(),
-        })
+        Ok(Event { raw: stream.record()?, ctx: stream.inner.ctx.clone() })
     }
 
     /// Makes `stream` wait (on the device) until this event has completed.
     pub fn wait_on(&self, stream: &Stream) -> Result<(), CudaError> {
         self.ctx.bind_to_thread()?;
         // SAFETY: live event and stream.
-        unsafe {
-            result::stream::wait_event(
-                stream.raw(),
-                self.raw,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-        }?;
+        unsafe { result::stream::wait_event(stream.raw(), self.raw, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }?;
         Ok(())
     }
 }
@@ -152,16 +136,10 @@ impl DevBuf {
         let bytes = bytes.max(16);
         // SAFETY: plain allocation on a live stream.
         let ptr = unsafe { result::malloc_async(stream.raw(), bytes) }.map_err(|e| match e.0 {
-            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                CudaError::OutOfMemory(format!("{bytes} bytes of device memory"))
-            }
+            sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => CudaError::OutOfMemory(format!("{bytes} bytes of device memory")),
             _ => CudaError::Driver(e),
         })?;
-        Ok(DevBuf {
-            ptr,
-            bytes,
-            stream: stream.clone(),
-        })
+        Ok(DevBuf { ptr, bytes, stream: stream.clone() })
     }
 
     /// Allocates and zeroes.
@@ -205,12 +183,7 @@ impl Drop for DevBuf {
 ///
 /// # Safety
 /// `dst` must have room for `src`.
-pub unsafe fn htod_async(
-    dst: sys::CUdeviceptr,
-    src: *const u8,
-    bytes: usize,
-    stream: &Stream,
-) -> Result<(), CudaError> {
+pub unsafe fn htod_async(dst: sys::CUdeviceptr, src: *const u8, bytes: usize, stream: &Stream) -> Result<(), CudaError> {
     if bytes == 0 {
         return Ok(());
     }
@@ -222,11 +195,7 @@ pub unsafe fn htod_async(
 ///
 /// # Safety
 /// `src` must hold `dst.len()` bytes.
-pub unsafe fn dtoh_sync(
-    dst: &mut [u8],
-    src: sys::CUdeviceptr,
-    stream: &Stream,
-) -> Result<(), CudaError> {
+pub unsafe fn dtoh_sync(dst: &mut [u8], src: sys::CUdeviceptr, stream: &Stream) -> Result<(), CudaError> {
     if dst.is_empty() {
         return Ok(());
     }
@@ -275,63 +244,28 @@ impl Module {
             let f = unsafe { result::module::get_function(raw, name) }?;
             funcs.insert(k, f as usize);
         }
-        Ok(Module {
-            raw,
-            funcs,
-            ctx: ctx.clone(),
-            cached,
-            load_seconds: t.elapsed().as_secs_f64(),
-        })
+        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64() })
     }
 
     /// Launches kernel `name` with the given argument pointers.
     ///
     /// # Safety
     /// `args` must match the kernel's parameter list and the buffers must be large enough.
-    pub unsafe fn launch(
-        &self,
-        name: &str,
-        grid: u32,
-        block: u32,
-        smem: u32,
-        stream: &Stream,
-        mut args: Args,
-    ) -> Result<(), CudaError> {
-        let f = *self
-            .funcs
-            .get(name)
-            .ok_or_else(|| CudaError::Invalid(format!("unknown kernel {name}")))?
-            as sys::CUfunction;
+    pub unsafe fn launch(&self, name: &str, grid: u32, block: u32, smem: u32, stream: &Stream, mut args: Args) -> Result<(), CudaError> {
+        let f = *self.funcs.get(name).ok_or_else(|| CudaError::Invalid(format!("unknown kernel {name}")))? as sys::CUfunction;
         if grid == 0 {
             return Ok(());
         }
         let mut ptrs = args.ptrs();
-        result::launch_kernel(
-            f,
-            (grid, 1, 1),
-            (block, 1, 1),
-            smem,
-            stream.raw(),
-            &mut ptrs,
-        )
-        .map_err(|e: DriverError| {
-            CudaError::Device(format!(
-                "launching {name} (grid {grid}, block {block}): {e}"
-            ))
-        })
+        result::launch_kernel(f, (grid, 1, 1), (block, 1, 1), smem, stream.raw(), &mut ptrs)
+            .map_err(|e: DriverError| CudaError::Device(format!("launching {name} (grid {grid}, block {block}): {e}")))
     }
 
     /// Registers per thread of a kernel (for reports).
     pub fn num_regs(&self, name: &str) -> Option<i32> {
         let f = *self.funcs.get(name)? as sys::CUfunction;
         // SAFETY: live function.
-        unsafe {
-            result::function::get_function_attribute(
-                f,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS,
-            )
-        }
-        .ok()
+        unsafe { result::function::get_function_attribute(f, sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS) }.ok()
     }
 }
 
@@ -370,9 +304,6 @@ impl Args {
 
     /// The pointer array `cuLaunchKernel` wants.
     pub fn ptrs(&mut self) -> Vec<*mut c_void> {
-        self.slots
-            .iter_mut()
-            .map(|b| b.as_mut_ptr().cast::<c_void>())
-            .collect()
+        self.slots.iter_mut().map(|b| b.as_mut_ptr().cast::<c_void>()).collect()
     }
 }

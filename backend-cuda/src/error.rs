@@ -34,9 +34,7 @@ impl From<CudaError> for BackendError {
             CudaError::Unavailable(s) => BackendError::Unavailable(s),
             CudaError::OutOfMemory(s) => BackendError::OutOfMemory(s),
             CudaError::Invalid(s) => BackendError::InvalidInput(s),
-            CudaError::Nvrtc(NvrtcError::NotFound(s)) => {
-                BackendError::Unavailable(format!("NVRTC not found: {s}"))
-            }
+            CudaError::Nvrtc(NvrtcError::NotFound(s)) => BackendError::Unavailable(format!("NVRTC not found: {s}")),
             other => BackendError::Device(other.to_string()),
         }
     }

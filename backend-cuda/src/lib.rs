@@ -65,10 +65,7 @@ pub(crate) fn as_bytes<T>(v: &[T]) -> &[u8] {
 
 /// Scalars as little-endian u64 words (Montgomery form).
 pub(crate) fn scalar_words(v: &[Scalar]) -> Vec<u64> {
-    as_bytes(v)
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    as_bytes(v).chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 /// Scalars on the device (Montgomery form).
@@ -134,16 +131,8 @@ fn headroom(total: usize) -> usize {
 /// Points per streamed chunk (`CUZK_CUDA_STREAM_CHUNK` overrides): 2^22 G1 or 2^21 G2 points,
 /// 384 MiB either way.
 fn stream_chunk(group: msm::Group) -> usize {
-    let default = if group == msm::Group::G1 {
-        1 << 22
-    } else {
-        1 << 21
-    };
-    std::env::var("CUZK_CUDA_STREAM_CHUNK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&c: &usize| c > 0)
-        .unwrap_or(default)
+    let default = if group == msm::Group::G1 { 1 << 22 } else { 1 << 21 };
+    std::env::var("CUZK_CUDA_STREAM_CHUNK").ok().and_then(|v| v.parse().ok()).filter(|&c: &usize| c > 0).unwrap_or(default)
 }
 
 struct Inner {
@@ -168,9 +157,7 @@ pub struct CudaBackend {
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaBackend")
-            .field("name", &self.inner.name)
-            .finish()
+        f.debug_struct("CudaBackend").field("name", &self.inner.name).finish()
     }
 }
 
@@ -182,9 +169,7 @@ impl CudaBackend {
         }
         let count = device::device_count();
         if ordinal >= count {
-            return Err(CudaError::Unavailable(format!(
-                "device {ordinal} requested, {count} present"
-            )));
+            return Err(CudaError::Unavailable(format!("device {ordinal} requested, {count} present")));
         }
         let ctx = CudaContext::new(ordinal)?;
         // Keep freed device memory in the stream-ordered pool instead of returning it.
@@ -192,11 +177,7 @@ impl CudaBackend {
         unsafe {
             if let Ok(pool) = result::device::get_default_mem_pool(ctx.cu_device()) {
                 let mut thr: u64 = u64::MAX;
-                let _ = result::mem_pool::set_attribute(
-                    pool,
-                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                    (&mut thr as *mut u64).cast(),
-                );
+                let _ = result::mem_pool::set_attribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, (&mut thr as *mut u64).cast());
             }
         }
         let stream = Stream::new(&ctx)?;
@@ -205,17 +186,7 @@ impl CudaBackend {
         let name = format!("cuda:{ordinal} {}", ctx.name().unwrap_or_default());
         let pool = Arc::new(PinnedPool::new(ctx.clone()));
         Ok(CudaBackend {
-            inner: Arc::new(Inner {
-                tables: OnceLock::new(),
-                module,
-                stream,
-                copy_stream,
-                copy_lock: Mutex::new(()),
-                pool,
-                ctx,
-                name,
-                lock: Mutex::new(()),
-            }),
+            inner: Arc::new(Inner { tables: OnceLock::new(), module, stream, copy_stream, copy_lock: Mutex::new(()), pool, ctx, name, lock: Mutex::new(()) }),
         })
     }
 
@@ -283,11 +254,7 @@ impl CudaBackend {
     /// returned scalars carry the event their consumers wait for.
     fn upload_on_copy_stream(&self, bytes: &[u8], len: usize) -> Result<CudaScalars, CudaError> {
         self.inner.ctx.bind_to_thread()?;
-        let _g = self
-            .inner
-            .copy_lock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _g = self.inner.copy_lock.lock().unwrap_or_else(|e| e.into_inner());
         let cs = &self.inner.copy_stream;
         let mut buf = DevBuf::new(cs, bytes.len())?;
         // SAFETY: the buffer has room; the pool keeps the source until the fence completes.
@@ -295,11 +262,7 @@ impl CudaBackend {
         self.inner.pool.fence(bytes.as_ptr(), cs.record()?);
         let ready = Event::record(cs)?;
         buf.free_on(&self.inner.stream);
-        Ok(CudaScalars {
-            buf: Some(buf),
-            len,
-            ready: Some((ready, self.inner.stream.clone())),
-        })
+        Ok(CudaScalars { buf: Some(buf), len, ready: Some((ready, self.inner.stream.clone())) })
     }
 
     /// Orders the compute stream after the upload of `s` (if it came on the copy stream).
@@ -317,43 +280,20 @@ impl CudaBackend {
     /// Uploads scalars from any slice (synchronous copy).
     pub fn upload_slice(&self, v: &[Scalar]) -> Result<CudaScalars, CudaError> {
         let _g = self.enter()?;
-        Ok(CudaScalars {
-            buf: self.upload_bytes(as_bytes(v), false)?,
-            len: v.len(),
-            ready: None,
-        })
+        Ok(CudaScalars { buf: self.upload_bytes(as_bytes(v), false)?, len: v.len(), ready: None })
     }
 
     /// Runs a self-test kernel over `n` element pairs of `elem` bytes and returns `out_per`
     /// elements of `out_bytes` each per pair (diagnostics for the tests).
-    pub fn selftest(
-        &self,
-        kernel: &str,
-        a: &[u8],
-        b: &[u8],
-        n: usize,
-        out_bytes: usize,
-    ) -> Result<Vec<u8>, CudaError> {
+    pub fn selftest(&self, kernel: &str, a: &[u8], b: &[u8], n: usize, out_bytes: usize) -> Result<Vec<u8>, CudaError> {
         let _g = self.enter()?;
         let s = &self.inner.stream;
-        let da = self
-            .upload_bytes(a, false)?
-            .ok_or_else(|| CudaError::Invalid("empty".into()))?;
-        let db = self
-            .upload_bytes(b, false)?
-            .ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let da = self.upload_bytes(a, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let db = self.upload_bytes(b, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
         let out = DevBuf::new(s, out_bytes)?;
-        let args = Args::new()
-            .push(da.ptr)
-            .push(db.ptr)
-            .push(out.ptr)
-            .push(n as u32);
+        let args = Args::new().push(da.ptr).push(db.ptr).push(out.ptr).push(n as u32);
         // SAFETY: the self-test kernels take (a, b, out, n).
-        unsafe {
-            self.inner
-                .module
-                .launch(kernel, (n as u32).div_ceil(64), 64, 0, s, args)?
-        };
+        unsafe { self.inner.module.launch(kernel, (n as u32).div_ceil(64), 64, 0, s, args)? };
         let mut host = vec![0u8; out_bytes];
         // SAFETY: out holds out_bytes.
         unsafe { dtoh_sync(&mut host, out.ptr, s)? };
@@ -363,10 +303,7 @@ impl CudaBackend {
     /// Whether a base set of `bytes` should stay in host memory: `CUZK_CUDA_STREAM_ABOVE`
     /// (bytes) if set, else when it would leave less than the headroom free on the device.
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
-        if let Some(limit) = std::env::var("CUZK_CUDA_STREAM_ABOVE")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-        {
+        if let Some(limit) = std::env::var("CUZK_CUDA_STREAM_ABOVE").ok().and_then(|v| v.parse::<usize>().ok()) {
             return Ok(bytes > limit);
         }
         self.inner.ctx.bind_to_thread()?;
@@ -376,59 +313,29 @@ impl CudaBackend {
 
     /// Puts bases on the device, or (with `Some(chunk)`) in page-locked host memory to be
     /// streamed `chunk` points at a time.
-    fn place_bases(
-        &self,
-        bytes: &[u8],
-        len: usize,
-        chunk: Option<usize>,
-    ) -> Result<CudaBases, CudaError> {
+    fn place_bases(&self, bytes: &[u8], len: usize, chunk: Option<usize>) -> Result<CudaBases, CudaError> {
         match chunk {
             None => {
                 let _g = self.enter()?;
-                Ok(CudaBases {
-                    buf: self.upload_bytes(bytes, false)?,
-                    len,
-                    host: None,
-                })
+                Ok(CudaBases { buf: self.upload_bytes(bytes, false)?, len, host: None })
             }
             Some(chunk) => {
-                let host =
-                    PinnedVec::from_slice_in(bytes, self.inner.pool.clone()).map_err(|e| {
-                        CudaError::OutOfMemory(format!(
-                            "{} bytes of page-locked host memory for streamed bases: {e}",
-                            bytes.len()
-                        ))
-                    })?;
-                tracing::info!(
-                    bytes = bytes.len(),
-                    chunk,
-                    "bases kept in host memory and streamed during MSMs"
-                );
-                Ok(CudaBases {
-                    buf: None,
-                    len,
-                    host: Some((host, chunk.max(1))),
-                })
+                let host = PinnedVec::from_slice_in(bytes, self.inner.pool.clone())
+                    .map_err(|e| CudaError::OutOfMemory(format!("{} bytes of page-locked host memory for streamed bases: {e}", bytes.len())))?;
+                tracing::info!(bytes = bytes.len(), chunk, "bases kept in host memory and streamed during MSMs");
+                Ok(CudaBases { buf: None, len, host: Some((host, chunk.max(1))) })
             }
         }
     }
 
     /// Loads G1 bases that stay in host memory and are streamed `chunk` points at a time
     /// (what `load_g1` does on its own when the bases do not fit on the device).
-    pub fn load_g1_streamed(
-        &self,
-        points: &[G1Affine],
-        chunk: usize,
-    ) -> Result<CudaBases, CudaError> {
+    pub fn load_g1_streamed(&self, points: &[G1Affine], chunk: usize) -> Result<CudaBases, CudaError> {
         self.place_bases(as_bytes(points), points.len(), Some(chunk))
     }
 
     /// G2 counterpart of [`CudaBackend::load_g1_streamed`].
-    pub fn load_g2_streamed(
-        &self,
-        points: &[G2Affine],
-        chunk: usize,
-    ) -> Result<CudaBases, CudaError> {
+    pub fn load_g2_streamed(&self, points: &[G2Affine], chunk: usize) -> Result<CudaBases, CudaError> {
         self.place_bases(as_bytes(points), points.len(), Some(chunk))
     }
 
@@ -444,11 +351,7 @@ impl CudaBackend {
         src: &msm::ScalarSource<'_>,
         cfg: msm::MsmConfig,
     ) -> Result<Vec<(Vec<u8>, u32, usize)>, CudaError> {
-        let (m, s, cs) = (
-            &self.inner.module,
-            &self.inner.stream,
-            &self.inner.copy_stream,
-        );
+        let (m, s, cs) = (&self.inner.module, &self.inner.stream, &self.inner.copy_stream);
         let Some((prepared, count)) = msm::prepare(m, s, src)? else {
             return Ok(Vec::new());
         };
@@ -464,14 +367,7 @@ impl CudaBackend {
             // SAFETY: the staging buffer holds `per` points; the host bytes are in range
             // (checked by the caller) and page-locked, and outlive this call, which waits
             // for every chunk.
-            unsafe {
-                htod_async(
-                    staging[j % 2].ptr,
-                    host[start..start + n * ab].as_ptr(),
-                    n * ab,
-                    cs,
-                )?
-            };
+            unsafe { htod_async(staging[j % 2].ptr, host[start..start + n * ab].as_ptr(), n * ab, cs)? };
             Event::record(cs)
         };
         let mut next = Some(copy(0)?);
@@ -486,15 +382,7 @@ impl CudaBackend {
             }
             let lo = j * per;
             let n = per.min(count - lo);
-            out.push(msm::windows_prepared(
-                m,
-                s,
-                group,
-                staging[j % 2].ptr,
-                prepared.ptr + (32 * lo) as u64,
-                n,
-                cfg,
-            )?);
+            out.push(msm::windows_prepared(m, s, group, staging[j % 2].ptr, prepared.ptr + (32 * lo) as u64, n, cfg)?);
         }
         Ok(out)
     }
@@ -508,57 +396,29 @@ impl CudaBackend {
         cfg: msm::MsmConfig,
     ) -> Result<Vec<(Vec<u8>, u32, usize)>, CudaError> {
         if sc.len > sc.buf.len {
-            return Err(CudaError::Invalid(format!(
-                "MSM over {} scalars, buffer has {}",
-                sc.len, sc.buf.len
-            )));
+            return Err(CudaError::Invalid(format!("MSM over {} scalars, buffer has {}", sc.len, sc.buf.len)));
         }
         if let Some(d) = sc.density {
             if d.len() != sc.len {
-                return Err(CudaError::Invalid(format!(
-                    "density has {} bits for {} scalars",
-                    d.len(),
-                    sc.len
-                )));
+                return Err(CudaError::Invalid(format!("density has {} bits for {} scalars", d.len(), sc.len)));
             }
         }
         let need = sc.bases_needed();
         if offset.checked_add(need).is_none_or(|e| e > bases.len) {
-            return Err(CudaError::Invalid(format!(
-                "MSM needs bases {offset}..{} of {}",
-                offset.saturating_add(need),
-                bases.len
-            )));
+            return Err(CudaError::Invalid(format!("MSM needs bases {offset}..{} of {}", offset.saturating_add(need), bases.len)));
         }
         let _g = self.enter()?;
         self.ready(sc.buf)?;
-        let src = msm::ScalarSource {
-            ptr: sc.buf.ptr(),
-            len: sc.len,
-            density: sc.density.map(|d| (d.words(), d.count())),
-        };
+        let src = msm::ScalarSource { ptr: sc.buf.ptr(), len: sc.len, density: sc.density.map(|d| (d.words(), d.count())) };
         if let Some((host, chunk)) = &bases.host {
             return self.msm_streamed(group, host, *chunk, offset, &src, cfg);
         }
         let base_ptr = bases.ptr() + (offset * group.affine_bytes()) as u64;
-        Ok(vec![msm::msm_windows(
-            &self.inner.module,
-            &self.inner.stream,
-            group,
-            base_ptr,
-            &src,
-            cfg,
-        )?])
+        Ok(vec![msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)?])
     }
 
     /// G1 MSM with explicit tunables (benchmarks).
-    pub fn msm_g1_with(
-        &self,
-        bases: &CudaBases,
-        offset: usize,
-        sc: MsmScalars<'_, CudaScalars>,
-        cfg: msm::MsmConfig,
-    ) -> Result<G1Projective, CudaError> {
+    pub fn msm_g1_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G1Projective, CudaError> {
         let mut acc = G1Projective::identity();
         for (raw, c, w) in self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)? {
             let pts: Vec<G1Projective> = raw.chunks_exact(144).map(g1_from_jacobian).collect();
@@ -569,13 +429,7 @@ impl CudaBackend {
     }
 
     /// G2 MSM with explicit tunables (benchmarks).
-    pub fn msm_g2_with(
-        &self,
-        bases: &CudaBases,
-        offset: usize,
-        sc: MsmScalars<'_, CudaScalars>,
-        cfg: msm::MsmConfig,
-    ) -> Result<G2Projective, CudaError> {
+    pub fn msm_g2_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G2Projective, CudaError> {
         let mut acc = G2Projective::identity();
         for (raw, c, w) in self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)? {
             let pts: Vec<G2Projective> = raw.chunks_exact(288).map(g2_from_jacobian).collect();
@@ -595,11 +449,7 @@ fn fp_from(b: &[u8]) -> Fp {
 }
 
 fn g1_from_jacobian(b: &[u8]) -> G1Projective {
-    G1Projective::from_raw_unchecked(
-        fp_from(&b[0..48]),
-        fp_from(&b[48..96]),
-        fp_from(&b[96..144]),
-    )
+    G1Projective::from_raw_unchecked(fp_from(&b[0..48]), fp_from(&b[48..96]), fp_from(&b[96..144]))
 }
 
 fn fp2_from(b: &[u8]) -> Fp2 {
@@ -607,11 +457,7 @@ fn fp2_from(b: &[u8]) -> Fp2 {
 }
 
 fn g2_from_jacobian(b: &[u8]) -> G2Projective {
-    G2Projective::from_raw_unchecked(
-        fp2_from(&b[0..96]),
-        fp2_from(&b[96..192]),
-        fp2_from(&b[192..288]),
-    )
+    G2Projective::from_raw_unchecked(fp2_from(&b[0..96]), fp2_from(&b[96..192]), fp2_from(&b[192..288]))
 }
 
 impl Backend for CudaBackend {
@@ -640,11 +486,7 @@ impl Backend for CudaBackend {
         }
         let _g = self.enter()?;
         let buf = self.upload_bytes(as_bytes(&host), false)?;
-        Ok(CudaScalars {
-            buf,
-            len,
-            ready: None,
-        })
+        Ok(CudaScalars { buf, len, ready: None })
     }
 
     fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, BackendError> {
@@ -653,56 +495,28 @@ impl Backend for CudaBackend {
         let mut out = vec![Scalar::from(0u64); buf.len];
         if let Some(b) = &buf.buf {
             // SAFETY: Scalar is plain bytes; the device buffer holds len scalars.
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), 32 * buf.len)
-            };
+            let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), 32 * buf.len) };
             // SAFETY: sizes match.
             unsafe { dtoh_sync(bytes, b.ptr, &self.inner.stream)? };
         }
         Ok(out)
     }
 
-    fn ntt(
-        &self,
-        buf: &mut Self::Scalars,
-        domain: &Domain,
-        direction: NttDirection,
-        coset: bool,
-    ) -> Result<(), BackendError> {
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
         if buf.len != domain.size() {
-            return Err(BackendError::InvalidInput(format!(
-                "NTT of {} scalars over a domain of {}",
-                buf.len,
-                domain.size()
-            )));
+            return Err(BackendError::InvalidInput(format!("NTT of {} scalars over a domain of {}", buf.len, domain.size())));
         }
         let _g = self.enter()?;
         self.ready(buf)?;
         let t = self.tables()?;
-        ntt::ntt_natural(
-            &self.inner.module,
-            &self.inner.stream,
-            t,
-            buf.ptr(),
-            domain,
-            direction == NttDirection::Inverse,
-            coset,
-        )?;
+        ntt::ntt_natural(&self.inner.module, &self.inner.stream, t, buf.ptr(), domain, direction == NttDirection::Inverse, coset)?;
         Ok(())
     }
 
-    fn quotient_on_coset(
-        &self,
-        a: &mut Self::Scalars,
-        b: &Self::Scalars,
-        c: &Self::Scalars,
-        domain: &Domain,
-    ) -> Result<(), BackendError> {
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
         let n = domain.size();
         if a.len != n || b.len != n || c.len != n {
-            return Err(BackendError::InvalidInput(
-                "quotient operands must have the domain's size".into(),
-            ));
+            return Err(BackendError::InvalidInput("quotient operands must have the domain's size".into()));
         }
         let _g = self.enter()?;
         for s in [&*a, b, c] {
@@ -710,73 +524,35 @@ impl Backend for CudaBackend {
         }
         let n32 = n as u32;
         let block = n32.min(256);
-        let args = Args::new()
-            .push(a.ptr())
-            .push(b.ptr())
-            .push(c.ptr())
-            .push(FrArg::from(domain.z_inv_on_coset))
-            .push(n32);
+        let args = Args::new().push(a.ptr()).push(b.ptr()).push(c.ptr()).push(FrArg::from(domain.z_inv_on_coset)).push(n32);
         // SAFETY: arguments match ntt_quotient.
-        unsafe {
-            self.inner.module.launch(
-                "ntt_quotient",
-                n32.div_ceil(block),
-                block,
-                0,
-                &self.inner.stream,
-                args,
-            )
-        }?;
+        unsafe { self.inner.module.launch("ntt_quotient", n32.div_ceil(block), block, 0, &self.inner.stream, args) }?;
         Ok(())
     }
 
-    fn compute_h(
-        &self,
-        a: Self::Scalars,
-        b: Self::Scalars,
-        c: Self::Scalars,
-        domain: &Domain,
-    ) -> Result<Self::Scalars, BackendError> {
+    fn compute_h(&self, a: Self::Scalars, b: Self::Scalars, c: Self::Scalars, domain: &Domain) -> Result<Self::Scalars, BackendError> {
         let n = domain.size();
         if a.len != n || b.len != n || c.len != n {
-            return Err(BackendError::InvalidInput(
-                "compute_h operands must have the domain's size".into(),
-            ));
+            return Err(BackendError::InvalidInput("compute_h operands must have the domain's size".into()));
         }
         let _g = self.enter()?;
         for s in [&a, &b, &c] {
             self.ready(s)?;
         }
         let t = self.tables()?;
-        ntt::compute_h(
-            &self.inner.module,
-            &self.inner.stream,
-            t,
-            a.ptr(),
-            b.ptr(),
-            c.ptr(),
-            domain,
-        )?;
+        ntt::compute_h(&self.inner.module, &self.inner.stream, t, a.ptr(), b.ptr(), c.ptr(), domain)?;
         drop((b, c));
         Ok(a)
     }
 
     fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {
         let stream = self.should_stream(std::mem::size_of_val(&points[..]))?;
-        Ok(self.place_bases(
-            as_bytes(&points),
-            points.len(),
-            stream.then(|| stream_chunk(msm::Group::G1)),
-        )?)
+        Ok(self.place_bases(as_bytes(&points), points.len(), stream.then(|| stream_chunk(msm::Group::G1)))?)
     }
 
     fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
         let stream = self.should_stream(std::mem::size_of_val(&points[..]))?;
-        Ok(self.place_bases(
-            as_bytes(&points),
-            points.len(),
-            stream.then(|| stream_chunk(msm::Group::G2)),
-        )?)
+        Ok(self.place_bases(as_bytes(&points), points.len(), stream.then(|| stream_chunk(msm::Group::G2)))?)
     }
 
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
@@ -787,21 +563,11 @@ impl Backend for CudaBackend {
         bases.len
     }
 
-    fn msm_g1(
-        &self,
-        bases: &Self::G1Bases,
-        bases_offset: usize,
-        scalars: MsmScalars<'_, Self::Scalars>,
-    ) -> Result<G1Projective, BackendError> {
+    fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
         Ok(self.msm_g1_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
     }
 
-    fn msm_g2(
-        &self,
-        bases: &Self::G2Bases,
-        bases_offset: usize,
-        scalars: MsmScalars<'_, Self::Scalars>,
-    ) -> Result<G2Projective, BackendError> {
+    fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
         Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
     }
 }

@@ -75,33 +75,21 @@ impl Profile {
     fn new() -> Self {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let on = *ON.get_or_init(|| std::env::var_os("CUZK_MSM_PROFILE").is_some());
-        Profile {
-            on,
-            t: std::time::Instant::now(),
-            parts: Vec::new(),
-        }
+        Profile { on, t: std::time::Instant::now(), parts: Vec::new() }
     }
     fn mark(&mut self, stream: &Stream, what: &str) {
         if self.on {
             let _ = stream.sync();
             let now = std::time::Instant::now();
-            self.parts
-                .push((what.to_string(), (now - self.t).as_secs_f64() * 1e3));
+            self.parts.push((what.to_string(), (now - self.t).as_secs_f64() * 1e3));
             self.t = now;
         }
     }
     fn report(&self, label: &str) {
         if self.on {
             let total: f64 = self.parts.iter().map(|p| p.1).sum();
-            let parts: Vec<String> = self
-                .parts
-                .iter()
-                .map(|(w, ms)| format!("{w} {ms:.2}"))
-                .collect();
-            eprintln!(
-                "msm-profile {label}: total {total:.2} ms = {}",
-                parts.join(", ")
-            );
+            let parts: Vec<String> = self.parts.iter().map(|(w, ms)| format!("{w} {ms:.2}")).collect();
+            eprintln!("msm-profile {label}: total {total:.2} ms = {}", parts.join(", "));
         }
     }
 }
@@ -129,53 +117,20 @@ fn use_segments() -> bool {
 
 /// Window size override (`CUZK_MSM_C`), for tuning.
 fn c_override() -> Option<u32> {
-    std::env::var("CUZK_MSM_C")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|c| (2..=24).contains(c))
+    std::env::var("CUZK_MSM_C").ok().and_then(|v| v.parse().ok()).filter(|c| (2..=24).contains(c))
 }
 
-fn scan(
-    module: &Module,
-    stream: &Stream,
-    input: u64,
-    out: u64,
-    n: u32,
-    ceil_div: u32,
-) -> Result<(), CudaError> {
+fn scan(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32) -> Result<(), CudaError> {
     const B: u32 = 1024;
     let nblocks = n.div_ceil(B);
     let sums = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
     // SAFETY: arguments match scan_block; buffers hold n (resp. nblocks) u32.
-    unsafe {
-        module.launch(
-            "scan_block",
-            nblocks,
-            B,
-            0,
-            stream,
-            Args::new()
-                .push(input)
-                .push(out)
-                .push(n)
-                .push(sums.ptr)
-                .push(ceil_div),
-        )?
-    };
+    unsafe { module.launch("scan_block", nblocks, B, 0, stream, Args::new().push(input).push(out).push(n).push(sums.ptr).push(ceil_div))? };
     if nblocks > 1 {
         let offs = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
         scan(module, stream, sums.ptr, offs.ptr, nblocks, 0)?;
         // SAFETY: arguments match scan_add.
-        unsafe {
-            module.launch(
-                "scan_add",
-                nblocks,
-                B,
-                0,
-                stream,
-                Args::new().push(out).push(n).push(offs.ptr),
-            )?
-        };
+        unsafe { module.launch("scan_add", nblocks, B, 0, stream, Args::new().push(out).push(n).push(offs.ptr))? };
     }
     Ok(())
 }
@@ -188,8 +143,7 @@ fn read_u32(stream: &Stream, ptr: u64) -> Result<u32, CudaError> {
 }
 
 fn grid(n: usize, block: u32) -> Result<u32, CudaError> {
-    u32::try_from(n.div_ceil(block as usize))
-        .map_err(|_| CudaError::Invalid(format!("{n} threads is too many")))
+    u32::try_from(n.div_ceil(block as usize)).map_err(|_| CudaError::Invalid(format!("{n} threads is too many")))
 }
 
 /// Runs the MSM and returns the window sums as Jacobian coordinates (X, Y, Z, each
@@ -211,11 +165,7 @@ pub fn msm_windows(
 
 /// Step 1: gathers the scalars that take part (density) and converts them to canonical
 /// integers; returns the compact buffer and its length (`None` when no scalar takes part).
-pub fn prepare(
-    module: &Module,
-    stream: &Stream,
-    scalars: &ScalarSource<'_>,
-) -> Result<Option<(DevBuf, usize)>, CudaError> {
+pub fn prepare(module: &Module, stream: &Stream, scalars: &ScalarSource<'_>) -> Result<Option<(DevBuf, usize)>, CudaError> {
     let m = scalars.density.map_or(scalars.len, |(_, c)| c);
     if m == 0 {
         return Ok(None);
@@ -281,32 +231,14 @@ pub fn windows_prepared(
     let mut prof = Profile::new();
 
     // 2-3. Digits, histogram, scan, scatter.
-    let c = if cfg.c != 0 {
-        cfg.c
-    } else {
-        c_override().unwrap_or_else(|| window_bits(m))
-    };
+    let c = if cfg.c != 0 { cfg.c } else { c_override().unwrap_or_else(|| window_bits(m)) };
     let w = 256u32.div_ceil(c);
     let half = 1u32 << (c - 1);
     let nb = w * half;
     let nb1 = nb as usize + 1;
     let counts = DevBuf::zeroed(stream, 4 * nb1)?;
     // SAFETY: arguments match msm_histogram.
-    unsafe {
-        module.launch(
-            "msm_histogram",
-            grid(m, 256)?,
-            256,
-            0,
-            stream,
-            Args::new()
-                .push(prepared)
-                .push(m32)
-                .push(c)
-                .push(w)
-                .push(counts.ptr),
-        )?
-    };
+    unsafe { module.launch("msm_histogram", grid(m, 256)?, 256, 0, stream, Args::new().push(prepared).push(m32).push(c).push(w).push(counts.ptr))? };
     let offsets = DevBuf::new(stream, 4 * nb1)?;
     scan(module, stream, counts.ptr, offsets.ptr, nb + 1, 0)?;
     let total = read_u32(stream, offsets.at(4 * nb as usize))? as usize;
@@ -320,20 +252,7 @@ pub fn windows_prepared(
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
     // SAFETY: arguments match msm_scatter.
     unsafe {
-        module.launch(
-            "msm_scatter",
-            grid(m, 256)?,
-            256,
-            0,
-            stream,
-            Args::new()
-                .push(prepared)
-                .push(m32)
-                .push(c)
-                .push(w)
-                .push(cursor.ptr)
-                .push(entries.ptr),
-        )?
+        module.launch("msm_scatter", grid(m, 256)?, 256, 0, stream, Args::new().push(prepared).push(m32).push(c).push(w).push(cursor.ptr).push(entries.ptr))?
     };
     drop(cursor);
     prof.mark(stream, "scatter");
@@ -350,53 +269,19 @@ pub fn windows_prepared(
         // Round 1 over equal segments of the sorted entries (see accumulate_segments).
         max_chunks.memset0(stream)?;
         let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
-        let args = Args::new()
-            .push(cur_off.ptr)
-            .push(nb)
-            .push(s_chunk)
-            .push(new_count.ptr)
-            .push(max_chunks.ptr);
+        let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
         // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
-        unsafe {
-            module.launch(
-                "msm_seg_counts",
-                grid(nb as usize, 256)?,
-                256,
-                0,
-                stream,
-                args,
-            )?
-        };
+        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
         let part_base = DevBuf::new(stream, 4 * nb1)?;
         scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
         let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
         let out = DevBuf::new(stream, xb * nparts)?;
         let nseg = total.div_ceil(s_chunk as usize);
-        let args = Args::new()
-            .push(bases)
-            .push(entries.ptr)
-            .push(cur_off.ptr)
-            .push(nb)
-            .push(total as u32)
-            .push(s_chunk)
-            .push(part_base.ptr)
-            .push(out.ptr);
+        let args = Args::new().push(bases).push(entries.ptr).push(cur_off.ptr).push(nb).push(total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
         // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
-        unsafe {
-            module.launch(
-                &format!("msm_accumulate_seg_{sfx}"),
-                grid(nseg, 128)?,
-                128,
-                0,
-                stream,
-                args,
-            )?
-        };
+        unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
         let maxc = read_u32(stream, max_chunks.ptr)?;
-        prof.mark(
-            stream,
-            &format!("segments({nseg} threads, {nparts} partials)"),
-        );
+        prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
         if maxc <= 1 {
             done = Some((new_count, part_base, out));
         } else {
@@ -409,14 +294,7 @@ pub fn windows_prepared(
         Some(d) => d,
         None => loop {
             let task_base = DevBuf::new(stream, 4 * nb1)?;
-            scan(
-                module,
-                stream,
-                cur_count.ptr,
-                task_base.ptr,
-                nb + 1,
-                s_chunk,
-            )?;
+            scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
             let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
             let ts = DevBuf::new(stream, 4 * ntasks)?;
             let tl = DevBuf::new(stream, 4 * ntasks)?;
@@ -435,53 +313,20 @@ pub fn windows_prepared(
                 .push(max_chunks.ptr)
                 .push(new_count.ptr);
             // SAFETY: arguments match msm_make_tasks.
-            unsafe {
-                module.launch(
-                    "msm_make_tasks",
-                    grid(nb as usize, 256)?,
-                    256,
-                    0,
-                    stream,
-                    args,
-                )?
-            };
+            unsafe { module.launch("msm_make_tasks", grid(nb as usize, 256)?, 256, 0, stream, args)? };
             let out = DevBuf::new(stream, xb * ntasks)?;
             let nt = ntasks as u32;
             match &input {
                 None => {
-                    let args = Args::new()
-                        .push(bases)
-                        .push(entries.ptr)
-                        .push(ts.ptr)
-                        .push(tl.ptr)
-                        .push(nt)
-                        .push(out.ptr);
+                    let args = Args::new().push(bases).push(entries.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
                     // SAFETY: arguments match msm_accumulate_affine_*.
-                    let k = if use_lb(group) {
-                        format!("msm_accumulate_affine_lb_{sfx}")
-                    } else {
-                        format!("msm_accumulate_affine_{sfx}")
-                    };
+                    let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
                     unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
                 }
                 Some(inp) => {
-                    let args = Args::new()
-                        .push(inp.ptr)
-                        .push(ts.ptr)
-                        .push(tl.ptr)
-                        .push(nt)
-                        .push(out.ptr);
+                    let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
                     // SAFETY: arguments match msm_accumulate_xyzz_*.
-                    unsafe {
-                        module.launch(
-                            &format!("msm_accumulate_xyzz_{sfx}"),
-                            grid(ntasks, 128)?,
-                            128,
-                            0,
-                            stream,
-                            args,
-                        )?
-                    };
+                    unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
                 }
             }
             let maxc = read_u32(stream, max_chunks.ptr)?;
@@ -497,52 +342,20 @@ pub fn windows_prepared(
     };
     drop(entries);
     let buckets = DevBuf::new(stream, xb * nb as usize)?;
-    let args = Args::new()
-        .push(partial.ptr)
-        .push(final_count.ptr)
-        .push(final_base.ptr)
-        .push(nb)
-        .push(buckets.ptr);
+    let args = Args::new().push(partial.ptr).push(final_count.ptr).push(final_base.ptr).push(nb).push(buckets.ptr);
     // SAFETY: arguments match msm_gather_*.
-    unsafe {
-        module.launch(
-            &format!("msm_gather_{sfx}"),
-            grid(nb as usize, 256)?,
-            256,
-            0,
-            stream,
-            args,
-        )?
-    };
+    unsafe { module.launch(&format!("msm_gather_{sfx}"), grid(nb as usize, 256)?, 256, 0, stream, args)? };
     drop((partial, final_count, final_base, cur_off));
     prof.mark(stream, "gather");
 
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
     // least ~2^14 threads in all (large windows have 2^19 buckets each).
-    let nseg = (16384 / w)
-        .next_power_of_two()
-        .max(half / 64)
-        .min(half)
-        .max(1);
+    let nseg = (16384 / w).next_power_of_two().max(half / 64).min(half).max(1);
     let seg = half / nseg;
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
-    let args = Args::new()
-        .push(buckets.ptr)
-        .push(half)
-        .push(w)
-        .push(seg)
-        .push(layer.ptr);
+    let args = Args::new().push(buckets.ptr).push(half).push(w).push(seg).push(layer.ptr);
     // SAFETY: arguments match msm_window_segments_*.
-    unsafe {
-        module.launch(
-            &format!("msm_window_segments_{sfx}"),
-            grid((w * nseg) as usize, 64)?,
-            64,
-            0,
-            stream,
-            args,
-        )?
-    };
+    unsafe { module.launch(&format!("msm_window_segments_{sfx}"), grid((w * nseg) as usize, 64)?, 64, 0, stream, args)? };
     drop(buckets);
     let mut width = nseg;
     while width > 1 {
@@ -550,32 +363,14 @@ pub fn windows_prepared(
         let next = DevBuf::new(stream, xb * (w * mh) as usize)?;
         let args = Args::new().push(layer.ptr).push(w).push(mh).push(next.ptr);
         // SAFETY: arguments match msm_pair_sums_*.
-        unsafe {
-            module.launch(
-                &format!("msm_pair_sums_{sfx}"),
-                grid((w * mh) as usize, 64)?,
-                64,
-                0,
-                stream,
-                args,
-            )?
-        };
+        unsafe { module.launch(&format!("msm_pair_sums_{sfx}"), grid((w * mh) as usize, 64)?, 64, 0, stream, args)? };
         layer = next;
         width = mh;
     }
     let fb = group.field_bytes();
     let jac = DevBuf::new(stream, 3 * fb * w as usize)?;
     // SAFETY: arguments match msm_to_jacobian_*.
-    unsafe {
-        module.launch(
-            &format!("msm_to_jacobian_{sfx}"),
-            1,
-            w,
-            0,
-            stream,
-            Args::new().push(layer.ptr).push(w).push(jac.ptr),
-        )?
-    };
+    unsafe { module.launch(&format!("msm_to_jacobian_{sfx}"), 1, w, 0, stream, Args::new().push(layer.ptr).push(w).push(jac.ptr))? };
     let mut out = vec![0u8; 3 * fb * w as usize];
     // SAFETY: jac holds that many bytes.
     unsafe { dtoh_sync(&mut out, jac.ptr, stream)? };

@@ -46,16 +46,7 @@ impl NttTables {
             // SAFETY: 32 scalars fit; the host vector lives until the sync below.
             unsafe { crate::device::htod_async(p.ptr, words.as_ptr().cast(), 32 * 32, stream)? };
             // SAFETY: arguments match ntt_pow_table.
-            unsafe {
-                module.launch(
-                    "ntt_pow_table",
-                    256,
-                    256,
-                    0,
-                    stream,
-                    Args::new().push(lo.ptr).push(hi.ptr).push(p.ptr),
-                )?
-            };
+            unsafe { module.launch("ntt_pow_table", 256, 256, 0, stream, Args::new().push(lo.ptr).push(hi.ptr).push(p.ptr))? };
             stream.sync()?;
             Ok((lo, hi))
         };
@@ -63,14 +54,7 @@ impl NttTables {
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let (g_lo, g_hi) = mk(g)?;
         let (ginv_lo, ginv_hi) = mk(g.invert().unwrap())?;
-        Ok(NttTables {
-            tw_lo,
-            tw_hi,
-            g_lo,
-            g_hi,
-            ginv_lo,
-            ginv_hi,
-        })
+        Ok(NttTables { tw_lo, tw_hi, g_lo, g_hi, ginv_lo, ginv_hi })
     }
 }
 
@@ -87,11 +71,7 @@ pub struct Scale {
 
 impl Scale {
     /// No scaling.
-    pub const NONE: Scale = Scale {
-        constant: None,
-        pow_inverse: None,
-        brev: false,
-    };
+    pub const NONE: Scale = Scale { constant: None, pow_inverse: None, brev: false };
 
     fn mode(&self) -> u32 {
         let mut m = 0;
@@ -161,11 +141,7 @@ pub fn transform(
             }
         };
         // One pair of g tables per launch: load and store scaling never both use powers.
-        let (glo, ghi) = if ld.pow_inverse.is_some() {
-            gtab(&ld)
-        } else {
-            gtab(&st)
-        };
+        let (glo, ghi) = if ld.pow_inverse.is_some() { gtab(&ld) } else { gtab(&st) };
         let args = Args::new()
             .push(data)
             .push(log_n)
@@ -195,107 +171,37 @@ pub fn bitrev(module: &Module, stream: &Stream, data: u64, log_n: u32) -> Result
     let n = 1u32 << log_n;
     let block = n.min(256);
     // SAFETY: arguments match ntt_bitrev.
-    unsafe {
-        module.launch(
-            "ntt_bitrev",
-            n.div_ceil(block),
-            block,
-            0,
-            stream,
-            Args::new().push(data).push(log_n),
-        )
-    }
+    unsafe { module.launch("ntt_bitrev", n.div_ceil(block), block, 0, stream, Args::new().push(data).push(log_n)) }
 }
 
 /// Natural-order NTT family as the `Backend` trait defines it.
-pub fn ntt_natural(
-    module: &Module,
-    stream: &Stream,
-    t: &NttTables,
-    data: u64,
-    domain: &Domain,
-    inverse: bool,
-    coset: bool,
-) -> Result<(), CudaError> {
+pub fn ntt_natural(module: &Module, stream: &Stream, t: &NttTables, data: u64, domain: &Domain, inverse: bool, coset: bool) -> Result<(), CudaError> {
     let k = domain.log_n;
     if !inverse {
-        let load = if coset {
-            Scale {
-                constant: None,
-                pow_inverse: Some(false),
-                brev: false,
-            }
-        } else {
-            Scale::NONE
-        };
+        let load = if coset { Scale { constant: None, pow_inverse: Some(false), brev: false } } else { Scale::NONE };
         transform(module, stream, t, data, k, false, false, load, Scale::NONE)?;
     } else {
-        let store = Scale {
-            constant: Some(domain.n_inv),
-            pow_inverse: coset.then_some(true),
-            brev: true,
-        };
+        let store = Scale { constant: Some(domain.n_inv), pow_inverse: coset.then_some(true), brev: true };
         transform(module, stream, t, data, k, true, false, Scale::NONE, store)?;
     }
     bitrev(module, stream, data, k)
 }
 
 /// `(A·B - C)/Z` coefficients from the evaluations in `a, b, c` (results in `a`).
-pub fn compute_h(
-    module: &Module,
-    stream: &Stream,
-    t: &NttTables,
-    a: u64,
-    b: u64,
-    c: u64,
-    domain: &Domain,
-) -> Result<(), CudaError> {
+pub fn compute_h(module: &Module, stream: &Stream, t: &NttTables, a: u64, b: u64, c: u64, domain: &Domain) -> Result<(), CudaError> {
     let k = domain.log_n;
     // Evaluations -> coefficients (bit-reversed, scaled by g^i / n) -> coset evaluations (natural).
-    let to_coset = Scale {
-        constant: Some(domain.n_inv),
-        pow_inverse: Some(false),
-        brev: true,
-    };
+    let to_coset = Scale { constant: Some(domain.n_inv), pow_inverse: Some(false), brev: true };
     for &p in &[a, b, c] {
         transform(module, stream, t, p, k, true, false, Scale::NONE, to_coset)?;
-        transform(
-            module,
-            stream,
-            t,
-            p,
-            k,
-            false,
-            true,
-            Scale::NONE,
-            Scale::NONE,
-        )?;
+        transform(module, stream, t, p, k, false, true, Scale::NONE, Scale::NONE)?;
     }
     let n = 1u32 << k;
     let block = n.min(256);
-    let args = Args::new()
-        .push(a)
-        .push(b)
-        .push(c)
-        .push(FrArg::from(domain.z_inv_on_coset))
-        .push(n);
+    let args = Args::new().push(a).push(b).push(c).push(FrArg::from(domain.z_inv_on_coset)).push(n);
     // SAFETY: arguments match ntt_quotient; buffers hold n scalars.
     unsafe { module.launch("ntt_quotient", n.div_ceil(block), block, 0, stream, args)? };
-    let from_coset = Scale {
-        constant: Some(domain.n_inv),
-        pow_inverse: Some(true),
-        brev: true,
-    };
-    transform(
-        module,
-        stream,
-        t,
-        a,
-        k,
-        true,
-        false,
-        Scale::NONE,
-        from_coset,
-    )?;
+    let from_coset = Scale { constant: Some(domain.n_inv), pow_inverse: Some(true), brev: true };
+    transform(module, stream, t, a, k, true, false, Scale::NONE, from_coset)?;
     bitrev(module, stream, a, k)
 }

@@ -46,14 +46,7 @@ struct Api {
     path: String,
     version: (i32, i32),
     get_error_string: unsafe extern "C" fn(Res) -> *const c_char,
-    create: unsafe extern "C" fn(
-        *mut Program,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> Res,
+    create: unsafe extern "C" fn(*mut Program, *const c_char, *const c_char, c_int, *const *const c_char, *const *const c_char) -> Res,
     destroy: unsafe extern "C" fn(*mut Program) -> Res,
     compile: unsafe extern "C" fn(Program, c_int, *const *const c_char) -> Res,
     log_size: unsafe extern "C" fn(Program, *mut usize) -> Res,
@@ -71,22 +64,10 @@ fn candidates() -> Vec<String> {
     if let Ok(p) = std::env::var("CUZK_NVRTC_LIB") {
         v.push(p);
     }
-    for n in [
-        "libnvrtc.so",
-        "libnvrtc.so.13",
-        "libnvrtc.so.12",
-        "libnvrtc.so.11.2",
-        "libnvrtc.so.11.1",
-        "libnvrtc.so.11.0",
-    ] {
+    for n in ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0"] {
         v.push(n.to_string());
     }
-    for dir in [
-        "/usr/local/cuda/lib64",
-        "/usr/local/cuda/targets/x86_64-linux/lib",
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib64",
-    ] {
+    for dir in ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64"] {
         if let Ok(rd) = std::fs::read_dir(dir) {
             let mut found: Vec<String> = rd
                 .filter_map(|e| e.ok())
@@ -112,8 +93,7 @@ fn load() -> Result<Api, NvrtcError> {
         macro_rules! sym {
             ($n:literal) => {{
                 // SAFETY: the signature matches nvrtc.h.
-                let s = unsafe { lib.get($n.as_bytes()) }
-                    .map_err(|e| NvrtcError::Symbol($n, e.to_string()))?;
+                let s = unsafe { lib.get($n.as_bytes()) }.map_err(|e| NvrtcError::Symbol($n, e.to_string()))?;
                 *s
             }};
         }
@@ -163,9 +143,7 @@ fn check(a: &Api, call: &'static str, r: Res) -> Result<(), NvrtcError> {
         return Ok(());
     }
     // SAFETY: NVRTC returns a static string.
-    let message = unsafe { CStr::from_ptr((a.get_error_string)(r)) }
-        .to_string_lossy()
-        .into_owned();
+    let message = unsafe { CStr::from_ptr((a.get_error_string)(r)) }.to_string_lossy().into_owned();
     Err(NvrtcError::Call { call, message })
 }
 
@@ -182,36 +160,18 @@ pub fn compile_cubin(source: &str, arch: u32) -> Result<Vec<u8>, NvrtcError> {
         .name("nvrtc".into())
         .stack_size(1 << 30)
         .spawn(move || compile_cubin_here(&src, arch))
-        .map_err(|e| NvrtcError::Call {
-            call: "spawn",
-            message: e.to_string(),
-        })?
+        .map_err(|e| NvrtcError::Call { call: "spawn", message: e.to_string() })?
         .join()
-        .map_err(|_| NvrtcError::Call {
-            call: "nvrtcCompileProgram",
-            message: "compiler thread panicked".into(),
-        })?
+        .map_err(|_| NvrtcError::Call { call: "nvrtcCompileProgram", message: "compiler thread panicked".into() })?
 }
 
 fn compile_cubin_here(source: &str, arch: u32) -> Result<Vec<u8>, NvrtcError> {
     let a = api()?;
-    let src = CString::new(source).map_err(|_| NvrtcError::Call {
-        call: "nvrtcCreateProgram",
-        message: "NUL in source".into(),
-    })?;
+    let src = CString::new(source).map_err(|_| NvrtcError::Call { call: "nvrtcCreateProgram", message: "NUL in source".into() })?;
     let name = CString::new("cuzk_kernels.cu").unwrap();
     let mut prog: Program = std::ptr::null_mut();
     // SAFETY: valid C strings, no headers.
-    check(a, "nvrtcCreateProgram", unsafe {
-        (a.create)(
-            &mut prog,
-            src.as_ptr(),
-            name.as_ptr(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    })?;
+    check(a, "nvrtcCreateProgram", unsafe { (a.create)(&mut prog, src.as_ptr(), name.as_ptr(), 0, std::ptr::null(), std::ptr::null()) })?;
     let mut opts: Vec<CString> = OPTIONS.iter().map(|o| CString::new(*o).unwrap()).collect();
     opts.push(CString::new(format!("--gpu-architecture=sm_{arch}")).unwrap());
     let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
@@ -224,26 +184,15 @@ fn compile_cubin_here(source: &str, arch: u32) -> Result<Vec<u8>, NvrtcError> {
         let mut buf = vec![0u8; size.max(1)];
         // SAFETY: buffer has `size` bytes.
         unsafe { (a.log)(prog, buf.as_mut_ptr().cast()) };
-        let log = String::from_utf8_lossy(&buf)
-            .trim_end_matches('\0')
-            .to_string();
-        Err(NvrtcError::Compile {
-            arch: format!("sm_{arch}"),
-            log,
-        })
+        let log = String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string();
+        Err(NvrtcError::Compile { arch: format!("sm_{arch}"), log })
     } else {
         let mut size = 0usize;
         // SAFETY: prog compiled.
-        check(a, "nvrtcGetCUBINSize", unsafe {
-            (a.cubin_size)(prog, &mut size)
-        })
-        .and_then(|_| {
+        check(a, "nvrtcGetCUBINSize", unsafe { (a.cubin_size)(prog, &mut size) }).and_then(|_| {
             let mut buf = vec![0u8; size];
             // SAFETY: buffer has `size` bytes.
-            check(a, "nvrtcGetCUBIN", unsafe {
-                (a.cubin)(prog, buf.as_mut_ptr().cast())
-            })
-            .map(|_| buf)
+            check(a, "nvrtcGetCUBIN", unsafe { (a.cubin)(prog, buf.as_mut_ptr().cast()) }).map(|_| buf)
         })
     };
     // SAFETY: prog is valid and destroyed once.
@@ -280,12 +229,7 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 /// and whether it came from the cache.
 pub fn compile_cached(source: &str, arch: u32) -> Result<(Vec<u8>, bool), NvrtcError> {
     let a = api()?;
-    let key = fnv1a(&[
-        source.as_bytes(),
-        OPTIONS.join(" ").as_bytes(),
-        arch.to_string().as_bytes(),
-        format!("{}.{}", a.version.0, a.version.1).as_bytes(),
-    ]);
+    let key = fnv1a(&[source.as_bytes(), OPTIONS.join(" ").as_bytes(), arch.to_string().as_bytes(), format!("{}.{}", a.version.0, a.version.1).as_bytes()]);
     let file = cache_dir().map(|d| d.join(format!("kernels-sm{arch}-{key:016x}.cubin")));
     if let Some(f) = &file {
         if let Ok(bytes) = std::fs::read(f) {

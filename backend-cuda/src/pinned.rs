@@ -48,19 +48,14 @@ fn round(bytes: usize) -> Option<usize> {
     if bytes <= LARGE_GRANULE {
         Some(bytes.max(4096).next_power_of_two())
     } else {
-        bytes
-            .checked_add(LARGE_GRANULE - 1)
-            .map(|b| b / LARGE_GRANULE * LARGE_GRANULE)
+        bytes.checked_add(LARGE_GRANULE - 1).map(|b| b / LARGE_GRANULE * LARGE_GRANULE)
     }
 }
 
 impl PinnedPool {
     /// A new, empty pool.
     pub fn new(ctx: Arc<CudaContext>) -> Self {
-        PinnedPool {
-            ctx,
-            state: Mutex::new(State::default()),
-        }
+        PinnedPool { ctx, state: Mutex::new(State::default()) }
     }
 
     /// Bytes of page-locked memory the pool holds (in use or free).
@@ -127,41 +122,20 @@ unsafe impl PinnedAllocator for PinnedPool {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         Self::reclaim(&mut s);
         // Best fit among buffers not more than twice the request.
-        let best = s
-            .free
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.bytes >= want && b.bytes <= want.saturating_mul(2))
-            .min_by_key(|(_, b)| b.bytes)
-            .map(|(i, _)| i);
+        let best = s.free.iter().enumerate().filter(|(_, b)| b.bytes >= want && b.bytes <= want.saturating_mul(2)).min_by_key(|(_, b)| b.bytes).map(|(i, _)| i);
         if let Some(i) = best {
             let b = s.free.swap_remove(i);
             // SAFETY: non-null pointer from the driver.
             return Ok((unsafe { NonNull::new_unchecked(b.ptr as *mut u8) }, b.bytes));
         }
         drop(s);
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| AllocError::OutOfMemory {
-                bytes: want,
-                reason: e.to_string(),
-            })?;
+        self.ctx.bind_to_thread().map_err(|e| AllocError::OutOfMemory { bytes: want, reason: e.to_string() })?;
         // SAFETY: plain allocation; PORTABLE so every context may DMA from it.
         let ptr =
-            unsafe { result::malloc_host(want, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| {
-                AllocError::OutOfMemory {
-                    bytes: want,
-                    reason: e.to_string(),
-                }
-            })?;
+            unsafe { result::malloc_host(want, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(|e| AllocError::OutOfMemory { bytes: want, reason: e.to_string() })?;
         debug_assert_eq!(ptr as usize % BUFFER_ALIGN, 0);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).total += want;
-        NonNull::new(ptr.cast::<u8>())
-            .map(|p| (p, want))
-            .ok_or(AllocError::OutOfMemory {
-                bytes: want,
-                reason: "cuMemHostAlloc returned null".into(),
-            })
+        NonNull::new(ptr.cast::<u8>()).map(|p| (p, want)).ok_or(AllocError::OutOfMemory { bytes: want, reason: "cuMemHostAlloc returned null".into() })
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {

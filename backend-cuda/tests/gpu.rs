@@ -23,11 +23,7 @@ fn gpu() -> Option<&'static CudaBackend> {
     B.get_or_init(|| match CudaBackend::first() {
         Ok(b) => {
             let (cached, secs) = b.module_info();
-            eprintln!(
-                "using {} (kernels {} in {secs:.1}s)",
-                b.name(),
-                if cached { "from cache" } else { "compiled" }
-            );
+            eprintln!("using {} (kernels {} in {secs:.1}s)", b.name(), if cached { "from cache" } else { "compiled" });
             Some(b)
         }
         Err(e) => {
@@ -51,10 +47,7 @@ macro_rules! need_gpu {
 }
 
 fn env_log(name: &str, default: u32) -> u32 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn rng(seed: u64) -> ChaCha20Rng {
@@ -63,8 +56,7 @@ fn rng(seed: u64) -> ChaCha20Rng {
 
 fn bytes<T>(v: &[T]) -> Vec<u8> {
     // SAFETY: plain-old-data blstrs values.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-        .to_vec()
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }.to_vec()
 }
 
 fn from_bytes<T: Copy>(b: &[u8]) -> Vec<T> {
@@ -72,9 +64,7 @@ fn from_bytes<T: Copy>(b: &[u8]) -> Vec<T> {
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         // SAFETY: the kernel wrote valid Montgomery limbs of T.
-        out.push(unsafe {
-            std::ptr::read_unaligned(b.as_ptr().add(i * std::mem::size_of::<T>()).cast::<T>())
-        });
+        out.push(unsafe { std::ptr::read_unaligned(b.as_ptr().add(i * std::mem::size_of::<T>()).cast::<T>()) });
     }
     out
 }
@@ -85,28 +75,9 @@ fn field_ops_match_blstrs() {
     let mut r = rng(1);
     let n = 1000;
     // Fr
-    let x: Vec<Scalar> = (0..n)
-        .map(|i| {
-            if i == 0 {
-                Scalar::ZERO
-            } else {
-                Scalar::random(&mut r)
-            }
-        })
-        .collect();
-    let y: Vec<Scalar> = (0..n)
-        .map(|i| {
-            if i == 1 {
-                -Scalar::ONE
-            } else {
-                Scalar::random(&mut r)
-            }
-        })
-        .collect();
-    let out: Vec<Scalar> = from_bytes(
-        &b.selftest("selftest_fr_ops", &bytes(&x), &bytes(&y), n, 5 * 32 * n)
-            .unwrap(),
-    );
+    let x: Vec<Scalar> = (0..n).map(|i| if i == 0 { Scalar::ZERO } else { Scalar::random(&mut r) }).collect();
+    let y: Vec<Scalar> = (0..n).map(|i| if i == 1 { -Scalar::ONE } else { Scalar::random(&mut r) }).collect();
+    let out: Vec<Scalar> = from_bytes(&b.selftest("selftest_fr_ops", &bytes(&x), &bytes(&y), n, 5 * 32 * n).unwrap());
     let mut bad = 0;
     for i in 0..n {
         let want = [x[i] * y[i], x[i] + y[i], x[i] - y[i], -x[i], x[i].square()];
@@ -121,15 +92,10 @@ fn field_ops_match_blstrs() {
     }
     assert_eq!(bad, 0, "Fr ops");
     // Fp via G1 coordinates of random points.
-    let pts: Vec<G1Affine> = (0..2 * n)
-        .map(|_| G1Projective::random(&mut r).to_affine())
-        .collect();
+    let pts: Vec<G1Affine> = (0..2 * n).map(|_| G1Projective::random(&mut r).to_affine()).collect();
     let xs: Vec<blstrs::Fp> = pts[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp> = pts[n..].iter().map(|p| p.y()).collect();
-    let out: Vec<blstrs::Fp> = from_bytes(
-        &b.selftest("selftest_fp_ops", &bytes(&xs), &bytes(&ys), n, 5 * 48 * n)
-            .unwrap(),
-    );
+    let out: Vec<blstrs::Fp> = from_bytes(&b.selftest("selftest_fp_ops", &bytes(&xs), &bytes(&ys), n, 5 * 48 * n).unwrap());
     for i in 0..n {
         let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
         for k in 0..5 {
@@ -142,15 +108,10 @@ fn field_ops_match_blstrs() {
         }
     }
     assert_eq!(bad, 0, "Fp ops");
-    let p2: Vec<G2Affine> = (0..2 * n)
-        .map(|_| G2Projective::random(&mut r).to_affine())
-        .collect();
+    let p2: Vec<G2Affine> = (0..2 * n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     let xs: Vec<blstrs::Fp2> = p2[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp2> = p2[n..].iter().map(|p| p.y()).collect();
-    let out: Vec<blstrs::Fp2> = from_bytes(
-        &b.selftest("selftest_fp2_ops", &bytes(&xs), &bytes(&ys), n, 5 * 96 * n)
-            .unwrap(),
-    );
+    let out: Vec<blstrs::Fp2> = from_bytes(&b.selftest("selftest_fp2_ops", &bytes(&xs), &bytes(&ys), n, 5 * 96 * n).unwrap());
     for i in 0..n {
         let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
         for k in 0..5 {
@@ -165,34 +126,17 @@ fn field_ops_match_blstrs() {
     assert_eq!(bad, 0, "Fp2 ops");
 }
 
-fn check_curve<A, P>(
-    b: &CudaBackend,
-    kernel: &str,
-    p: &[A],
-    q: &[A],
-    proj: fn(&[u8]) -> Vec<P>,
-    to_proj: fn(&A) -> P,
-) -> usize
+fn check_curve<A, P>(b: &CudaBackend, kernel: &str, p: &[A], q: &[A], proj: fn(&[u8]) -> Vec<P>, to_proj: fn(&A) -> P) -> usize
 where
     P: Group + std::fmt::Debug,
 {
     let n = p.len();
     let psz = std::mem::size_of::<P>();
-    let out = proj(
-        &b.selftest(kernel, &bytes(p), &bytes(q), n, 6 * psz * n)
-            .unwrap(),
-    );
+    let out = proj(&b.selftest(kernel, &bytes(p), &bytes(q), n, 6 * psz * n).unwrap());
     let mut bad = 0;
     for i in 0..n {
         let (pp, qq) = (to_proj(&p[i]), to_proj(&q[i]));
-        let want = [
-            pp + qq,
-            pp.double(),
-            pp + qq,
-            (pp + qq).double(),
-            pp * P::Scalar::from(5u64),
-            pp.double(),
-        ];
+        let want = [pp + qq, pp.double(), pp + qq, (pp + qq).double(), pp * P::Scalar::from(5u64), pp.double()];
         for k in 0..6 {
             if out[6 * i + k] != want[k] {
                 bad += 1;
@@ -210,43 +154,21 @@ fn curve_ops_match_blstrs() {
     let b = need_gpu!();
     let mut r = rng(2);
     let n = 256;
-    let mut p: Vec<G1Affine> = (0..n)
-        .map(|_| G1Projective::random(&mut r).to_affine())
-        .collect();
-    let mut q: Vec<G1Affine> = (0..n)
-        .map(|_| G1Projective::random(&mut r).to_affine())
-        .collect();
+    let mut p: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut r).to_affine()).collect();
+    let mut q: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut r).to_affine()).collect();
     // edge cases: P = Q, P = -Q, identity operands
     q[0] = p[0];
     q[1] = -p[1];
     p[2] = G1Affine::identity();
     q[3] = G1Affine::identity();
-    let bad1 = check_curve(
-        b,
-        "selftest_g1_ops",
-        &p,
-        &q,
-        from_bytes::<G1Projective>,
-        |a| G1Projective::from(a),
-    );
-    let mut p2: Vec<G2Affine> = (0..n)
-        .map(|_| G2Projective::random(&mut r).to_affine())
-        .collect();
-    let mut q2: Vec<G2Affine> = (0..n)
-        .map(|_| G2Projective::random(&mut r).to_affine())
-        .collect();
+    let bad1 = check_curve(b, "selftest_g1_ops", &p, &q, from_bytes::<G1Projective>, |a| G1Projective::from(a));
+    let mut p2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
+    let mut q2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     q2[0] = p2[0];
     q2[1] = -p2[1];
     p2[2] = G2Affine::identity();
     q2[3] = G2Affine::identity();
-    let bad2 = check_curve(
-        b,
-        "selftest_g2_ops",
-        &p2,
-        &q2,
-        from_bytes::<G2Projective>,
-        |a| G2Projective::from(a),
-    );
+    let bad2 = check_curve(b, "selftest_g2_ops", &p2, &q2, from_bytes::<G2Projective>, |a| G2Projective::from(a));
     assert_eq!((bad1, bad2), (0, 0));
 }
 
@@ -258,10 +180,7 @@ fn random_scalars(n: usize, r: &mut ChaCha20Rng) -> Vec<Scalar> {
         l[3] &= (1 << 62) - 1;
     }
     // SAFETY: [u64; 4] below r is a valid Scalar representation.
-    limbs
-        .into_iter()
-        .map(|l| unsafe { std::mem::transmute::<[u64; 4], Scalar>(l) })
-        .collect()
+    limbs.into_iter().map(|l| unsafe { std::mem::transmute::<[u64; 4], Scalar>(l) }).collect()
 }
 
 fn pinned(v: &[Scalar], b: &CudaBackend) -> PinnedVec<Scalar> {
@@ -278,54 +197,31 @@ fn ntt_matches_cpu_oracle() {
     for log_n in 1..=max {
         let d = Domain::new(log_n).unwrap();
         let v = random_scalars(d.size(), &mut r);
-        for (dir, coset) in [
-            (NttDirection::Forward, false),
-            (NttDirection::Inverse, false),
-            (NttDirection::Forward, true),
-            (NttDirection::Inverse, true),
-        ] {
+        for (dir, coset) in [(NttDirection::Forward, false), (NttDirection::Inverse, false), (NttDirection::Forward, true), (NttDirection::Inverse, true)] {
             let mut g = b.upload_scalars(pinned(&v, b)).unwrap();
             b.ntt(&mut g, &d, dir, coset).unwrap();
             let got = b.download_scalars(&g).unwrap();
-            let mut c = cpu
-                .upload_scalars(PinnedVec::from_slice_in(&v, heap()).unwrap())
-                .unwrap();
+            let mut c = cpu.upload_scalars(PinnedVec::from_slice_in(&v, heap()).unwrap()).unwrap();
             cpu.ntt(&mut c, &d, dir, coset).unwrap();
             let want = cpu.download_scalars(&c).unwrap();
             if got != want {
                 let first = got.iter().zip(&want).position(|(a, b)| a != b).unwrap();
-                failures.push(format!(
-                    "2^{log_n} {dir:?} coset={coset}: first mismatch at {first}"
-                ));
+                failures.push(format!("2^{log_n} {dir:?} coset={coset}: first mismatch at {first}"));
             }
         }
         // compute_h
         if log_n <= max.min(24) {
-            let (a, bb, c) = (
-                random_scalars(d.size(), &mut r),
-                random_scalars(d.size(), &mut r),
-                random_scalars(d.size(), &mut r),
-            );
+            let (a, bb, c) = (random_scalars(d.size(), &mut r), random_scalars(d.size(), &mut r), random_scalars(d.size(), &mut r));
             let up = |x: &Vec<Scalar>| b.upload_scalars(pinned(x, b)).unwrap();
             let h = b.compute_h(up(&a), up(&bb), up(&c), &d).unwrap();
             let got = b.download_scalars(&h).unwrap();
-            let upc = |x: &Vec<Scalar>| {
-                cpu.upload_scalars(PinnedVec::from_slice_in(x, heap()).unwrap())
-                    .unwrap()
-            };
+            let upc = |x: &Vec<Scalar>| cpu.upload_scalars(PinnedVec::from_slice_in(x, heap()).unwrap()).unwrap();
             let hc = cpu.compute_h(upc(&a), upc(&bb), upc(&c), &d).unwrap();
             if got != cpu.download_scalars(&hc).unwrap() {
                 failures.push(format!("2^{log_n} compute_h"));
             }
         }
-        eprintln!(
-            "ntt 2^{log_n}: {}",
-            if failures.is_empty() {
-                "ok"
-            } else {
-                "FAIL so far"
-            }
-        );
+        eprintln!("ntt 2^{log_n}: {}", if failures.is_empty() { "ok" } else { "FAIL so far" });
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -357,11 +253,7 @@ fn ntt_small_against_naive_dft() {
 }
 
 fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
-    bases
-        .iter()
-        .zip(s)
-        .map(|(p, k)| G1Projective::from(p) * k)
-        .sum()
+    bases.iter().zip(s).map(|(p, k)| G1Projective::from(p) * k).sum()
 }
 
 #[test]
@@ -372,12 +264,8 @@ fn msm_g1_matches_oracle() {
     let mut r = rng(5);
     let n_max = 1usize << max;
     // Random bases are expensive on the host: build a pool of 2^12 and repeat it.
-    let pool: Vec<G1Affine> = (0..(1 << 12).min(n_max))
-        .map(|_| G1Projective::random(&mut r).to_affine())
-        .collect();
-    let bases: Vec<G1Affine> = (0..n_max)
-        .map(|i| pool[(i * 7 + i / pool.len()) % pool.len()])
-        .collect();
+    let pool: Vec<G1Affine> = (0..(1 << 12).min(n_max)).map(|_| G1Projective::random(&mut r).to_affine()).collect();
+    let bases: Vec<G1Affine> = (0..n_max).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
     let gb = b.load_g1(bases.clone()).unwrap();
     let cb = cpu.load_g1(bases.clone()).unwrap();
     let mut failures = Vec::new();
@@ -385,41 +273,13 @@ fn msm_g1_matches_oracle() {
         let n = 1usize << log_n;
         let s = random_scalars(n, &mut r);
         let gs = b.upload_slice(&s).unwrap();
-        let got = b
-            .msm_g1(
-                &gb,
-                0,
-                MsmScalars {
-                    buf: &gs,
-                    len: n,
-                    density: None,
-                },
-            )
-            .unwrap();
-        let cs = cpu
-            .upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap())
-            .unwrap();
-        let want = if log_n <= 6 {
-            naive_g1(&bases[..n], &s)
-        } else {
-            cpu.msm_g1(
-                &cb,
-                0,
-                MsmScalars {
-                    buf: &cs,
-                    len: n,
-                    density: None,
-                },
-            )
-            .unwrap()
-        };
+        let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
+        let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
+        let want = if log_n <= 6 { naive_g1(&bases[..n], &s) } else { cpu.msm_g1(&cb, 0, MsmScalars { buf: &cs, len: n, density: None }).unwrap() };
         if got != want {
             failures.push(format!("G1 2^{log_n}"));
         }
-        eprintln!(
-            "msm g1 2^{log_n}: {}",
-            if got == want { "ok" } else { "MISMATCH" }
-        );
+        eprintln!("msm g1 2^{log_n}: {}", if got == want { "ok" } else { "MISMATCH" });
     }
     // 0/1 scalars, repeated scalars (heavy buckets), density and offset.
     let n = 1usize << max.min(16);
@@ -435,78 +295,25 @@ fn msm_g1_matches_oracle() {
     let dens = DensityBitmap::from_bools(&bits, heap()).unwrap();
     let offset = 3;
     let gs = b.upload_slice(&s).unwrap();
-    let got = b
-        .msm_g1(
-            &gb,
-            offset,
-            MsmScalars {
-                buf: &gs,
-                len: n,
-                density: Some(&dens),
-            },
-        )
-        .unwrap();
-    let sel: Vec<Scalar> = s
-        .iter()
-        .zip(&bits)
-        .filter(|(_, &b)| b)
-        .map(|(x, _)| *x)
-        .collect();
+    let got = b.msm_g1(&gb, offset, MsmScalars { buf: &gs, len: n, density: Some(&dens) }).unwrap();
+    let sel: Vec<Scalar> = s.iter().zip(&bits).filter(|(_, &b)| b).map(|(x, _)| *x).collect();
     let want = cpu
-        .msm_g1(
-            &cb,
-            offset,
-            MsmScalars {
-                buf: &cpu
-                    .upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap())
-                    .unwrap(),
-                len: n,
-                density: Some(&dens),
-            },
-        )
+        .msm_g1(&cb, offset, MsmScalars { buf: &cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap(), len: n, density: Some(&dens) })
         .unwrap();
-    assert_eq!(
-        want,
-        naive_g1(&bases[offset..offset + sel.len()], &sel),
-        "oracle self-check"
-    );
+    assert_eq!(want, naive_g1(&bases[offset..offset + sel.len()], &sel), "oracle self-check");
     if got != want {
         failures.push("G1 0/1/-1 scalars with density".into());
     }
     // All scalars equal (one very heavy bucket per window).
     let s = vec![Scalar::from(3u64); n];
     let gs = b.upload_slice(&s).unwrap();
-    let got = b
-        .msm_g1(
-            &gb,
-            0,
-            MsmScalars {
-                buf: &gs,
-                len: n,
-                density: None,
-            },
-        )
-        .unwrap();
-    let want: G1Projective = bases[..n]
-        .iter()
-        .map(G1Projective::from)
-        .sum::<G1Projective>()
-        * Scalar::from(3u64);
+    let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
+    let want: G1Projective = bases[..n].iter().map(G1Projective::from).sum::<G1Projective>() * Scalar::from(3u64);
     if got != want {
         failures.push("G1 all-equal scalars".into());
     }
     // Bad input is an error, not a panic.
-    assert!(b
-        .msm_g1(
-            &gb,
-            n_max,
-            MsmScalars {
-                buf: &gs,
-                len: n,
-                density: None
-            }
-        )
-        .is_err());
+    assert!(b.msm_g1(&gb, n_max, MsmScalars { buf: &gs, len: n, density: None }).is_err());
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -514,16 +321,11 @@ fn msm_g1_matches_oracle() {
 fn msm_g2_matches_oracle() {
     let b = need_gpu!();
     let cpu = CpuBackend::new();
-    let max =
-        env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14).min(env_log("CUZK_GPU_TEST_MAX_LOG_MSM_G2", 12));
+    let max = env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14).min(env_log("CUZK_GPU_TEST_MAX_LOG_MSM_G2", 12));
     let mut r = rng(6);
     let n_max = 1usize << max;
-    let pool: Vec<G2Affine> = (0..(1 << 10).min(n_max))
-        .map(|_| G2Projective::random(&mut r).to_affine())
-        .collect();
-    let bases: Vec<G2Affine> = (0..n_max)
-        .map(|i| pool[(i * 7 + i / pool.len()) % pool.len()])
-        .collect();
+    let pool: Vec<G2Affine> = (0..(1 << 10).min(n_max)).map(|_| G2Projective::random(&mut r).to_affine()).collect();
+    let bases: Vec<G2Affine> = (0..n_max).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
     let gb = b.load_g2(bases.clone()).unwrap();
     let cb = cpu.load_g2(bases.clone()).unwrap();
     let mut failures = Vec::new();
@@ -531,77 +333,22 @@ fn msm_g2_matches_oracle() {
         let n = 1usize << log_n;
         let s = random_scalars(n, &mut r);
         let gs = b.upload_slice(&s).unwrap();
-        let got = b
-            .msm_g2(
-                &gb,
-                0,
-                MsmScalars {
-                    buf: &gs,
-                    len: n,
-                    density: None,
-                },
-            )
-            .unwrap();
-        let cs = cpu
-            .upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap())
-            .unwrap();
-        let want = cpu
-            .msm_g2(
-                &cb,
-                0,
-                MsmScalars {
-                    buf: &cs,
-                    len: n,
-                    density: None,
-                },
-            )
-            .unwrap();
+        let got = b.msm_g2(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
+        let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
+        let want = cpu.msm_g2(&cb, 0, MsmScalars { buf: &cs, len: n, density: None }).unwrap();
         if got != want {
             failures.push(format!("G2 2^{log_n}"));
         }
-        eprintln!(
-            "msm g2 2^{log_n}: {}",
-            if got == want { "ok" } else { "MISMATCH" }
-        );
+        eprintln!("msm g2 2^{log_n}: {}", if got == want { "ok" } else { "MISMATCH" });
     }
     let n = n_max;
-    let s: Vec<Scalar> = (0..n)
-        .map(|i| {
-            if i % 2 == 0 {
-                Scalar::ONE
-            } else {
-                Scalar::from(r.gen::<u64>())
-            }
-        })
-        .collect();
+    let s: Vec<Scalar> = (0..n).map(|i| if i % 2 == 0 { Scalar::ONE } else { Scalar::from(r.gen::<u64>()) }).collect();
     let bits: Vec<bool> = (0..n).map(|i| i % 4 != 3).collect();
     let dens = DensityBitmap::from_bools(&bits, heap()).unwrap();
     let gs = b.upload_slice(&s).unwrap();
-    let got = b
-        .msm_g2(
-            &gb,
-            1,
-            MsmScalars {
-                buf: &gs,
-                len: n,
-                density: Some(&dens),
-            },
-        )
-        .unwrap();
-    let cs = cpu
-        .upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap())
-        .unwrap();
-    let want = cpu
-        .msm_g2(
-            &cb,
-            1,
-            MsmScalars {
-                buf: &cs,
-                len: n,
-                density: Some(&dens),
-            },
-        )
-        .unwrap();
+    let got = b.msm_g2(&gb, 1, MsmScalars { buf: &gs, len: n, density: Some(&dens) }).unwrap();
+    let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
+    let want = cpu.msm_g2(&cb, 1, MsmScalars { buf: &cs, len: n, density: Some(&dens) }).unwrap();
     if got != want {
         failures.push("G2 density".into());
     }
@@ -621,36 +368,20 @@ fn pinned_pool_reuses_buffers() {
     b.synchronize().unwrap();
     let before = b.pool().total_bytes();
     let w = PinnedVec::<Scalar>::from_elem_in(Scalar::ZERO, n, alloc.clone()).unwrap();
-    assert_eq!(
-        b.pool().total_bytes(),
-        before,
-        "pool allocated instead of reusing a buffer"
-    );
+    assert_eq!(b.pool().total_bytes(), before, "pool allocated instead of reusing a buffer");
     drop(w);
-    assert!(b
-        .download_scalars(&up)
-        .unwrap()
-        .iter()
-        .all(|x| *x == Scalar::ONE));
+    assert!(b.download_scalars(&up).unwrap().iter().all(|x| *x == Scalar::ONE));
 }
 
 // ---- EIP-2537 MSM vectors (geth's G2 file has the G2 cases).
 
 fn vectors_dir() -> Option<std::path::PathBuf> {
     let candidates = [
-        std::env::var("CUZK_VECTORS")
-            .ok()
-            .map(std::path::PathBuf::from),
-        Some(std::path::PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/vectors"
-        ))),
+        std::env::var("CUZK_VECTORS").ok().map(std::path::PathBuf::from),
+        Some(std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors"))),
         Some(std::path::PathBuf::from("gpu-bin/vectors")),
     ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("eip2537/msm_G1_bls.json").exists())
+    candidates.into_iter().flatten().find(|p| p.join("eip2537/msm_G1_bls.json").exists())
 }
 
 fn fp_be(b: &[u8]) -> blstrs::Fp {
@@ -677,9 +408,7 @@ fn eip2537_msm_vectors() {
         skip("SKIPPED: EIP-2537 vectors not found (set CUZK_VECTORS)");
         return;
     };
-    let read = |p: std::path::PathBuf| -> Vec<serde_json::Value> {
-        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-    };
+    let read = |p: std::path::PathBuf| -> Vec<serde_json::Value> { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
     let mut cases = 0;
     for case in read(dir.join("eip2537/msm_G1_bls.json")) {
         let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
@@ -687,33 +416,14 @@ fn eip2537_msm_vectors() {
         let (mut pts, mut sc) = (Vec::new(), Vec::new());
         for ch in input.chunks_exact(160) {
             let (x, y) = (fp_be(&ch[..64]), fp_be(&ch[64..128]));
-            pts.push(if x == blstrs::Fp::ZERO && y == blstrs::Fp::ZERO {
-                G1Affine::identity()
-            } else {
-                G1Affine::from_raw_unchecked(x, y, false)
-            });
+            pts.push(if x == blstrs::Fp::ZERO && y == blstrs::Fp::ZERO { G1Affine::identity() } else { G1Affine::from_raw_unchecked(x, y, false) });
             sc.push(scalar_mod_r(&ch[128..160]));
         }
         let gb = b.load_g1(pts.clone()).unwrap();
         let gs = b.upload_slice(&sc).unwrap();
-        let got = b
-            .msm_g1(
-                &gb,
-                0,
-                MsmScalars {
-                    buf: &gs,
-                    len: sc.len(),
-                    density: None,
-                },
-            )
-            .unwrap()
-            .to_affine();
+        let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }).unwrap().to_affine();
         let (ex, ey) = (fp_be(&expected[..64]), fp_be(&expected[64..128]));
-        let want = if ex == blstrs::Fp::ZERO && ey == blstrs::Fp::ZERO {
-            G1Affine::identity()
-        } else {
-            G1Affine::from_raw_unchecked(ex, ey, false)
-        };
+        let want = if ex == blstrs::Fp::ZERO && ey == blstrs::Fp::ZERO { G1Affine::identity() } else { G1Affine::from_raw_unchecked(ex, ey, false) };
         assert_eq!(got, want, "{}", case["Name"]);
         cases += 1;
     }
@@ -725,33 +435,14 @@ fn eip2537_msm_vectors() {
         let (mut pts, mut sc) = (Vec::new(), Vec::new());
         for ch in input.chunks_exact(288) {
             let (x, y) = (fp2(&ch[..128]), fp2(&ch[128..256]));
-            pts.push(if x == blstrs::Fp2::ZERO && y == blstrs::Fp2::ZERO {
-                G2Affine::identity()
-            } else {
-                G2Affine::from_raw_unchecked(x, y, false)
-            });
+            pts.push(if x == blstrs::Fp2::ZERO && y == blstrs::Fp2::ZERO { G2Affine::identity() } else { G2Affine::from_raw_unchecked(x, y, false) });
             sc.push(scalar_mod_r(&ch[256..288]));
         }
         let gb = b.load_g2(pts).unwrap();
         let gs = b.upload_slice(&sc).unwrap();
-        let got = b
-            .msm_g2(
-                &gb,
-                0,
-                MsmScalars {
-                    buf: &gs,
-                    len: sc.len(),
-                    density: None,
-                },
-            )
-            .unwrap()
-            .to_affine();
+        let got = b.msm_g2(&gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }).unwrap().to_affine();
         let (ex, ey) = (fp2(&expected[..128]), fp2(&expected[128..256]));
-        let want = if ex == blstrs::Fp2::ZERO && ey == blstrs::Fp2::ZERO {
-            G2Affine::identity()
-        } else {
-            G2Affine::from_raw_unchecked(ex, ey, false)
-        };
+        let want = if ex == blstrs::Fp2::ZERO && ey == blstrs::Fp2::ZERO { G2Affine::identity() } else { G2Affine::from_raw_unchecked(ex, ey, false) };
         assert_eq!(got, want, "{}", case["Name"]);
         cases += 1;
     }
@@ -776,89 +467,28 @@ fn streamed_bases_match_oracle() {
     let s = random_scalars(n, &mut r);
     let bits: Vec<bool> = (0..n).map(|_| r.gen_bool(0.6)).collect();
     let density = DensityBitmap::from_bools(&bits, heap()).unwrap();
-    let g1: Vec<G1Affine> = (0..n + offset)
-        .map(|_| G1Projective::random(&mut r).to_affine())
-        .collect();
-    let g2: Vec<G2Affine> = (0..n)
-        .map(|_| G2Projective::random(&mut r).to_affine())
-        .collect();
+    let g1: Vec<G1Affine> = (0..n + offset).map(|_| G1Projective::random(&mut r).to_affine()).collect();
+    let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     let buf = b.upload_scalars(pinned(&s, b)).unwrap();
-    let obuf = oracle
-        .upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap())
-        .unwrap();
+    let obuf = oracle.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
     let o1 = oracle.load_g1(g1.clone()).unwrap();
     let o2 = oracle.load_g2(g2.clone()).unwrap();
     for chunk in [1000, 1 << 20] {
         let b1 = b.load_g1_streamed(&g1, chunk).unwrap();
         assert!(b1.is_streamed());
         for (off, d) in [(offset, None), (0, Some(&density))] {
-            let got = b
-                .msm_g1(
-                    &b1,
-                    off,
-                    MsmScalars {
-                        buf: &buf,
-                        len: n,
-                        density: d,
-                    },
-                )
-                .unwrap();
-            let want = oracle
-                .msm_g1(
-                    &o1,
-                    off,
-                    MsmScalars {
-                        buf: &obuf,
-                        len: n,
-                        density: d,
-                    },
-                )
-                .unwrap();
-            assert_eq!(
-                got,
-                want,
-                "streamed G1 MSM (chunk {chunk}, offset {off}, density {})",
-                d.is_some()
-            );
+            let got = b.msm_g1(&b1, off, MsmScalars { buf: &buf, len: n, density: d }).unwrap();
+            let want = oracle.msm_g1(&o1, off, MsmScalars { buf: &obuf, len: n, density: d }).unwrap();
+            assert_eq!(got, want, "streamed G1 MSM (chunk {chunk}, offset {off}, density {})", d.is_some());
         }
         let b2 = b.load_g2_streamed(&g2, chunk / 2).unwrap();
-        let got = b
-            .msm_g2(
-                &b2,
-                0,
-                MsmScalars {
-                    buf: &buf,
-                    len: n,
-                    density: Some(&density),
-                },
-            )
-            .unwrap();
-        let want = oracle
-            .msm_g2(
-                &o2,
-                0,
-                MsmScalars {
-                    buf: &obuf,
-                    len: n,
-                    density: Some(&density),
-                },
-            )
-            .unwrap();
+        let got = b.msm_g2(&b2, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }).unwrap();
+        let want = oracle.msm_g2(&o2, 0, MsmScalars { buf: &obuf, len: n, density: Some(&density) }).unwrap();
         assert_eq!(got, want, "streamed G2 MSM (chunk {})", chunk / 2);
     }
     // Out-of-range requests are errors, not panics.
     let b1 = b.load_g1_streamed(&g1[..10], 4).unwrap();
-    assert!(b
-        .msm_g1(
-            &b1,
-            0,
-            MsmScalars {
-                buf: &buf,
-                len: n,
-                density: None
-            }
-        )
-        .is_err());
+    assert!(b.msm_g1(&b1, 0, MsmScalars { buf: &buf, len: n, density: None }).is_err());
 }
 
 /// Scalars uploaded on the copy stream from other threads while kernels run on the compute
@@ -868,26 +498,19 @@ fn concurrent_uploads_and_kernels() {
     let b = need_gpu!();
     let k = 14;
     let d = Domain::new(k).unwrap();
-    let inputs: Vec<Vec<Scalar>> = (0..8)
-        .map(|i| random_scalars(d.size(), &mut rng(100 + i)))
-        .collect();
+    let inputs: Vec<Vec<Scalar>> = (0..8).map(|i| random_scalars(d.size(), &mut rng(100 + i))).collect();
     std::thread::scope(|sc| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         let inputs = &inputs;
         sc.spawn(move || {
             for (i, v) in inputs.iter().enumerate() {
-                tx.send((i, b.upload_scalars(pinned(v, b)).unwrap()))
-                    .unwrap();
+                tx.send((i, b.upload_scalars(pinned(v, b)).unwrap())).unwrap();
             }
         });
         for (i, mut buf) in rx {
             b.ntt(&mut buf, &d, NttDirection::Forward, false).unwrap();
             b.ntt(&mut buf, &d, NttDirection::Inverse, false).unwrap();
-            assert_eq!(
-                b.download_scalars(&buf).unwrap(),
-                inputs[i],
-                "round trip {i}"
-            );
+            assert_eq!(b.download_scalars(&buf).unwrap(), inputs[i], "round trip {i}");
         }
     });
 }

@@ -63,13 +63,7 @@ fn harness() -> Option<PathBuf> {
         std::fs::write(&src, HARNESS).expect("write harness");
         let bin = dir.join("harness");
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let out = Command::new(&cxx)
-            .args(["-O2", "-std=c++17", "-w", "-I"])
-            .arg(kernels_dir())
-            .arg(&src)
-            .arg("-o")
-            .arg(&bin)
-            .output();
+        let out = Command::new(&cxx).args(["-O2", "-std=c++17", "-w", "-I"]).arg(kernels_dir()).arg(&src).arg("-o").arg(&bin).output();
         match out {
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "SKIPPED: no C++ compiler ({cxx}: {e}); set CXX to run the host field checks");

@@ -14,23 +14,14 @@ fn all_kernels_compile_for_sm90() {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    eprintln!(
-        "NVRTC {}.{} ({path}): {} bytes of sm_90 cubin in {:.1?}",
-        ver.0,
-        ver.1,
-        cubin.len(),
-        t.elapsed()
-    );
+    eprintln!("NVRTC {}.{} ({path}): {} bytes of sm_90 cubin in {:.1?}", ver.0, ver.1, cubin.len(), t.elapsed());
     // CUZK_NVRTC_DUMP=<file> keeps the image, e.g. for `cuobjdump -sass <file>`.
     if let Some(path) = std::env::var_os("CUZK_NVRTC_DUMP") {
         std::fs::write(&path, &cubin).expect("write the cubin");
     }
     // Every kernel name appears in the image's symbol table.
     for k in kernels::KERNELS {
-        assert!(
-            cubin.windows(k.len()).any(|w| w == k.as_bytes()),
-            "kernel {k} missing from the cubin"
-        );
+        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from the cubin");
     }
 }
 

@@ -23,22 +23,13 @@ fn gpu_proofs_equal_cpu_proofs() {
     let gpu = match CudaBackend::first() {
         Ok(b) => b,
         Err(e) => {
-            skip(&format!(
-                "SKIPPED: gpu_proofs_equal_cpu_proofs needs a CUDA device: {e}"
-            ));
+            skip(&format!("SKIPPED: gpu_proofs_equal_cpu_proofs needs a CUDA device: {e}"));
             return;
         }
     };
     let cpu = CpuBackend::new();
-    let max_log: u32 = std::env::var("CUZK_GPU_TEST_MAX_LOG_PROOF")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
-    let mut cases = vec![
-        (CircuitKind::SquaringChain, 2),
-        (CircuitKind::SquaringChain, 5),
-        (CircuitKind::SquaringChain, max_log),
-    ];
+    let max_log: u32 = std::env::var("CUZK_GPU_TEST_MAX_LOG_PROOF").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let mut cases = vec![(CircuitKind::SquaringChain, 2), (CircuitKind::SquaringChain, 5), (CircuitKind::SquaringChain, max_log)];
     if max_log >= 15 {
         cases.push((CircuitKind::Sha256Chain, 15));
     }
@@ -52,21 +43,11 @@ fn gpu_proofs_equal_cpu_proofs() {
         let key_gpu = ProvingKey::load(&gpu, params).unwrap();
         let (r, s) = (Scalar::from(12345u64), Scalar::from(67890u64));
         let synth_cpu = synthesize(circuit.clone(), heap(), SizeHint::default()).unwrap();
-        let synth_gpu =
-            synthesize(circuit.clone(), gpu.host_allocator(), SizeHint::default()).unwrap();
+        let synth_gpu = synthesize(circuit.clone(), gpu.host_allocator(), SizeHint::default()).unwrap();
         let p_cpu = prove(&cpu, &key_cpu, synth_cpu, r, s, &mut |_| {}).unwrap();
         let p_gpu = prove(&gpu, &key_gpu, synth_gpu, r, s, &mut |_| {}).unwrap();
-        assert_eq!(
-            p_gpu.to_bytes(),
-            p_cpu.to_bytes(),
-            "{} 2^{log}: GPU proof differs from the CPU proof",
-            kind.name()
-        );
-        assert!(
-            verify(&vk, &p_gpu, &inputs).unwrap(),
-            "{} 2^{log}: GPU proof does not verify",
-            kind.name()
-        );
+        assert_eq!(p_gpu.to_bytes(), p_cpu.to_bytes(), "{} 2^{log}: GPU proof differs from the CPU proof", kind.name());
+        assert!(verify(&vk, &p_gpu, &inputs).unwrap(), "{} 2^{log}: GPU proof does not verify", kind.name());
         eprintln!("{} 2^{log}: GPU proof == CPU proof, verifies", kind.name());
     }
 }

@@ -31,18 +31,11 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 fn env_logs(name: &str, default: &str) -> Vec<u32> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect()
+    std::env::var(name).unwrap_or_else(|_| default.into()).split(',').filter_map(|s| s.trim().parse().ok()).collect()
 }
 
 fn env_num(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -84,27 +77,19 @@ where
 }
 
 fn upload<B: Backend>(b: &B, v: &[Scalar]) -> B::Scalars {
-    b.upload_scalars(PinnedVec::from_slice_in(v, b.host_allocator()).expect("host memory"))
-        .expect("upload")
+    b.upload_scalars(PinnedVec::from_slice_in(v, b.host_allocator()).expect("host memory")).expect("upload")
 }
 
 /// Median milliseconds of `reps` forward NTTs (after a warm-up) and the result.
-fn time_ntt<B: Backend>(
-    b: &B,
-    input: &[Scalar],
-    domain: &Domain,
-    reps: usize,
-) -> (f64, Vec<Scalar>) {
+fn time_ntt<B: Backend>(b: &B, input: &[Scalar], domain: &Domain, reps: usize) -> (f64, Vec<Scalar>) {
     let mut buf = upload(b, input);
-    b.ntt(&mut buf, domain, NttDirection::Forward, false)
-        .expect("ntt");
+    b.ntt(&mut buf, domain, NttDirection::Forward, false).expect("ntt");
     let result = b.download_scalars(&buf).expect("download");
     let mut t = Vec::new();
     for _ in 0..reps {
         b.wait_idle().expect("sync");
         let s = Instant::now();
-        b.ntt(&mut buf, domain, NttDirection::Forward, false)
-            .expect("ntt");
+        b.ntt(&mut buf, domain, NttDirection::Forward, false).expect("ntt");
         b.wait_idle().expect("sync");
         t.push(s.elapsed().as_secs_f64() * 1e3);
     }
@@ -112,19 +97,10 @@ fn time_ntt<B: Backend>(
 }
 
 /// Median milliseconds of `reps` dense G1 MSMs (after a warm-up) and the result.
-fn time_msm<B: Backend>(
-    b: &B,
-    bases: &[G1Affine],
-    sc: &[Scalar],
-    reps: usize,
-) -> (f64, G1Projective) {
+fn time_msm<B: Backend>(b: &B, bases: &[G1Affine], sc: &[Scalar], reps: usize) -> (f64, G1Projective) {
     let buf = upload(b, sc);
     let rb = b.load_g1(bases.to_vec()).expect("load");
-    let s = MsmScalars {
-        buf: &buf,
-        len: sc.len(),
-        density: None,
-    };
+    let s = MsmScalars { buf: &buf, len: sc.len(), density: None };
     let result = b.msm_g1(&rb, 0, s).expect("msm");
     let mut t = Vec::new();
     for _ in 0..reps {
@@ -138,26 +114,13 @@ fn time_msm<B: Backend>(
 
 /// Parameters of the right shape with pseudo-random points (timing only; proofs do not verify).
 fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
-    let s = synthesize(
-        kind.instance(k, 0).expect("circuit"),
-        heap(),
-        SizeHint::default(),
-    )
-    .expect("synthesize");
+    let s = synthesize(kind.instance(k, 0).expect("circuit"), heap(), SizeHint::default()).expect("synthesize");
     let n = Domain::for_len(s.num_constraints()).expect("domain").size();
     let g = G1Projective::generator().to_affine();
     let h = G2Projective::generator().to_affine();
     let b = s.b_input_density.count() + s.b_aux_density.count();
     Parameters {
-        vk: VerifyingKey {
-            alpha_g1: g,
-            beta_g1: g,
-            beta_g2: h,
-            gamma_g2: h,
-            delta_g1: g,
-            delta_g2: h,
-            ic: points::<G1Projective>(s.input.len(), 1),
-        },
+        vk: VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: points::<G1Projective>(s.input.len(), 1) },
         h: points::<G1Projective>(n - 1, 2),
         l: points::<G1Projective>(s.aux.len(), 3),
         a: points::<G1Projective>(s.input.len() + s.a_aux_density.count(), 4),
@@ -167,25 +130,14 @@ fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
 }
 
 /// Per-stage milliseconds (upload, ntt, msm) and the total of one proof (after a warm-up).
-fn time_proof<B: Backend>(
-    b: &B,
-    kind: CircuitKind,
-    k: u32,
-    params: &Parameters,
-    reps: usize,
-) -> ([f64; 3], f64, [u8; 192]) {
+fn time_proof<B: Backend>(b: &B, kind: CircuitKind, k: u32, params: &Parameters, reps: usize) -> ([f64; 3], f64, [u8; 192]) {
     let key = ProvingKey::load(b, params.clone()).expect("key");
     let (r, s) = (Scalar::from(3u64), Scalar::from(5u64));
     let mut stages = vec![Vec::new(); 3];
     let mut totals = Vec::new();
     let mut bytes = [0u8; 192];
     for rep in 0..=reps {
-        let synth = synthesize(
-            kind.instance(k, 1).expect("circuit"),
-            b.host_allocator(),
-            SizeHint::default(),
-        )
-        .expect("synthesize");
+        let synth = synthesize(kind.instance(k, 1).expect("circuit"), b.host_allocator(), SizeHint::default()).expect("synthesize");
         let mut times: Vec<(Stage, f64)> = Vec::new();
         let mut last: Option<(Stage, Instant)> = None;
         let t0 = Instant::now();
@@ -221,11 +173,7 @@ fn time_proof<B: Backend>(
             median(v.clone())
         }
     };
-    (
-        [m(&stages[0]), m(&stages[1]), m(&stages[2])],
-        median(totals),
-        bytes,
-    )
+    ([m(&stages[0]), m(&stages[1]), m(&stages[2])], median(totals), bytes)
 }
 
 fn ratio(a: f64, b: Option<f64>) -> String {
@@ -247,7 +195,14 @@ fn main() {
     };
     let t = Instant::now();
     wgpu.warm_up().expect("kernels");
-    println!("wgpu: {} (kernels compiled in {:.1} s, workgroup {}, max binding {} MiB, compact kernels: {})", wgpu.name(), t.elapsed().as_secs_f64(), wgpu.gpu().wg, wgpu.gpu().max_binding >> 20, wgpu.gpu().compact);
+    println!(
+        "wgpu: {} (kernels compiled in {:.1} s, workgroup {}, max binding {} MiB, compact kernels: {})",
+        wgpu.name(),
+        t.elapsed().as_secs_f64(),
+        wgpu.gpu().wg,
+        wgpu.gpu().max_binding >> 20,
+        wgpu.gpu().compact
+    );
     let cuda = if env_num("CUZK_WGPU_BENCH_CUDA", 1) == 1 {
         match CudaBackend::first() {
             Ok(c) => {
@@ -270,14 +225,8 @@ fn main() {
         let input = scalars(domain.size(), k as u64);
         let (tw, rw) = time_ntt(&wgpu, &input, &domain, reps);
         let c = cuda.as_ref().map(|c| time_ntt(c, &input, &domain, reps));
-        let eq = c
-            .as_ref()
-            .map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
-        println!(
-            "| NTT (forward) | 2^{k} | {tw:.2} | {} | {} | {eq} |",
-            opt(c.as_ref().map(|x| x.0)),
-            ratio(tw, c.as_ref().map(|x| x.0))
-        );
+        let eq = c.as_ref().map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
+        println!("| NTT (forward) | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(c.as_ref().map(|x| x.0)), ratio(tw, c.as_ref().map(|x| x.0)));
     }
     for k in env_logs("CUZK_WGPU_BENCH_MSM", "16,18,20,22") {
         let n = 1usize << k;
@@ -285,49 +234,24 @@ fn main() {
         let bases = points::<G1Projective>(n, 200 + k as u64);
         let (tw, rw) = time_msm(&wgpu, &bases, &sc, reps);
         let c = cuda.as_ref().map(|c| time_msm(c, &bases, &sc, reps));
-        let eq = c
-            .as_ref()
-            .map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
-        println!(
-            "| G1 MSM (dense) | 2^{k} | {tw:.2} | {} | {} | {eq} |",
-            opt(c.as_ref().map(|x| x.0)),
-            ratio(tw, c.as_ref().map(|x| x.0))
-        );
+        let eq = c.as_ref().map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
+        println!("| G1 MSM (dense) | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(c.as_ref().map(|x| x.0)), ratio(tw, c.as_ref().map(|x| x.0)));
     }
     let pk = env_num("CUZK_WGPU_BENCH_PROOF", 20) as u32;
     if pk > 0 {
         let kind = CircuitKind::SquaringChain;
         let t = Instant::now();
         let params = timing_params(kind, pk);
-        eprintln!(
-            "timing parameters for {} 2^{pk} in {:.1} s",
-            kind.name(),
-            t.elapsed().as_secs_f64()
-        );
+        eprintln!("timing parameters for {} 2^{pk} in {:.1} s", kind.name(), t.elapsed().as_secs_f64());
         let (sw, tw, pw) = time_proof(&wgpu, kind, pk, &params, reps);
-        let c = cuda
-            .as_ref()
-            .map(|c| time_proof(c, kind, pk, &params, reps));
-        let eq = c
-            .as_ref()
-            .map_or("-".into(), |(_, _, pc)| (pc == &pw).to_string());
+        let c = cuda.as_ref().map(|c| time_proof(c, kind, pk, &params, reps));
+        let eq = c.as_ref().map_or("-".into(), |(_, _, pc)| (pc == &pw).to_string());
         let names = ["upload", "h (NTTs)", "MSMs"];
         for (i, name) in names.iter().enumerate() {
             let cv = c.as_ref().map(|x| x.0[i]);
-            println!(
-                "| partition {}: {name} | 2^{pk} | {:.2} | {} | {} | |",
-                kind.name(),
-                sw[i],
-                opt(cv),
-                ratio(sw[i], cv)
-            );
+            println!("| partition {}: {name} | 2^{pk} | {:.2} | {} | {} | |", kind.name(), sw[i], opt(cv), ratio(sw[i], cv));
         }
         let ct = c.as_ref().map(|x| x.1);
-        println!(
-            "| partition {}: whole proof | 2^{pk} | {tw:.2} | {} | {} | {eq} |",
-            kind.name(),
-            opt(ct),
-            ratio(tw, ct)
-        );
+        println!("| partition {}: whole proof | 2^{pk} | {tw:.2} | {} | {} | {eq} |", kind.name(), opt(ct), ratio(tw, ct));
     }
 }

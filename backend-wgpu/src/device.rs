@@ -25,27 +25,17 @@ pub struct AdapterSelector {
 impl AdapterSelector {
     /// The selection from the environment (empty: the best adapter present).
     pub fn from_env() -> Result<Self, WgpuError> {
-        let name = std::env::var("CUZK_WGPU_ADAPTER")
-            .ok()
-            .filter(|s| !s.is_empty());
+        let name = std::env::var("CUZK_WGPU_ADAPTER").ok().filter(|s| !s.is_empty());
         let device_type = match std::env::var("CUZK_WGPU_DEVICE_TYPE").ok().as_deref() {
             None | Some("") => None,
             Some(t) => Some(parse_device_type(t)?),
         };
-        let max_binding = std::env::var("CUZK_WGPU_MAX_BINDING")
-            .ok()
-            .and_then(|v| v.parse().ok());
-        Ok(AdapterSelector {
-            name,
-            device_type,
-            max_binding,
-        })
+        let max_binding = std::env::var("CUZK_WGPU_MAX_BINDING").ok().and_then(|v| v.parse().ok());
+        Ok(AdapterSelector { name, device_type, max_binding })
     }
 
     fn matches(&self, info: &wgpu::AdapterInfo) -> bool {
-        let name_ok = self.name.as_ref().as_ref().map_or(true, |n| {
-            info.name.to_lowercase().contains(&n.to_lowercase())
-        });
+        let name_ok = self.name.as_ref().as_ref().map_or(true, |n| info.name.to_lowercase().contains(&n.to_lowercase()));
         let type_ok = self.device_type.map_or(true, |t| t == info.device_type);
         name_ok && type_ok
     }
@@ -59,11 +49,7 @@ pub fn parse_device_type(s: &str) -> Result<wgpu::DeviceType, WgpuError> {
         "virtual" | "virtualgpu" => wgpu::DeviceType::VirtualGpu,
         "cpu" => wgpu::DeviceType::Cpu,
         "other" => wgpu::DeviceType::Other,
-        other => {
-            return Err(WgpuError::Invalid(format!(
-                "unknown device type {other:?} (discrete, integrated, virtual, cpu, other)"
-            )))
-        }
+        other => return Err(WgpuError::Invalid(format!("unknown device type {other:?} (discrete, integrated, virtual, cpu, other)"))),
     })
 }
 
@@ -80,10 +66,7 @@ fn type_rank(t: wgpu::DeviceType) -> u32 {
 /// The adapters wgpu sees (Vulkan, Metal, DX12), as `(name, type, backend)`.
 pub fn list_adapters() -> Vec<wgpu::AdapterInfo> {
     let instance = instance();
-    pollster::block_on(instance.enumerate_adapters(backends()))
-        .iter()
-        .map(|a| a.get_info())
-        .collect()
+    pollster::block_on(instance.enumerate_adapters(backends())).iter().map(|a| a.get_info()).collect()
 }
 
 fn backends() -> wgpu::Backends {
@@ -117,17 +100,12 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("adapter", &self.info.name)
-            .field("max_binding", &self.max_binding)
-            .finish()
+        f.debug_struct("Gpu").field("adapter", &self.info.name).field("max_binding", &self.max_binding).finish()
     }
 }
 
 /// Buffers used as storage and copied to and from.
-const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
-    .union(wgpu::BufferUsages::COPY_SRC)
-    .union(wgpu::BufferUsages::COPY_DST);
+const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 
 impl Gpu {
     /// Opens the best adapter matching `sel` (discrete before integrated before CPU).
@@ -135,69 +113,40 @@ impl Gpu {
         let instance = instance();
         let adapters = pollster::block_on(instance.enumerate_adapters(backends()));
         let seen: Vec<String> = adapters.iter().map(|a| describe(&a.get_info())).collect();
-        let adapter = adapters
-            .into_iter()
-            .filter(|a| sel.matches(&a.get_info()))
-            .min_by_key(|a| type_rank(a.get_info().device_type))
-            .ok_or_else(|| {
-                if seen.is_empty() {
-                    WgpuError::NoAdapter("no Vulkan, Metal or DX12 adapter is present (on Linux install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe)".into())
-                } else {
-                    WgpuError::NoAdapter(format!("none matches {sel:?}; present: {}", seen.join("; ")))
-                }
-            })?;
+        let adapter = adapters.into_iter().filter(|a| sel.matches(&a.get_info())).min_by_key(|a| type_rank(a.get_info().device_type)).ok_or_else(|| {
+            if seen.is_empty() {
+                WgpuError::NoAdapter(
+                    "no Vulkan, Metal or DX12 adapter is present (on Linux install a Vulkan driver, e.g. mesa-vulkan-drivers for lavapipe)".into(),
+                )
+            } else {
+                WgpuError::NoAdapter(format!("none matches {sel:?}; present: {}", seen.join("; ")))
+            }
+        })?;
         let info = adapter.get_info();
         let mut limits = adapter.limits();
         // Lowering the binding limit (tests of the splitting paths).
         if let Some(cap) = sel.max_binding {
-            limits.max_storage_buffer_binding_size =
-                limits.max_storage_buffer_binding_size.min(cap.max(1 << 16));
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap.max(1 << 16));
         }
-        let desc = wgpu::DeviceDescriptor {
-            label: Some("cuzk"),
-            required_features: wgpu::Features::empty(),
-            required_limits: limits.clone(),
-            ..Default::default()
-        };
-        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
-            WgpuError::RequestDevice {
-                adapter: describe(&info),
-                reason: e.to_string(),
-            }
-        })?;
+        let desc =
+            wgpu::DeviceDescriptor { label: Some("cuzk"), required_features: wgpu::Features::empty(), required_limits: limits.clone(), ..Default::default() };
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&desc)).map_err(|e| WgpuError::RequestDevice { adapter: describe(&info), reason: e.to_string() })?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            sink.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(e.to_string());
+            sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
         }));
-        let want = std::env::var("CUZK_WGPU_WG")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(64u32);
-        let wg = want
-            .min(limits.max_compute_workgroup_size_x)
-            .min(limits.max_compute_invocations_per_workgroup)
-            .max(1);
+        let want = std::env::var("CUZK_WGPU_WG").ok().and_then(|v| v.parse().ok()).unwrap_or(64u32);
+        let wg = want.min(limits.max_compute_workgroup_size_x).min(limits.max_compute_invocations_per_workgroup).max(1);
         let wg = 1u32 << (31 - wg.leading_zeros()); // a power of two
-        let max_binding =
-            (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size) & !255;
+        let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size) & !255;
         let compact = match std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() {
             Some("1") => true,
             Some("0") => false,
             _ => info.device_type == wgpu::DeviceType::Cpu,
         };
-        Ok(Gpu {
-            device,
-            queue,
-            limits,
-            info,
-            wg,
-            max_binding,
-            compact,
-            errors,
-        })
+        Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, errors })
     }
 
     /// A short description of the adapter.
@@ -222,10 +171,7 @@ impl Gpu {
 
     fn check_size(&self, bytes: u64, what: &str) -> Result<u64, WgpuError> {
         if bytes > self.limits.max_buffer_size {
-            return Err(WgpuError::OutOfMemory(format!(
-                "{what}: {bytes} bytes exceed the adapter's largest buffer ({} bytes)",
-                self.limits.max_buffer_size
-            )));
+            return Err(WgpuError::OutOfMemory(format!("{what}: {bytes} bytes exceed the adapter's largest buffer ({} bytes)", self.limits.max_buffer_size)));
         }
         Ok(bytes.max(4).next_multiple_of(4))
     }
@@ -233,28 +179,15 @@ impl Gpu {
     /// A zero-filled storage buffer of at least `bytes` bytes.
     pub fn storage(&self, bytes: u64, what: &str) -> Result<wgpu::Buffer, WgpuError> {
         let size = self.check_size(bytes, what)?;
-        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(what),
-            size,
-            usage: STORAGE,
-            mapped_at_creation: false,
-        }))
+        Ok(self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(what), size, usage: STORAGE, mapped_at_creation: false }))
     }
 
     /// A storage buffer holding `data`.
     pub fn storage_init(&self, data: &[u8], what: &str) -> Result<wgpu::Buffer, WgpuError> {
         let size = self.check_size(data.len() as u64, what)?;
-        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(what),
-            size,
-            usage: STORAGE,
-            mapped_at_creation: true,
-        });
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor { label: Some(what), size, usage: STORAGE, mapped_at_creation: true });
         {
-            let mut view = buf
-                .slice(..)
-                .get_mapped_range_mut()
-                .map_err(|e| WgpuError::Device(format!("{what}: {e}")))?;
+            let mut view = buf.slice(..).get_mapped_range_mut().map_err(|e| WgpuError::Device(format!("{what}: {e}")))?;
             view.slice(..data.len()).copy_from_slice(data);
         }
         buf.unmap();
@@ -264,19 +197,12 @@ impl Gpu {
     /// A uniform block of kernel arguments.
     pub fn params(&self, p: [u32; 8]) -> wgpu::Buffer {
         let bytes: Vec<u8> = p.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("params"),
-                contents: &bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("params"), contents: &bytes, usage: wgpu::BufferUsages::UNIFORM })
     }
 
     /// Blocks until the queue is idle; reports errors wgpu captured meanwhile.
     pub fn wait(&self) -> Result<(), WgpuError> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| WgpuError::Device(e.to_string()))?;
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| WgpuError::Device(e.to_string()))?;
         self.check()
     }
 
@@ -306,19 +232,14 @@ impl Gpu {
             match rx.recv_timeout(std::time::Duration::from_millis(20)) {
                 Ok(r) => break r,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(WgpuError::Device("readback buffer was not mapped".into()))
-                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(WgpuError::Device("readback buffer was not mapped".into())),
             }
         };
         if let Err(e) = mapped {
             return Err(WgpuError::Device(format!("mapping a readback buffer: {e}")));
         }
         let out = {
-            let view = staging
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| WgpuError::Device(e.to_string()))?;
+            let view = staging.slice(..).get_mapped_range().map_err(|e| WgpuError::Device(e.to_string()))?;
             view[..len as usize].to_vec()
         };
         staging.unmap();
@@ -332,19 +253,14 @@ impl Gpu {
         let x = groups.min(maxd);
         let y = groups.div_ceil(x);
         if y > maxd {
-            return Err(WgpuError::Invalid(format!(
-                "{threads} invocations exceed the adapter's dispatch limits"
-            )));
+            return Err(WgpuError::Invalid(format!("{threads} invocations exceed the adapter's dispatch limits")));
         }
         Ok((x as u32, y as u32))
     }
 }
 
 fn describe(info: &wgpu::AdapterInfo) -> String {
-    format!(
-        "{} ({:?}, {:?}, driver {} {})",
-        info.name, info.device_type, info.backend, info.driver, info.driver_info
-    )
+    format!("{} ({:?}, {:?}, driver {} {})", info.name, info.device_type, info.backend, info.driver, info.driver_info)
 }
 
 /// A compute kernel: a pipeline with its automatic bind group layout.
@@ -357,22 +273,16 @@ pub struct Kernel {
 impl Kernel {
     /// Creates the pipeline of `entry` in `module`.
     pub fn new(gpu: &Gpu, module: &wgpu::ShaderModule, entry: &'static str) -> Kernel {
-        let pipeline = gpu
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: None,
-                module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+        let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: None,
+            module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
         let layout = pipeline.get_bind_group_layout(0);
-        Kernel {
-            pipeline,
-            layout,
-            name: entry,
-        }
+        Kernel { pipeline, layout, name: entry }
     }
 }
 
@@ -389,11 +299,7 @@ pub struct Bind<'a> {
 
 impl<'a> From<&'a wgpu::Buffer> for Bind<'a> {
     fn from(buf: &'a wgpu::Buffer) -> Self {
-        Bind {
-            buf,
-            offset: 0,
-            size: None,
-        }
+        Bind { buf, offset: 0, size: None }
     }
 }
 
@@ -406,10 +312,7 @@ pub struct Batch<'g> {
 impl<'g> Batch<'g> {
     /// An empty batch.
     pub fn new(gpu: &'g Gpu) -> Self {
-        Batch {
-            gpu,
-            enc: gpu.device.create_command_encoder(&Default::default()),
-        }
+        Batch { gpu, enc: gpu.device.create_command_encoder(&Default::default()) }
     }
 
     /// Records `kernel` over `threads` invocations (`workgroups`: the count is of workgroups)
@@ -436,24 +339,10 @@ impl<'g> Batch<'g> {
                 }),
             })
             .collect();
-        entries.push(wgpu::BindGroupEntry {
-            binding: params_binding,
-            resource: pbuf.as_entire_binding(),
-        });
-        let group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel.name),
-            layout: &kernel.layout,
-            entries: &entries,
-        });
-        let (x, y) = gpu.grid(if workgroups {
-            threads * gpu.wg as u64
-        } else {
-            threads
-        })?;
-        let mut pass = self.enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(kernel.name),
-            timestamp_writes: None,
-        });
+        entries.push(wgpu::BindGroupEntry { binding: params_binding, resource: pbuf.as_entire_binding() });
+        let group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some(kernel.name), layout: &kernel.layout, entries: &entries });
+        let (x, y) = gpu.grid(if workgroups { threads * gpu.wg as u64 } else { threads })?;
+        let mut pass = self.enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel.name), timestamp_writes: None });
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &group, &[]);
         pass.dispatch_workgroups(x, y, 1);
@@ -461,17 +350,9 @@ impl<'g> Batch<'g> {
     }
 
     /// Records a buffer-to-buffer copy.
-    pub fn copy(
-        &mut self,
-        src: &wgpu::Buffer,
-        src_off: u64,
-        dst: &wgpu::Buffer,
-        dst_off: u64,
-        bytes: u64,
-    ) {
+    pub fn copy(&mut self, src: &wgpu::Buffer, src_off: u64, dst: &wgpu::Buffer, dst_off: u64, bytes: u64) {
         if bytes > 0 {
-            self.enc
-                .copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
+            self.enc.copy_buffer_to_buffer(src, src_off, dst, dst_off, bytes);
         }
     }
 

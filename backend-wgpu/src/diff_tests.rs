@@ -55,80 +55,120 @@ $OPS
 "#;
 
 const OPS: &[(u32, &str)] = &[
-    (16, r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
+    (
+        16,
+        r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
             $C_load_p(r);
             $C_run($C_DBL);
             r = $C_result();
         }
-"#),
-    (0, r#"        r.X = $F_mul(p.X, q.X);
-"#),
-    (1, r#"        r.X = $F_add(p.X, q.X);
-"#),
-    (2, r#"        r.X = $F_sub(p.X, q.X);
-"#),
-    (3, r#"        r.X = $F_neg(p.X);
-"#),
-    (4, r#"        r = $C_add(p, q);
-"#),
-    (5, r#"        r = $C_add_affine(p, $CAff(q.X, q.Y));
-"#),
-    (6, r#"        r = $C_dbl(p);
-"#),
-    (7, r#"        r = $C_mul_small(p, bases[prm.a + t]);
-"#),
-    (8, r#"        r = $C_dbl($C_dbl(p));
-"#),
-    (9, r#"        r = $C_add($C_dbl(p), p);
-"#),
-    (10, r#"        r = $C_add($C_add(p, q), p);
-"#),
-    (11, r#"        r = $C_inf();
+"#,
+    ),
+    (
+        0,
+        r#"        r.X = $F_mul(p.X, q.X);
+"#,
+    ),
+    (
+        1,
+        r#"        r.X = $F_add(p.X, q.X);
+"#,
+    ),
+    (
+        2,
+        r#"        r.X = $F_sub(p.X, q.X);
+"#,
+    ),
+    (
+        3,
+        r#"        r.X = $F_neg(p.X);
+"#,
+    ),
+    (
+        4,
+        r#"        r = $C_add(p, q);
+"#,
+    ),
+    (
+        5,
+        r#"        r = $C_add_affine(p, $CAff(q.X, q.Y));
+"#,
+    ),
+    (
+        6,
+        r#"        r = $C_dbl(p);
+"#,
+    ),
+    (
+        7,
+        r#"        r = $C_mul_small(p, bases[prm.a + t]);
+"#,
+    ),
+    (
+        8,
+        r#"        r = $C_dbl($C_dbl(p));
+"#,
+    ),
+    (
+        9,
+        r#"        r = $C_add($C_dbl(p), p);
+"#,
+    ),
+    (
+        10,
+        r#"        r = $C_add($C_add(p, q), p);
+"#,
+    ),
+    (
+        11,
+        r#"        r = $C_inf();
         for (var i = 0u; i < bases[prm.a + t]; i++) {
             r = $C_add(r, p);
         }
-"#),
-    (12, r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
+"#,
+    ),
+    (
+        12,
+        r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
             r = $C_dbl(r);
         }
-"#),
-    (13, r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
+"#,
+    ),
+    (
+        13,
+        r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
             r.X = $F_mul(r.X, q.X);
         }
-"#),
-    (14, r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
+"#,
+    ),
+    (
+        14,
+        r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
             r.X = $F_sub(r.X, q.X);
         }
-"#),
-    (15, r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
+"#,
+    ),
+    (
+        15,
+        r#"        for (var i = 0u; i < bases[prm.a + t]; i++) {
             r.X = $F_add(r.X, q.X);
         }
-"#),
+"#,
+    ),
 ];
 
 /// The curve module of G1 or G2 plus the debug kernel (only operations `ops`).
 fn debug_source(g2: bool, wg: u32, compact: bool, ops: &[u32]) -> String {
-    let chain: String = OPS
-        .iter()
-        .filter(|(o, _)| ops.contains(o))
-        .map(|(o, code)| format!("    if (op == {o}u) {{\n{code}    }}\n"))
-        .collect();
+    let chain: String = OPS.iter().filter(|(o, _)| ops.contains(o)).map(|(o, code)| format!("    if (op == {o}u) {{\n{code}    }}\n")).collect();
     let mut s = COMMON.to_string();
     s += &field("fp", compact);
     if g2 {
         s += FP2;
     }
     let (c, f, fw) = if g2 { ("g2", "fp2", "24") } else { ("g1", "fp", "12") };
-    let curve = if compact {
-        XYZZ_COMPACT.replace("$PROGRAM", &programs(g2))
-    } else {
-        XYZZ.to_string()
-    };
+    let curve = if compact { XYZZ_COMPACT.replace("$PROGRAM", &programs(g2)) } else { XYZZ.to_string() };
     s += &loaders(g2);
-    s += &fill(
-        &format!("{curve}{}", KERNEL.replace("$OPS", &chain)),
-        &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())],
-    );
+    s += &fill(&format!("{curve}{}", KERNEL.replace("$OPS", &chain)), &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())]);
     let s = fill(&s, &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())]);
     assert!(!s.contains('$'));
     s
@@ -323,15 +363,7 @@ fn run_cases<K: C>(gpu: &Gpu, kernel: &Kernel, cases: &[Case<K>]) -> Vec<(usize,
     let pinb = gpu.storage_init(&bytes(&pin), "pin").unwrap();
     let out = gpu.storage((n * 4 * w * 4) as u64, "out").unwrap();
     let mut b = Batch::new(gpu);
-    b.dispatch(
-        kernel,
-        &[(0, (&bases).into()), (1, (&pinb).into()), (2, (&out).into())],
-        3,
-        [n as u32, 0, 0, 0, 0, 0, 0, 0],
-        n as u64,
-        false,
-    )
-    .unwrap();
+    b.dispatch(kernel, &[(0, (&bases).into()), (1, (&pinb).into()), (2, (&out).into())], 3, [n as u32, 0, 0, 0, 0, 0, 0, 0], n as u64, false).unwrap();
     b.submit().unwrap();
     let raw = gpu.read(&out, 0, (n * 4 * w * 4) as u64).unwrap();
     let words: Vec<u32> = raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
@@ -367,8 +399,7 @@ fn run_cases<K: C>(gpu: &Gpu, kernel: &Kernel, cases: &[Case<K>]) -> Vec<(usize,
             }
         };
         if !ok {
-            bad.push((i, format!("op {} k {} p_inf {} q==p {} q==-p {}", c.op, c.k,
-                bool::from(c.pp.is_identity()), c.pp == c.qp, c.pp == -c.qp)));
+            bad.push((i, format!("op {} k {} p_inf {} q==p {} q==-p {}", c.op, c.k, bool::from(c.pp.is_identity()), c.pp == c.qp, c.pp == -c.qp)));
         }
     }
     bad
@@ -419,10 +450,7 @@ fn check<K: C>() {
         // runs every G2 kernel).
         .unwrap_or_else(|| if K::G2 { vec![0, 4, 12] } else { vec![0, 1, 2, 3, 4, 5, 6, 7, 12] });
     let src = debug_source(K::G2, gpu.wg, compact, &ops);
-    let m = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("dbg"),
-        source: wgpu::ShaderSource::Wgsl(Cow::Owned(src)),
-    });
+    let m = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("dbg"), source: wgpu::ShaderSource::Wgsl(Cow::Owned(src)) });
     let kernel = Kernel::new(&gpu, &m, "dbg_main");
     gpu.check().unwrap();
     eprintln!("{} g2={} compact={compact}: compiled in {:.1} s", gpu.describe(), K::G2, t.elapsed().as_secs_f64());

@@ -33,9 +33,7 @@ pub enum WgpuError {
 impl From<WgpuError> for BackendError {
     fn from(e: WgpuError) -> Self {
         match e {
-            WgpuError::NoAdapter(_) | WgpuError::RequestDevice { .. } => {
-                BackendError::Unavailable(e.to_string())
-            }
+            WgpuError::NoAdapter(_) | WgpuError::RequestDevice { .. } => BackendError::Unavailable(e.to_string()),
             WgpuError::OutOfMemory(m) => BackendError::OutOfMemory(m),
             WgpuError::Invalid(m) => BackendError::InvalidInput(m),
             WgpuError::Shader(..) | WgpuError::Device(_) => BackendError::Device(e.to_string()),

@@ -46,14 +46,8 @@ pub struct CurveKernels {
 fn module(gpu: &Gpu, program: Program) -> Result<wgpu::ShaderModule, WgpuError> {
     let src = source(program, gpu.wg, gpu.compact)?;
     gpu.check()?;
-    let m = gpu
-        .device
-        .create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(program.name()),
-            source: wgpu::ShaderSource::Wgsl(Cow::Owned(src)),
-        });
-    gpu.check()
-        .map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;
+    let m = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(program.name()), source: wgpu::ShaderSource::Wgsl(Cow::Owned(src)) });
+    gpu.check().map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;
     Ok(m)
 }
 
@@ -73,14 +67,9 @@ fn kernels(gpu: &Gpu, program: Program, names: &[&'static str]) -> Result<Vec<Ke
         })
         .collect();
     if trace {
-        eprintln!(
-            "wgpu: module {} in {:.2} s",
-            program.name(),
-            t.elapsed().as_secs_f64()
-        );
+        eprintln!("wgpu: module {} in {:.2} s", program.name(), t.elapsed().as_secs_f64());
     }
-    gpu.check()
-        .map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;
+    gpu.check().map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;
     Ok(ks)
 }
 
@@ -109,50 +98,18 @@ impl<T> Lazy<T> {
 impl NttKernels {
     /// Compiles the NTT module.
     pub fn build(gpu: &Gpu) -> Result<Self, WgpuError> {
-        let mut k = kernels(
-            gpu,
-            Program::Ntt,
-            &[
-                "ntt_bitrev",
-                "ntt_stage",
-                "ntt_local",
-                "ntt_scale",
-                "ntt_quotient",
-            ],
-        )?
-        .into_iter();
-        let mut next = || {
-            k.next()
-                .ok_or_else(|| WgpuError::Shader("ntt".into(), "missing kernel".into()))
-        };
-        Ok(NttKernels {
-            bitrev: next()?,
-            stage: next()?,
-            local: next()?,
-            scale: next()?,
-            quotient: next()?,
-        })
+        let mut k = kernels(gpu, Program::Ntt, &["ntt_bitrev", "ntt_stage", "ntt_local", "ntt_scale", "ntt_quotient"])?.into_iter();
+        let mut next = || k.next().ok_or_else(|| WgpuError::Shader("ntt".into(), "missing kernel".into()));
+        Ok(NttKernels { bitrev: next()?, stage: next()?, local: next()?, scale: next()?, quotient: next()? })
     }
 }
 
 impl PrepareKernels {
     /// Compiles the MSM scalar-side module.
     pub fn build(gpu: &Gpu) -> Result<Self, WgpuError> {
-        let mut k = kernels(
-            gpu,
-            Program::Prepare,
-            &["msm_prepare", "msm_histogram", "msm_scatter"],
-        )?
-        .into_iter();
-        let mut next = || {
-            k.next()
-                .ok_or_else(|| WgpuError::Shader("msm-prepare".into(), "missing kernel".into()))
-        };
-        Ok(PrepareKernels {
-            prepare: next()?,
-            histogram: next()?,
-            scatter: next()?,
-        })
+        let mut k = kernels(gpu, Program::Prepare, &["msm_prepare", "msm_histogram", "msm_scatter"])?.into_iter();
+        let mut next = || k.next().ok_or_else(|| WgpuError::Shader("msm-prepare".into(), "missing kernel".into()));
+        Ok(PrepareKernels { prepare: next()?, histogram: next()?, scatter: next()? })
     }
 }
 
@@ -160,36 +117,12 @@ impl CurveKernels {
     /// Compiles the bucket module of G1 (`g2 = false`) or G2.
     pub fn build(gpu: &Gpu, g2: bool) -> Result<Self, WgpuError> {
         let (p, names) = if g2 {
-            (
-                Program::G2,
-                [
-                    "g2_round_affine",
-                    "g2_round_tasks",
-                    "g2_window_segments",
-                    "g2_pair_sums",
-                ],
-            )
+            (Program::G2, ["g2_round_affine", "g2_round_tasks", "g2_window_segments", "g2_pair_sums"])
         } else {
-            (
-                Program::G1,
-                [
-                    "g1_round_affine",
-                    "g1_round_tasks",
-                    "g1_window_segments",
-                    "g1_pair_sums",
-                ],
-            )
+            (Program::G1, ["g1_round_affine", "g1_round_tasks", "g1_window_segments", "g1_pair_sums"])
         };
         let mut k = kernels(gpu, p, &names)?.into_iter();
-        let mut next = || {
-            k.next()
-                .ok_or_else(|| WgpuError::Shader(p.name().into(), "missing kernel".into()))
-        };
-        Ok(CurveKernels {
-            round_affine: next()?,
-            round_tasks: next()?,
-            window: next()?,
-            pair: next()?,
-        })
+        let mut next = || k.next().ok_or_else(|| WgpuError::Shader(p.name().into(), "missing kernel".into()));
+        Ok(CurveKernels { round_affine: next()?, round_tasks: next()?, window: next()?, pair: next()? })
     }
 }

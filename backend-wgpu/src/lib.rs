@@ -94,9 +94,7 @@ pub struct WgpuBackend {
 
 impl std::fmt::Debug for WgpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WgpuBackend")
-            .field("name", &self.inner.name)
-            .finish()
+        f.debug_struct("WgpuBackend").field("name", &self.inner.name).finish()
     }
 }
 
@@ -142,9 +140,7 @@ impl WgpuBackend {
     }
 
     fn prep_k(&self) -> Result<Arc<PrepareKernels>, WgpuError> {
-        self.inner
-            .prep
-            .get(|| PrepareKernels::build(&self.inner.gpu))
+        self.inner.prep.get(|| PrepareKernels::build(&self.inner.gpu))
     }
 
     fn curve_k(&self, g2: bool) -> Result<Arc<CurveKernels>, WgpuError> {
@@ -154,62 +150,36 @@ impl WgpuBackend {
 
     /// Uploads scalars from any slice.
     pub fn upload_slice(&self, v: &[Scalar]) -> Result<WgpuScalars, WgpuError> {
-        let buf = if v.is_empty() {
-            None
-        } else {
-            Some(self.inner.gpu.storage_init(scalar_bytes(v), "scalars")?)
-        };
+        let buf = if v.is_empty() { None } else { Some(self.inner.gpu.storage_init(scalar_bytes(v), "scalars")?) };
         self.inner.gpu.check()?;
         Ok(WgpuScalars { buf, len: v.len() })
     }
 
     fn load<T: Copy>(&self, points: &[T], what: &str) -> Result<WgpuBases, WgpuError> {
-        let buf = if points.is_empty() {
-            None
-        } else {
-            Some(self.inner.gpu.storage_init(as_bytes(points), what)?)
-        };
+        let buf = if points.is_empty() { None } else { Some(self.inner.gpu.storage_init(as_bytes(points), what)?) };
         self.inner.gpu.check()?;
-        Ok(WgpuBases {
-            buf,
-            len: points.len(),
-        })
+        Ok(WgpuBases { buf, len: points.len() })
     }
 }
 
-fn check_msm(
-    bases_len: usize,
-    offset: usize,
-    s: &MsmScalars<'_, WgpuScalars>,
-) -> Result<(), WgpuError> {
+fn check_msm(bases_len: usize, offset: usize, s: &MsmScalars<'_, WgpuScalars>) -> Result<(), WgpuError> {
     if s.len > s.buf.len {
-        return Err(WgpuError::Invalid(format!(
-            "MSM over {} scalars of a buffer of {}",
-            s.len, s.buf.len
-        )));
+        return Err(WgpuError::Invalid(format!("MSM over {} scalars of a buffer of {}", s.len, s.buf.len)));
     }
     if let Some(d) = s.density {
         if d.len() != s.len {
-            return Err(WgpuError::Invalid(format!(
-                "density of {} bits for {} scalars",
-                d.len(),
-                s.len
-            )));
+            return Err(WgpuError::Invalid(format!("density of {} bits for {} scalars", d.len(), s.len)));
         }
     }
     let need = s.bases_needed();
     if offset.checked_add(need).map_or(true, |end| end > bases_len) {
-        return Err(WgpuError::Invalid(format!(
-            "MSM needs {need} bases from offset {offset}, only {bases_len} exist"
-        )));
+        return Err(WgpuError::Invalid(format!("MSM needs {need} bases from offset {offset}, only {bases_len} exist")));
     }
     Ok(())
 }
 
 fn scalars_buf(s: &WgpuScalars) -> Result<&wgpu::Buffer, WgpuError> {
-    s.buf
-        .as_ref()
-        .ok_or_else(|| WgpuError::Invalid("empty scalar buffer".into()))
+    s.buf.as_ref().ok_or_else(|| WgpuError::Invalid("empty scalar buffer".into()))
 }
 
 impl Backend for WgpuBackend {
@@ -239,67 +209,28 @@ impl Backend for WgpuBackend {
             let raw = self.inner.gpu.read(b, 0, 32 * buf.len as u64)?;
             // SAFETY: Scalar is 32 plain bytes of Montgomery limbs; raw holds len of them,
             // written from valid scalars by kernels that keep values reduced.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    raw.as_ptr(),
-                    out.as_mut_ptr().cast::<u8>(),
-                    raw.len(),
-                )
-            };
+            unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), out.as_mut_ptr().cast::<u8>(), raw.len()) };
         }
         Ok(out)
     }
 
-    fn ntt(
-        &self,
-        buf: &mut Self::Scalars,
-        domain: &Domain,
-        direction: NttDirection,
-        coset: bool,
-    ) -> Result<(), BackendError> {
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
         if buf.len != domain.size() {
-            return Err(BackendError::InvalidInput(format!(
-                "NTT of {} scalars over a domain of {}",
-                buf.len,
-                domain.size()
-            )));
+            return Err(BackendError::InvalidInput(format!("NTT of {} scalars over a domain of {}", buf.len, domain.size())));
         }
         let k = self.ntt_k()?;
         let b = scalars_buf(buf)?;
-        ntt::ntt(
-            &self.inner.gpu,
-            &k,
-            &self.inner.twiddles,
-            b,
-            domain,
-            direction == NttDirection::Inverse,
-            coset,
-        )?;
+        ntt::ntt(&self.inner.gpu, &k, &self.inner.twiddles, b, domain, direction == NttDirection::Inverse, coset)?;
         Ok(())
     }
 
-    fn quotient_on_coset(
-        &self,
-        a: &mut Self::Scalars,
-        b: &Self::Scalars,
-        c: &Self::Scalars,
-        domain: &Domain,
-    ) -> Result<(), BackendError> {
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
         let n = domain.size();
         if a.len != n || b.len != n || c.len != n {
-            return Err(BackendError::InvalidInput(
-                "quotient operands must have the domain's size".into(),
-            ));
+            return Err(BackendError::InvalidInput("quotient operands must have the domain's size".into()));
         }
         let k = self.ntt_k()?;
-        ntt::quotient(
-            &self.inner.gpu,
-            &k,
-            scalars_buf(a)?,
-            scalars_buf(b)?,
-            scalars_buf(c)?,
-            domain,
-        )?;
+        ntt::quotient(&self.inner.gpu, &k, scalars_buf(a)?, scalars_buf(b)?, scalars_buf(c)?, domain)?;
         Ok(())
     }
 
@@ -319,12 +250,7 @@ impl Backend for WgpuBackend {
         bases.len
     }
 
-    fn msm_g1(
-        &self,
-        bases: &Self::G1Bases,
-        bases_offset: usize,
-        scalars: MsmScalars<'_, Self::Scalars>,
-    ) -> Result<G1Projective, BackendError> {
+    fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
         check_msm(bases.len, bases_offset, &scalars)?;
         let (Some(bb), Some(sb)) = (&bases.buf, &scalars.buf.buf) else {
             return Ok(G1Projective::identity());
@@ -333,27 +259,11 @@ impl Backend for WgpuBackend {
             return Ok(G1Projective::identity());
         }
         let (p, c) = (self.prep_k()?, self.curve_k(false)?);
-        let src = msm::Source {
-            buf: sb,
-            len: scalars.len,
-            density: scalars.density,
-        };
-        Ok(msm::msm_g1(
-            &self.inner.gpu,
-            &p,
-            &c,
-            bb,
-            bases_offset,
-            &src,
-        )?)
+        let src = msm::Source { buf: sb, len: scalars.len, density: scalars.density };
+        Ok(msm::msm_g1(&self.inner.gpu, &p, &c, bb, bases_offset, &src)?)
     }
 
-    fn msm_g2(
-        &self,
-        bases: &Self::G2Bases,
-        bases_offset: usize,
-        scalars: MsmScalars<'_, Self::Scalars>,
-    ) -> Result<G2Projective, BackendError> {
+    fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
         check_msm(bases.len, bases_offset, &scalars)?;
         let (Some(bb), Some(sb)) = (&bases.buf, &scalars.buf.buf) else {
             return Ok(G2Projective::identity());
@@ -362,18 +272,7 @@ impl Backend for WgpuBackend {
             return Ok(G2Projective::identity());
         }
         let (p, c) = (self.prep_k()?, self.curve_k(true)?);
-        let src = msm::Source {
-            buf: sb,
-            len: scalars.len,
-            density: scalars.density,
-        };
-        Ok(msm::msm_g2(
-            &self.inner.gpu,
-            &p,
-            &c,
-            bb,
-            bases_offset,
-            &src,
-        )?)
+        let src = msm::Source { buf: sb, len: scalars.len, density: scalars.density };
+        Ok(msm::msm_g2(&self.inner.gpu, &p, &c, bb, bases_offset, &src)?)
     }
 }

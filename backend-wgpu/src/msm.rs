@@ -104,12 +104,7 @@ fn plan(len: usize, density: Option<&DensityBitmap>, max_m: usize, max_span: usi
             let mut i0 = 0;
             while i0 < len {
                 let i1 = (i0 + step).min(len);
-                out.push(Chunk {
-                    i0,
-                    i1,
-                    r0: i0,
-                    m: i1 - i0,
-                });
+                out.push(Chunk { i0, i1, r0: i0, m: i1 - i0 });
                 i0 = i1;
             }
         }
@@ -120,12 +115,7 @@ fn plan(len: usize, density: Option<&DensityBitmap>, max_m: usize, max_span: usi
             for w in 0..nw {
                 let c = word_bits(words, w, len).count_ones() as usize;
                 if m > 0 && (m + c > max_m || (w + 1) * 64 - i0 > max_span) {
-                    out.push(Chunk {
-                        i0,
-                        i1: w * 64,
-                        r0,
-                        m,
-                    });
+                    out.push(Chunk { i0, i1: w * 64, r0, m });
                     i0 = w * 64;
                     r0 += m;
                     m = 0;
@@ -164,9 +154,7 @@ fn max_chunk(want: usize, g: Group, mb: u64) -> Result<usize, WgpuError> {
     let mut m = want.next_multiple_of(64).max(64);
     while !fits(m, g, mb) {
         if m <= 64 {
-            return Err(WgpuError::OutOfMemory(format!(
-                "the adapter's binding limit ({mb} bytes) is too small for an MSM"
-            )));
+            return Err(WgpuError::OutOfMemory(format!("the adapter's binding limit ({mb} bytes) is too small for an MSM")));
         }
         m = (m / 2).next_multiple_of(64);
     }
@@ -185,9 +173,7 @@ fn scan(counts: &[u32]) -> Result<Vec<u32>, WgpuError> {
         out.push(acc as u32);
         acc += c as u64;
         if acc >= 1 << 31 {
-            return Err(WgpuError::Invalid(
-                "more than 2^31 bucket entries in one MSM chunk".into(),
-            ));
+            return Err(WgpuError::Invalid("more than 2^31 bucket entries in one MSM chunk".into()));
         }
     }
     out.push(acc as u32);
@@ -239,51 +225,29 @@ fn msm_windows(
                     pv.push(acc);
                     acc += bits.count_ones();
                 }
-                (
-                    Some(gpu.storage_init(&u32_bytes(&wv), "density words")?),
-                    Some(gpu.storage_init(&u32_bytes(&pv), "density prefix")?),
-                )
+                (Some(gpu.storage_init(&u32_bytes(&wv), "density words")?), Some(gpu.storage_init(&u32_bytes(&pv), "density prefix")?))
             }
             None => (None, None),
         };
         let (c, nw, nb) = shape(m, xb, mb);
         let counts = gpu.storage(4 * nb as u64, "bucket counts")?;
         let mut b = Batch::new(gpu);
-        let scal = Bind {
-            buf: src.buf,
-            offset: 32 * ch.i0 as u64,
-            size: Some(32 * span as u64),
-        };
+        let scal = Bind { buf: src.buf, offset: 32 * ch.i0 as u64, size: Some(32 * span as u64) };
         let wb = words.as_ref().unwrap_or(&dummy);
         let pb = prefix.as_ref().unwrap_or(&dummy);
         let use_density = u32::from(src.density.is_some());
         b.dispatch(
             &prep.prepare,
-            &[
-                (0, scal),
-                (1, wb.into()),
-                (2, pb.into()),
-                (3, (&prepared).into()),
-            ],
+            &[(0, scal), (1, wb.into()), (2, pb.into()), (3, (&prepared).into())],
             4,
             [span as u32, use_density, 0, 0, 0, 0, 0, 0],
             span as u64,
             false,
         )?;
-        b.dispatch(
-            &prep.histogram,
-            &[(5, (&prepared).into()), (6, (&counts).into())],
-            4,
-            [m as u32, c, nw, 0, 0, 0, 0, 0],
-            m as u64,
-            false,
-        )?;
+        b.dispatch(&prep.histogram, &[(5, (&prepared).into()), (6, (&counts).into())], 4, [m as u32, c, nw, 0, 0, 0, 0, 0], m as u64, false)?;
         b.submit()?;
         let raw = gpu.read(&counts, 0, 4 * nb as u64)?;
-        let cnt: Vec<u32> = raw
-            .chunks_exact(4)
-            .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
-            .collect();
+        let cnt: Vec<u32> = raw.chunks_exact(4).map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
         let off = scan(&cnt)?;
         let total = off[nb as usize] as usize;
         if total == 0 {
@@ -295,11 +259,7 @@ fn msm_windows(
         let entries = gpu.storage(4 * total as u64, "entries")?;
         b.dispatch(
             &prep.scatter,
-            &[
-                (5, (&prepared).into()),
-                (6, (&cursor).into()),
-                (7, (&entries).into()),
-            ],
+            &[(5, (&prepared).into()), (6, (&cursor).into()), (7, (&entries).into())],
             4,
             [m as u32, c, nw, 0, 0, 0, 0, 0],
             m as u64,
@@ -309,11 +269,7 @@ fn msm_windows(
         let s = ((total >> 19) as u32).clamp(16, MAX_SEGMENT);
         let byte_off = (offset + ch.r0) as u64 * ab;
         let base_al = byte_off / align * align;
-        let bases_bind = Bind {
-            buf: bases,
-            offset: base_al,
-            size: Some(byte_off - base_al + m as u64 * ab),
-        };
+        let bases_bind = Bind { buf: bases, offset: base_al, size: Some(byte_off - base_al + m as u64 * ab) };
         let g_words = ((byte_off - base_al) / 4) as u32;
         // Round 1: equal segments of S entries over the sorted entries.
         let mut count = vec![0u32; nb as usize];
@@ -326,9 +282,7 @@ fn msm_windows(
         let mut base = scan(&count)?;
         let nparts = base[nb as usize] as u64;
         if nparts * xb > mb {
-            return Err(WgpuError::OutOfMemory(format!(
-                "{nparts} bucket partials exceed the binding limit"
-            )));
+            return Err(WgpuError::OutOfMemory(format!("{nparts} bucket partials exceed the binding limit")));
         }
         let mut cur = gpu.storage(nparts * xb, "bucket partials")?;
         let off_buf = gpu.storage_init(&u32_bytes(&off), "bucket offsets")?;
@@ -337,13 +291,7 @@ fn msm_windows(
         let threads = total.div_ceil(s as usize) as u64;
         b.dispatch(
             &ck.round_affine,
-            &[
-                (0, bases_bind),
-                (1, (&entries).into()),
-                (2, (&off_buf).into()),
-                (3, (&pb_buf).into()),
-                (5, (&cur).into()),
-            ],
+            &[(0, bases_bind), (1, (&entries).into()), (2, (&off_buf).into()), (3, (&pb_buf).into()), (5, (&cur).into())],
             7,
             prm,
             threads,
@@ -369,12 +317,7 @@ fn msm_windows(
             let tl_buf = gpu.storage_init(&u32_bytes(&tl), "task lengths")?;
             b.dispatch(
                 &ck.round_tasks,
-                &[
-                    (1, (&ts_buf).into()),
-                    (3, (&tl_buf).into()),
-                    (4, (&cur).into()),
-                    (5, (&next).into()),
-                ],
+                &[(1, (&ts_buf).into()), (3, (&tl_buf).into()), (4, (&cur).into()), (5, (&next).into())],
                 7,
                 [nt as u32, 0, 0, 0, 0, 0, 0, 0],
                 nt as u64,
@@ -385,11 +328,7 @@ fn msm_windows(
             keep.push(tl_buf);
         }
         let fin = cur;
-        let bidx: Vec<u32> = count
-            .iter()
-            .zip(&base)
-            .map(|(&n, &p)| if n == 1 { p } else { NONE })
-            .collect();
+        let bidx: Vec<u32> = count.iter().zip(&base).map(|(&n, &p)| if n == 1 { p } else { NONE }).collect();
         // 5. Window sums.
         let half = 1u32 << (c - 1);
         let (nseg, seg) = window_split(c, nw);
@@ -397,11 +336,7 @@ fn msm_windows(
         let mut layer = gpu.storage(xb * (nw * nseg) as u64, "window segments")?;
         b.dispatch(
             &ck.window,
-            &[
-                (4, (&fin).into()),
-                (5, (&layer).into()),
-                (6, (&bidx_buf).into()),
-            ],
+            &[(4, (&fin).into()), (5, (&layer).into()), (6, (&bidx_buf).into())],
             7,
             [half, nw, seg, nseg, 0, 0, 0, 0],
             (nw * nseg) as u64,
@@ -411,14 +346,7 @@ fn msm_windows(
         while width > 1 {
             let mh = width / 2;
             let next = gpu.storage(xb * (nw * mh) as u64, "window pairs")?;
-            b.dispatch(
-                &ck.pair,
-                &[(4, (&layer).into()), (5, (&next).into())],
-                7,
-                [nw, mh, 0, 0, 0, 0, 0, 0],
-                (nw * mh) as u64,
-                false,
-            )?;
+            b.dispatch(&ck.pair, &[(4, (&layer).into()), (5, (&next).into())], 7, [nw, mh, 0, 0, 0, 0, 0, 0], (nw * mh) as u64, false)?;
             keep.push(std::mem::replace(&mut layer, next));
             width = mh;
         }
@@ -452,28 +380,14 @@ fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F, F)> {
 }
 
 /// G1 MSM.
-pub fn msm_g1(
-    gpu: &Gpu,
-    prep: &PrepareKernels,
-    ck: &CurveKernels,
-    bases: &wgpu::Buffer,
-    offset: usize,
-    src: &Source<'_>,
-) -> Result<G1Projective, WgpuError> {
+pub fn msm_g1(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu::Buffer, offset: usize, src: &Source<'_>) -> Result<G1Projective, WgpuError> {
     let mut acc = G1Projective::identity();
     for (raw, c) in msm_windows(gpu, prep, ck, Group::G1, bases, offset, src)? {
         let pts: Vec<G1Projective> = raw
             .chunks_exact(192)
-            .map(|p| {
-                match xyzz_to_jacobian(
-                    fp_from(&p[..48]),
-                    fp_from(&p[48..96]),
-                    fp_from(&p[96..144]),
-                    fp_from(&p[144..]),
-                ) {
-                    Some((x, y, z)) => G1Projective::from_raw_unchecked(x, y, z),
-                    None => G1Projective::identity(),
-                }
+            .map(|p| match xyzz_to_jacobian(fp_from(&p[..48]), fp_from(&p[48..96]), fp_from(&p[96..144]), fp_from(&p[144..])) {
+                Some((x, y, z)) => G1Projective::from_raw_unchecked(x, y, z),
+                None => G1Projective::identity(),
             })
             .collect();
         acc += cuzk_core::backend::combine_windows(&pts, c);
@@ -482,28 +396,14 @@ pub fn msm_g1(
 }
 
 /// G2 MSM.
-pub fn msm_g2(
-    gpu: &Gpu,
-    prep: &PrepareKernels,
-    ck: &CurveKernels,
-    bases: &wgpu::Buffer,
-    offset: usize,
-    src: &Source<'_>,
-) -> Result<G2Projective, WgpuError> {
+pub fn msm_g2(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu::Buffer, offset: usize, src: &Source<'_>) -> Result<G2Projective, WgpuError> {
     let mut acc = G2Projective::identity();
     for (raw, c) in msm_windows(gpu, prep, ck, Group::G2, bases, offset, src)? {
         let pts: Vec<G2Projective> = raw
             .chunks_exact(384)
-            .map(|p| {
-                match xyzz_to_jacobian(
-                    fp2_from(&p[..96]),
-                    fp2_from(&p[96..192]),
-                    fp2_from(&p[192..288]),
-                    fp2_from(&p[288..]),
-                ) {
-                    Some((x, y, z)) => G2Projective::from_raw_unchecked(x, y, z),
-                    None => G2Projective::identity(),
-                }
+            .map(|p| match xyzz_to_jacobian(fp2_from(&p[..96]), fp2_from(&p[96..192]), fp2_from(&p[192..288]), fp2_from(&p[288..])) {
+                Some((x, y, z)) => G2Projective::from_raw_unchecked(x, y, z),
+                None => G2Projective::identity(),
             })
             .collect();
         acc += cuzk_core::backend::combine_windows(&pts, c);

@@ -27,9 +27,7 @@ const _: () = assert!(std::mem::size_of::<Fp>() == 48);
 /// Little-endian 32-bit limbs of a big-endian hex number.
 fn limbs_from_hex(hex: &str) -> Vec<u32> {
     let b = hex.as_bytes();
-    b.rchunks(8)
-        .map(|c| u32::from_str_radix(std::str::from_utf8(c).unwrap_or("0"), 16).unwrap_or(0))
-        .collect()
+    b.rchunks(8).map(|c| u32::from_str_radix(std::str::from_utf8(c).unwrap_or("0"), 16).unwrap_or(0)).collect()
 }
 
 /// `-p^-1 mod 2^32` by Newton's iteration.
@@ -42,16 +40,12 @@ fn mont_inv(p0: u32) -> u32 {
 }
 
 fn list(v: &[u32]) -> String {
-    v.iter()
-        .map(|x| format!("{x}u"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    v.iter().map(|x| format!("{x}u")).collect::<Vec<_>>().join(", ")
 }
 
 /// Replaces template tokens in order (longer tokens sharing a prefix must come first).
 fn fill(src: &str, subs: &[(&str, String)]) -> String {
-    subs.iter()
-        .fold(src.to_string(), |s, (k, v)| s.replace(k, v))
+    subs.iter().fold(src.to_string(), |s, (k, v)| s.replace(k, v))
 }
 
 /// Montgomery-form one of Fr and Fp, as 32-bit limbs.
@@ -63,10 +57,7 @@ fn one_limbs(field: &str) -> Vec<u32> {
         // SAFETY: Fp is 48 bytes of little-endian Montgomery limbs (blst layout).
         unsafe { std::mem::transmute::<Fp, [u8; 48]>(Fp::ONE) }.to_vec()
     };
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 /// Expands every loop `for (var X = A; X < $LN; X++) { BODY }` of `src` (A a literal such as
@@ -86,8 +77,7 @@ fn unroll(src: &str, n: usize) -> String {
             .then(|| {
                 let (x, a) = parts[0].split_once('=')?;
                 let (x, a) = (x.trim(), a.trim().trim_end_matches('u'));
-                (parts[1] == format!("{x} < $LN") && parts[2] == format!("{x}++"))
-                    .then_some(())?;
+                (parts[1] == format!("{x} < $LN") && parts[2] == format!("{x}++")).then_some(())?;
                 Some((x.to_string(), a.parse::<usize>().ok()?))
             })
             .flatten();
@@ -127,11 +117,7 @@ fn unroll(src: &str, n: usize) -> String {
 /// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` expands the limb loops
 /// on the host (CPU adapters, see docs/wgpu.md).
 fn field(prefix: &str, compact: bool) -> String {
-    let (hex, n) = if prefix == "fr" {
-        (R_HEX, 8usize)
-    } else {
-        (P_HEX, 12)
-    };
+    let (hex, n) = if prefix == "fr" { (R_HEX, 8usize) } else { (P_HEX, 12) };
     let p = limbs_from_hex(hex);
     debug_assert_eq!(p.len(), n);
     let src = if compact { unroll(MONT, n) } else { MONT.to_string() };
@@ -182,17 +168,7 @@ const MOV: u32 = 3;
 /// XYZZ formulas (a = 0) as register programs: P in r0..r3 (result there too), Q in r4..r7.
 const PROGRAMS: &[(&str, &[Ins])] = &[
     // U1 = X1·ZZ2, U2 = X2·ZZ1, S1 = Y1·ZZZ2, S2 = Y2·ZZZ1, P = U2 − U1, R = S2 − S1.
-    (
-        "ADD_A",
-        &[
-            (MUL, 8, 0, 6),
-            (MUL, 9, 4, 2),
-            (MUL, 10, 1, 7),
-            (MUL, 11, 5, 3),
-            (SUB, 12, 9, 8),
-            (SUB, 13, 11, 10),
-        ],
-    ),
+    ("ADD_A", &[(MUL, 8, 0, 6), (MUL, 9, 4, 2), (MUL, 10, 1, 7), (MUL, 11, 5, 3), (SUB, 12, 9, 8), (SUB, 13, 11, 10)]),
     // PP, PPP, Q = U1·PP, ZZ3 = ZZ1·ZZ2·PP, ZZZ3 = ZZZ1·ZZZ2·PPP, X3 = R² − PPP − 2Q,
     // Y3 = R·(Q − X3) − S1·PPP.
     (
@@ -216,15 +192,7 @@ const PROGRAMS: &[(&str, &[Ins])] = &[
         ],
     ),
     // Q affine (x2 in r4, y2 in r5): U2 = x2·ZZ1, S2 = y2·ZZZ1, P = U2 − X1, R = S2 − Y1.
-    (
-        "MADD_A",
-        &[
-            (MUL, 9, 4, 2),
-            (MUL, 11, 5, 3),
-            (SUB, 12, 9, 0),
-            (SUB, 13, 11, 1),
-        ],
-    ),
+    ("MADD_A", &[(MUL, 9, 4, 2), (MUL, 11, 5, 3), (SUB, 12, 9, 0), (SUB, 13, 11, 1)]),
     (
         "MADD_B",
         &[
@@ -302,27 +270,15 @@ fn programs(g2: bool) -> String {
     let mut consts = String::new();
     for (name, prog) in PROGRAMS {
         let prog = if g2 { expand_fp2(prog) } else { prog.to_vec() };
-        consts += &format!(
-            "const $C_{name} = vec2<u32>({}u, {}u);\n",
-            words.len(),
-            prog.len()
-        );
-        words.extend(
-            prog.iter()
-                .map(|&(op, d, a, b)| op << 18 | d << 12 | a << 6 | b),
-        );
+        consts += &format!("const $C_{name} = vec2<u32>({}u, {}u);\n", words.len(), prog.len());
+        words.extend(prog.iter().map(|&(op, d, a, b)| op << 18 | d << 12 | a << 6 | b));
     }
     let access = if g2 {
         "var<private> $C_RF: array<fpE, 37>;\n\nfn $C_get(i: u32) -> Fp2 {\n    return Fp2($C_RF[2u * i], $C_RF[2u * i + 1u]);\n}\n\nfn $C_set(i: u32, v: Fp2) {\n    $C_RF[2u * i] = v.c0;\n    $C_RF[2u * i + 1u] = v.c1;\n}\n"
     } else {
         "var<private> $C_RF: array<fpE, 16>;\n\nfn $C_get(i: u32) -> fpE {\n    return $C_RF[i];\n}\n\nfn $C_set(i: u32, v: fpE) {\n    $C_RF[i] = v;\n}\n"
     };
-    format!(
-        "{access}\nvar<private> $C_PROG: array<u32, {}> = array<u32, {}>({});\n{consts}",
-        words.len(),
-        words.len(),
-        list(&words)
-    )
+    format!("{access}\nvar<private> $C_PROG: array<u32, {}> = array<u32, {}>({});\n{consts}", words.len(), words.len(), list(&words))
 }
 
 /// Which shader module.
@@ -369,38 +325,17 @@ pub fn source(program: Program, wg: u32, compact: bool) -> Result<String, WgpuEr
             if g2 {
                 s += FP2;
             }
-            let (c, f, fw) = if g2 {
-                ("g2", "fp2", "24")
-            } else {
-                ("g1", "fp", "12")
-            };
-            let curve = if compact {
-                XYZZ_COMPACT.replace("$PROGRAM", &programs(g2))
-            } else {
-                XYZZ.to_string()
-            };
+            let (c, f, fw) = if g2 { ("g2", "fp2", "24") } else { ("g1", "fp", "12") };
+            let curve = if compact { XYZZ_COMPACT.replace("$PROGRAM", &programs(g2)) } else { XYZZ.to_string() };
             let body = format!("{curve}{BUCKETS}");
             s += &loaders(g2);
-            s += &fill(
-                &body,
-                &[
-                    ("$C", c.to_string()),
-                    ("$FW", fw.to_string()),
-                    ("$F", f.to_string()),
-                ],
-            );
+            s += &fill(&body, &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())]);
         }
     }
-    let s = fill(
-        &s,
-        &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())],
-    );
+    let s = fill(&s, &[("$WG2", (2 * wg).to_string()), ("$WG", wg.to_string())]);
     if let Some(pos) = s.find('$') {
         let line = s[..pos].lines().count();
-        return Err(WgpuError::Shader(
-            program.name().into(),
-            format!("unfilled template token at line {line}"),
-        ));
+        return Err(WgpuError::Shader(program.name().into(), format!("unfilled template token at line {line}")));
     }
     Ok(s)
 }
@@ -486,8 +421,7 @@ mod program_tests {
                 let (_, seg) = crate::msm::window_split(c, nw);
                 let round1 = search + s * (1 + search + madd);
                 let later = s * (1 + add);
-                let window =
-                    u64::from(seg) * (1 + 2 * add) + u64::from(c - 1) * (1 + dbl + add) + add;
+                let window = u64::from(seg) * (1 + 2 * add) + u64::from(c - 1) * (1 + dbl + add) + add;
                 for (w, n) in worst.iter_mut().zip([round1, later, window]) {
                     *w = (*w).max(n);
                 }
@@ -508,19 +442,7 @@ mod program_tests {
             r[2 * i] = v.c0();
             r[2 * i + 1] = v.c1();
         };
-        for (i, v) in [
-            p.x(),
-            p.y(),
-            Fp2::ONE,
-            Fp2::ONE,
-            q.x(),
-            q.y(),
-            Fp2::ONE,
-            Fp2::ONE,
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, v) in [p.x(), p.y(), Fp2::ONE, Fp2::ONE, q.x(), q.y(), Fp2::ONE, Fp2::ONE].into_iter().enumerate() {
             set(&mut regs, i, v);
         }
         let mut r2 = regs.clone();
@@ -532,10 +454,7 @@ mod program_tests {
             let z = zz * zzz;
             G2Projective::from_raw_unchecked(x * zzz * z, y * zz * z.square(), z)
         };
-        assert_eq!(
-            to_proj(&regs),
-            G2Projective::from(p) + G2Projective::from(q)
-        );
+        assert_eq!(to_proj(&regs), G2Projective::from(p) + G2Projective::from(q));
         run(&mut r2, &expand_fp2(prog("MADD_A")));
         run(&mut r2, &expand_fp2(prog("MADD_B")));
         assert_eq!(to_proj(&r2), G2Projective::from(p) + G2Projective::from(q));

@@ -32,23 +32,13 @@ fn ntt_small_sizes_equal_the_oracle() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     for log_n in [0u32, 1, 2, 3, 7, 8, 9] {
         let domain = Domain::new(log_n).unwrap();
-        let input: Vec<Scalar> = (0..domain.size())
-            .map(|_| Scalar::random(&mut rng))
-            .collect();
-        for (dir, coset) in [
-            (NttDirection::Forward, false),
-            (NttDirection::Forward, true),
-            (NttDirection::Inverse, false),
-            (NttDirection::Inverse, true),
-        ] {
+        let input: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
+        for (dir, coset) in [(NttDirection::Forward, false), (NttDirection::Forward, true), (NttDirection::Inverse, false), (NttDirection::Inverse, true)] {
             let mut expect = input.clone();
             cpu.ntt_slice(&mut expect, &domain, dir, coset).unwrap();
             let mut buf = gpu.upload_slice(&input).unwrap();
             gpu.ntt(&mut buf, &domain, dir, coset).unwrap();
-            assert!(
-                gpu.download_scalars(&buf).unwrap() == expect,
-                "2^{log_n} {dir:?} coset={coset}"
-            );
+            assert!(gpu.download_scalars(&buf).unwrap() == expect, "2^{log_n} {dir:?} coset={coset}");
         }
     }
 }
@@ -58,50 +48,18 @@ fn msm_small_sizes_equal_naive_sums() {
     let Some(gpu) = backend() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     for n in [1usize, 2, 5, 64, 300] {
-        let scalars: Vec<Scalar> = (0..n)
-            .map(|i| {
-                if i % 5 == 0 {
-                    Scalar::ONE
-                } else {
-                    Scalar::random(&mut rng)
-                }
-            })
-            .collect();
-        let g1: Vec<G1Affine> = (0..n)
-            .map(|_| G1Projective::random(&mut rng).to_affine())
-            .collect();
+        let scalars: Vec<Scalar> = (0..n).map(|i| if i % 5 == 0 { Scalar::ONE } else { Scalar::random(&mut rng) }).collect();
+        let g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
         let want: G1Projective = g1.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
         let buf = gpu.upload_slice(&scalars).unwrap();
         let bases = gpu.load_g1(g1).unwrap();
-        let got = gpu
-            .msm_g1(
-                &bases,
-                0,
-                MsmScalars {
-                    buf: &buf,
-                    len: n,
-                    density: None,
-                },
-            )
-            .unwrap();
+        let got = gpu.msm_g1(&bases, 0, MsmScalars { buf: &buf, len: n, density: None }).unwrap();
         assert_eq!(got, want, "G1 MSM of {n}");
         if n <= 64 {
-            let g2: Vec<G2Affine> = (0..n)
-                .map(|_| G2Projective::random(&mut rng).to_affine())
-                .collect();
+            let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
             let want: G2Projective = g2.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
             let bases = gpu.load_g2(g2).unwrap();
-            let got = gpu
-                .msm_g2(
-                    &bases,
-                    0,
-                    MsmScalars {
-                        buf: &buf,
-                        len: n,
-                        density: None,
-                    },
-                )
-                .unwrap();
+            let got = gpu.msm_g2(&bases, 0, MsmScalars { buf: &buf, len: n, density: None }).unwrap();
             assert_eq!(got, want, "G2 MSM of {n}");
         }
     }
@@ -112,51 +70,18 @@ fn msm_small_sizes_equal_naive_sums() {
 fn msm_scalar_patterns() {
     let Some(gpu) = backend() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let g2: Vec<G2Affine> = (0..2)
-        .map(|_| G2Projective::random(&mut rng).to_affine())
-        .collect();
-    let g1: Vec<G1Affine> = (0..2)
-        .map(|_| G1Projective::random(&mut rng).to_affine())
-        .collect();
-    let (b1, b2) = (
-        gpu.load_g1(g1.clone()).unwrap(),
-        gpu.load_g2(g2.clone()).unwrap(),
-    );
+    let g2: Vec<G2Affine> = (0..2).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+    let g1: Vec<G1Affine> = (0..2).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
+    let (b1, b2) = (gpu.load_g1(g1.clone()).unwrap(), gpu.load_g2(g2.clone()).unwrap());
     let r = Scalar::random(&mut rng);
-    for (a, b) in [
-        (Scalar::from(5u64), Scalar::from(7u64)),
-        (Scalar::from(8u64), Scalar::ZERO),
-        (r, Scalar::ZERO),
-        (r, r),
-        (-Scalar::ONE, Scalar::ONE),
-    ] {
+    for (a, b) in [(Scalar::from(5u64), Scalar::from(7u64)), (Scalar::from(8u64), Scalar::ZERO), (r, Scalar::ZERO), (r, r), (-Scalar::ONE, Scalar::ONE)] {
         let scalars = vec![a, b];
         let buf = gpu.upload_slice(&scalars).unwrap();
         let want1: G1Projective = g1.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
-        let got1 = gpu
-            .msm_g1(
-                &b1,
-                0,
-                MsmScalars {
-                    buf: &buf,
-                    len: 2,
-                    density: None,
-                },
-            )
-            .unwrap();
+        let got1 = gpu.msm_g1(&b1, 0, MsmScalars { buf: &buf, len: 2, density: None }).unwrap();
         assert_eq!(got1, want1, "G1 ({a:?}, {b:?})");
         let want2: G2Projective = g2.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
-        let got2 = gpu
-            .msm_g2(
-                &b2,
-                0,
-                MsmScalars {
-                    buf: &buf,
-                    len: 2,
-                    density: None,
-                },
-            )
-            .unwrap();
+        let got2 = gpu.msm_g2(&b2, 0, MsmScalars { buf: &buf, len: 2, density: None }).unwrap();
         assert_eq!(got2, want2, "G2 ({a:?}, {b:?})");
     }
 }
@@ -178,17 +103,7 @@ fn msm_equal_and_opposite_points() {
         let want: G1Projective = aff.iter().zip(&scalars).map(|(p, s)| *p * s).sum();
         let buf = gpu.upload_slice(&scalars).unwrap();
         let b = gpu.load_g1(aff).unwrap();
-        let got = gpu
-            .msm_g1(
-                &b,
-                0,
-                MsmScalars {
-                    buf: &buf,
-                    len: scalars.len(),
-                    density: None,
-                },
-            )
-            .unwrap();
+        let got = gpu.msm_g1(&b, 0, MsmScalars { buf: &buf, len: scalars.len(), density: None }).unwrap();
         assert_eq!(got, want, "equal/opposite points, scalars {sc:?}");
     }
 }

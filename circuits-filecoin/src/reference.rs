@@ -38,7 +38,9 @@ pub fn prove(req: &FilRequest) -> Result<Vec<u8>, FilError> {
             let randomness = bytes32(&req.randomness, "randomness")?;
             let prover = prover_id(req.miner_id);
             if req.kind == FilKind::WindowPoSt {
-                Ok(filecoin_proofs::generate_single_window_post_with_vanilla::<Tree>(&config, &randomness, prover, v, req.partition_index as usize).map_err(fil)?.0)
+                Ok(filecoin_proofs::generate_single_window_post_with_vanilla::<Tree>(&config, &randomness, prover, v, req.partition_index as usize)
+                    .map_err(fil)?
+                    .0)
             } else {
                 filecoin_proofs::generate_winning_post_with_vanilla::<Tree>(&config, &randomness, prover, v).map_err(fil)
             }

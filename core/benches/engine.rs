@@ -13,9 +13,7 @@ use std::hint::black_box;
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use cuzk_core::engine::{
-    Action, CircuitId, CircuitProfile, DeviceConfig, Engine, EngineConfig, Footprint, JobKind, JobSpec, Nanos, Priority,
-};
+use cuzk_core::engine::{Action, CircuitId, CircuitProfile, DeviceConfig, Engine, EngineConfig, Footprint, JobKind, JobSpec, Nanos, Priority};
 
 const GB: u64 = 1 << 30;
 const PARTS: u32 = 10;
@@ -163,9 +161,7 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
         g.sample_size(20);
         for (unit, n) in [("transitions", transitions), ("actions", actions)] {
             g.throughput(Throughput::Elements(n));
-            g.bench_function(unit, |b| {
-                b.iter_batched(|| engine(s), |mut e| black_box(drive(&mut e, s)), BatchSize::LargeInput)
-            });
+            g.bench_function(unit, |b| b.iter_batched(|| engine(s), |mut e| black_box(drive(&mut e, s)), BatchSize::LargeInput));
         }
         g.finish();
     }

@@ -64,9 +64,7 @@ unsafe impl PinnedAllocator for HeapAllocator {
         let layout = Layout::from_size_align(min_bytes, BUFFER_ALIGN).map_err(|_| AllocError::Overflow)?;
         // SAFETY: layout has non-zero size (callers never ask for 0 bytes).
         let ptr = unsafe { std::alloc::alloc(layout) };
-        NonNull::new(ptr)
-            .map(|p| (p, min_bytes))
-            .ok_or_else(|| AllocError::OutOfMemory { bytes: min_bytes, reason: "heap exhausted".into() })
+        NonNull::new(ptr).map(|p| (p, min_bytes)).ok_or_else(|| AllocError::OutOfMemory { bytes: min_bytes, reason: "heap exhausted".into() })
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {

@@ -64,7 +64,9 @@ pub enum ParamsError {
         available: usize,
     },
     /// A length field claims more points than the file can hold.
-    #[error("parameter file lies about its length: section {section:?} claims {count} points ({bytes} bytes) at offset {offset}, but only {available} bytes remain")]
+    #[error(
+        "parameter file lies about its length: section {section:?} claims {count} points ({bytes} bytes) at offset {offset}, but only {available} bytes remain"
+    )]
     LengthTooLarge {
         /// The section.
         section: Section,
@@ -144,8 +146,11 @@ pub fn decode_g1_points(bytes: &[u8], section: Section, first_index: usize, vali
         .chunks_exact(G1_UNCOMPRESSED)
         .enumerate()
         .map(|(i, c)| {
-            decode_g1(c.try_into().expect("exact chunk"), validation, false)
-                .map_err(|reason| ParamsError::InvalidPoint { section, index: first_index + i, reason })
+            decode_g1(c.try_into().expect("exact chunk"), validation, false).map_err(|reason| ParamsError::InvalidPoint {
+                section,
+                index: first_index + i,
+                reason,
+            })
         })
         .collect()
 }
@@ -157,8 +162,11 @@ pub fn decode_g2_points(bytes: &[u8], section: Section, first_index: usize, vali
         .chunks_exact(G2_UNCOMPRESSED)
         .enumerate()
         .map(|(i, c)| {
-            decode_g2(c.try_into().expect("exact chunk"), validation, false)
-                .map_err(|reason| ParamsError::InvalidPoint { section, index: first_index + i, reason })
+            decode_g2(c.try_into().expect("exact chunk"), validation, false).map_err(|reason| ParamsError::InvalidPoint {
+                section,
+                index: first_index + i,
+                reason,
+            })
         })
         .collect()
 }

@@ -106,9 +106,7 @@ impl<B: Backend> ProvingKey<B> {
     pub fn check(&self, backend: &B, synth: &Synthesized) -> Result<Domain, ProveError> {
         let domain = Domain::for_len(synth.num_constraints())?;
         let n = domain.size();
-        let mismatch = |what: &str, want: usize, got: usize| {
-            Err(ProveError::ShapeMismatch(format!("{what}: parameters have {want}, circuit needs {got}")))
-        };
+        let mismatch = |what: &str, want: usize, got: usize| Err(ProveError::ShapeMismatch(format!("{what}: parameters have {want}, circuit needs {got}")));
         let inputs = synth.input.len();
         if self.vk.ic.len() != inputs {
             return mismatch("public inputs (ic)", self.vk.ic.len(), inputs);

@@ -310,11 +310,7 @@ pub enum SynthesizeError {
 
 /// Synthesizes `circuit` the way bellperson's prover does: allocate `ONE`, run the circuit,
 /// then add `input_i · 0 = 0` for every public input.
-pub fn synthesize<C: Circuit<Scalar>>(
-    circuit: C,
-    alloc: SharedAllocator,
-    hint: SizeHint,
-) -> Result<Synthesized, SynthesizeError> {
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C, alloc: SharedAllocator, hint: SizeHint) -> Result<Synthesized, SynthesizeError> {
     let mut cs = RecordingCs::new_in(alloc, hint)?;
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;

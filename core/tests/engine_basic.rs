@@ -2,9 +2,8 @@
 //! deadlines, parameter residency and the trace export.
 
 use cuzk_core::engine::{
-    Action, Buffers, CircuitId, CircuitProfile, DeviceConfig, DeviceId, Dispatch, Engine, EngineConfig, EngineError,
-    Footprint, JobFailure, JobId, JobKind, JobSpec, Location, Nanos, Outcome, PartitionId, Presence, Priority, Stage,
-    Tier,
+    Action, Buffers, CircuitId, CircuitProfile, DeviceConfig, DeviceId, Dispatch, Engine, EngineConfig, EngineError, Footprint, JobFailure, JobId, JobKind,
+    JobSpec, Location, Nanos, Outcome, PartitionId, Presence, Priority, Stage, Tier,
 };
 
 const GB: u64 = 1 << 30;
@@ -77,10 +76,7 @@ fn one_partition_walks_every_stage_and_releases_on_time() {
 
     e.stage_finished(p(job, 0), Stage::Upload, t(11)).expect("upload");
     let a = drain(&mut e);
-    assert_eq!(
-        a[0],
-        Action::Release { partition: p(job, 0), location: Location::Host, buffers: Buffers::Abc, bytes: 3 * GB }
-    );
+    assert_eq!(a[0], Action::Release { partition: p(job, 0), location: Location::Host, buffers: Buffers::Abc, bytes: 3 * GB });
     assert_eq!(starts(&a)[0].stage, Stage::Ntt);
 
     e.stage_finished(p(job, 0), Stage::Ntt, t(12)).expect("ntt");
@@ -96,10 +92,7 @@ fn one_partition_walks_every_stage_and_releases_on_time() {
 
     e.stage_finished(p(job, 0), Stage::Finalize, t(14)).expect("finalize");
     let a = drain(&mut e);
-    assert_eq!(
-        a[0],
-        Action::Release { partition: p(job, 0), location: Location::Host, buffers: Buffers::Rest, bytes: GB }
-    );
+    assert_eq!(a[0], Action::Release { partition: p(job, 0), location: Location::Host, buffers: Buffers::Rest, bytes: GB });
     assert_eq!(a[1], Action::JobEnded { job, outcome: Outcome::Completed });
     assert!(e.is_quiescent());
     assert_eq!(e.usage(Location::Host).map(|u| u.used), Some(0));
@@ -138,29 +131,20 @@ fn bad_inputs_are_errors_not_panics() {
     assert_eq!(e.cancel(JobId(42), t(0)), Err(EngineError::UnknownJob(JobId(42))));
     let x = p(JobId(7), 0);
     assert_eq!(e.stage_finished(x, Stage::Ntt, t(0)), Err(EngineError::UnknownPartition(x)));
-    assert_eq!(
-        e.submit(JobSpec::new(JobKind::PoRep, CircuitId(9), 1), t(0)),
-        Err(EngineError::UnknownCircuit(CircuitId(9)))
-    );
+    assert_eq!(e.submit(JobSpec::new(JobKind::PoRep, CircuitId(9), 1), t(0)), Err(EngineError::UnknownCircuit(CircuitId(9))));
     assert_eq!(e.submit(JobSpec::new(JobKind::PoRep, C, 0), t(0)), Err(EngineError::NoPartitions));
     assert_eq!(e.register_circuit(C, profile()), Err(EngineError::CircuitExists(C)));
     assert_eq!(e.params_loaded(C, D0, t(0)), Err(EngineError::NotLoading { circuit: C, location: D0 }));
     assert_eq!(e.preload(C, D1, t(0)), Err(EngineError::UnknownDevice(DeviceId(1))));
     let huge = CircuitProfile { footprint: Footprint { host_abc: 100 * GB, ..Footprint::default() }, ..profile() };
     e.register_circuit(CircuitId(2), huge).expect("register");
-    assert!(matches!(
-        e.submit(JobSpec::new(JobKind::PoRep, CircuitId(2), 1), t(0)),
-        Err(EngineError::TooLarge { location: Location::Host, .. })
-    ));
+    assert!(matches!(e.submit(JobSpec::new(JobKind::PoRep, CircuitId(2), 1), t(0)), Err(EngineError::TooLarge { location: Location::Host, .. })));
     assert!(drain(&mut e).is_empty(), "refused inputs produce no actions");
 
     let job = e.submit(JobSpec::new(JobKind::PoRep, C, 1), t(0)).expect("submit");
     drain(&mut e);
     let p0 = p(job, 0);
-    assert_eq!(
-        e.stage_finished(p0, Stage::Ntt, t(1)),
-        Err(EngineError::NotRunning { partition: p0, stage: Stage::Ntt })
-    );
+    assert_eq!(e.stage_finished(p0, Stage::Ntt, t(1)), Err(EngineError::NotRunning { partition: p0, stage: Stage::Ntt }));
     e.stage_finished(p0, Stage::Synthesize, t(1)).expect("first report");
     assert!(e.stage_finished(p0, Stage::Synthesize, t(1)).is_err(), "duplicate report");
     assert_eq!(e.evict(C, D0, t(1)), Err(EngineError::ParamsInUse { circuit: C, location: D0 }), "loading");
@@ -210,10 +194,7 @@ fn failure_fails_the_job_once() {
     let a = drain(&mut e);
     let ends: Vec<_> = a.iter().filter(|a| matches!(a, Action::JobEnded { .. })).collect();
     assert_eq!(ends.len(), 1);
-    assert!(matches!(
-        ends[0],
-        Action::JobEnded { outcome: Outcome::Failed(JobFailure::Stage { stage: Stage::Synthesize, .. }), .. }
-    ));
+    assert!(matches!(ends[0], Action::JobEnded { outcome: Outcome::Failed(JobFailure::Stage { stage: Stage::Synthesize, .. }), .. }));
     assert_eq!(e.live_jobs(), 0);
     e.params_loaded(C, D0, t(2)).expect("prefetch still completes");
     assert!(e.is_quiescent());
@@ -244,9 +225,7 @@ fn failed_parameter_load_fails_waiting_jobs() {
     e.params_load_failed(C, D0, t(1), "corrupt file").expect("report");
     let a = drain(&mut e);
     assert!(a.contains(&Action::EvictParams { circuit: C, from: D0, bytes: 2 * GB }));
-    assert!(a.iter().any(
-        |a| matches!(a, Action::JobEnded { job: j, outcome: Outcome::Failed(JobFailure::Params { .. }) } if *j == job)
-    ));
+    assert!(a.iter().any(|a| matches!(a, Action::JobEnded { job: j, outcome: Outcome::Failed(JobFailure::Params { .. }) } if *j == job)));
     e.stage_finished(p(job, 0), Stage::Synthesize, t(2)).expect("late");
     drain(&mut e);
     assert!(e.is_quiescent());
@@ -265,10 +244,7 @@ fn tiers_follow_preload_and_evict() {
     assert_eq!(e.tier(C), Some(Tier::Warm));
     e.preload(C, D0, t(1)).expect("hot");
     assert!(matches!(drain(&mut e)[..], [Action::LoadParams { to: D0, from_host: true, .. }]));
-    assert_eq!(
-        e.evict(C, Location::Host, t(1)),
-        Err(EngineError::ParamsInUse { circuit: C, location: Location::Host })
-    );
+    assert_eq!(e.evict(C, Location::Host, t(1)), Err(EngineError::ParamsInUse { circuit: C, location: Location::Host }));
     e.params_loaded(C, D0, t(2)).expect("loaded");
     assert_eq!(e.tier(C), Some(Tier::Hot));
     e.evict(C, D0, t(3)).expect("evict");

@@ -3,26 +3,18 @@
 //! resident) it starts its GPU work within one partition's GPU time.
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
-use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos, Outcome,
-    SpanKind, Stage,
-};
+use cuzk_core::engine::{CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos, Outcome, SpanKind, Stage};
 use proptest::prelude::*;
 
 const MB: u64 = 1 << 20;
 const CRIT: CircuitId = CircuitId(100);
 
 fn dur(max_base_ms: u64) -> impl Strategy<Value = Dur> {
-    (1..=max_base_ms, 0..=max_base_ms / 2 + 1)
-        .prop_map(|(b, j)| Dur::spread(Nanos::from_millis(b), Nanos::from_millis(j)))
+    (1..=max_base_ms, 0..=max_base_ms / 2 + 1).prop_map(|(b, j)| Dur::spread(Nanos::from_millis(b), Nanos::from_millis(j)))
 }
 
 fn model() -> impl Strategy<Value = CircuitModel> {
-    ([dur(60), dur(10), dur(20), dur(30), dur(40)], dur(30)).prop_map(|(stages, load)| CircuitModel {
-        stages,
-        load_device: load,
-        load_host: load,
-    })
+    ([dur(60), dur(10), dur(20), dur(30), dur(40)], dur(30)).prop_map(|(stages, load)| CircuitModel { stages, load_device: load, load_host: load })
 }
 
 fn profile() -> impl Strategy<Value = CircuitProfile> {
@@ -52,35 +44,21 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     let normal = prop::collection::vec((profile(), model()), 1..=2);
     let backlog = prop::collection::vec((0..2u32, 1..=10u32), 3..=12);
-    (
-        (1..=2usize, 1..=3u32, 1..=2u32, 1..=4u32, 1..=2u32, 0..=256u64),
-        normal,
-        (profile(), model()),
-        backlog,
-        (0..=600u64, any::<bool>(), any::<u64>()),
-    )
-        .prop_map(
-            |(
-                (devices, workers, lanes, synth, finalize, host_slack_mb),
-                normal,
-                critical,
-                backlog,
-                (submit_ms, preload, seed),
-            )| Case {
-                devices,
-                workers,
-                lanes,
-                synth,
-                finalize,
-                host_slack_mb,
-                normal,
-                critical,
-                backlog,
-                submit_ms,
-                preload,
-                seed,
-            },
-        )
+    ((1..=2usize, 1..=3u32, 1..=2u32, 1..=4u32, 1..=2u32, 0..=256u64), normal, (profile(), model()), backlog, (0..=600u64, any::<bool>(), any::<u64>()))
+        .prop_map(|((devices, workers, lanes, synth, finalize, host_slack_mb), normal, critical, backlog, (submit_ms, preload, seed))| Case {
+            devices,
+            workers,
+            lanes,
+            synth,
+            finalize,
+            host_slack_mb,
+            normal,
+            critical,
+            backlog,
+            submit_ms,
+            preload,
+            seed,
+        })
 }
 
 proptest! {

@@ -21,16 +21,7 @@ const FORBIDDEN_CODE: &[&str] = &[
 ];
 
 /// Crates that are (or embed) async runtimes or executors.
-const FORBIDDEN_CRATES: &[&str] = &[
-    "tokio",
-    "async-std",
-    "smol",
-    "async-executor",
-    "async-global-executor",
-    "futures-executor",
-    "glommio",
-    "actix-rt",
-];
+const FORBIDDEN_CRATES: &[&str] = &["tokio", "async-std", "smol", "async-executor", "async-global-executor", "futures-executor", "glommio", "actix-rt"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
@@ -100,20 +91,10 @@ fn resolved_dependencies_contain_no_runtime() {
     assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
     let name_of = |id: &str| -> String {
-        meta["packages"]
-            .as_array()
-            .and_then(|ps| ps.iter().find(|p| p["id"] == id))
-            .and_then(|p| p["name"].as_str())
-            .unwrap_or("?")
-            .to_string()
+        meta["packages"].as_array().and_then(|ps| ps.iter().find(|p| p["id"] == id)).and_then(|p| p["name"].as_str()).unwrap_or("?").to_string()
     };
     let nodes = meta["resolve"]["nodes"].as_array().expect("resolve graph");
-    let root = nodes
-        .iter()
-        .map(|n| n["id"].as_str().unwrap_or(""))
-        .find(|id| name_of(id) == "cuzk-core")
-        .expect("cuzk-core in the graph")
-        .to_string();
+    let root = nodes.iter().map(|n| n["id"].as_str().unwrap_or("")).find(|id| name_of(id) == "cuzk-core").expect("cuzk-core in the graph").to_string();
     // Walk normal and build edges only (dev-dependencies are for tests).
     let mut seen = BTreeSet::new();
     let mut queue = VecDeque::from([root]);

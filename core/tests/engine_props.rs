@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Faults, Model, Sim};
 use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, Footprint, JobId, JobKind, JobSpec,
-    Location, Nanos, Outcome, Priority, SpanKind, Stage,
+    CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, Footprint, JobId, JobKind, JobSpec, Location, Nanos, Outcome, Priority,
+    SpanKind, Stage,
 };
 use proptest::prelude::*;
 
@@ -34,8 +34,7 @@ struct Scenario {
 }
 
 fn dur(max_base_ms: u64) -> impl Strategy<Value = Dur> {
-    (1..=max_base_ms, 0..=max_base_ms / 2 + 1)
-        .prop_map(|(b, j)| Dur::spread(Nanos::from_millis(b), Nanos::from_millis(j)))
+    (1..=max_base_ms, 0..=max_base_ms / 2 + 1).prop_map(|(b, j)| Dur::spread(Nanos::from_millis(b), Nanos::from_millis(j)))
 }
 
 fn circuit() -> impl Strategy<Value = (CircuitProfile, CircuitModel)> {
@@ -55,43 +54,35 @@ fn priority() -> impl Strategy<Value = Priority> {
 fn job(circuits: u32, cancels: bool, deadlines: bool) -> impl Strategy<Value = JobPlan> {
     let cancel = if cancels { prop::option::weighted(0.2, 0..400u64).boxed() } else { Just(None).boxed() };
     let deadline = if deadlines { prop::option::weighted(0.15, 1..600u64).boxed() } else { Just(None).boxed() };
-    (0..circuits, priority(), 1..=6u32, 0..500u64, cancel, deadline).prop_map(
-        |(circuit, priority, partitions, at_ms, c, d)| JobPlan {
-            circuit,
-            priority,
-            partitions,
-            at_ms,
-            cancel_after_ms: c,
-            deadline_after_ms: d,
-        },
-    )
+    (0..circuits, priority(), 1..=6u32, 0..500u64, cancel, deadline).prop_map(|(circuit, priority, partitions, at_ms, c, d)| JobPlan {
+        circuit,
+        priority,
+        partitions,
+        at_ms,
+        cancel_after_ms: c,
+        deadline_after_ms: d,
+    })
 }
 
 fn device(tight: bool) -> impl Strategy<Value = DeviceConfig> {
     let mb = if tight { 60..=160u64 } else { 100..=400u64 };
-    (mb, 1..=3u32, 1..=2u32).prop_map(|(m, w, l)| DeviceConfig {
-        memory_bytes: m * MB,
-        gpu_workers: w,
-        kernel_lanes: l,
-    })
+    (mb, 1..=3u32, 1..=2u32).prop_map(|(m, w, l)| DeviceConfig { memory_bytes: m * MB, gpu_workers: w, kernel_lanes: l })
 }
 
 fn config(tight: bool) -> impl Strategy<Value = EngineConfig> {
     let devs = prop::collection::vec(device(tight), 1..=3);
     let host = if tight { 48..=192u64 } else { 64..=512u64 };
-    (devs, 1..=4u32, 1..=3u32, host, 1..=8u32, 0..=32u64, 0..=32u64, any::<bool>()).prop_map(
-        |(devices, synth, fin, host, look, hres, dres, abc_after_ntt)| {
-            let mut cfg = EngineConfig::new(synth, host * MB, devices);
-            cfg.finalize_workers = fin;
-            cfg.synth_lookahead = look;
-            cfg.critical_host_reserve = hres * MB;
-            cfg.critical_device_reserve = dres * MB;
-            if abc_after_ntt {
-                cfg.release_host_abc_after = Stage::Ntt;
-            }
-            cfg
-        },
-    )
+    (devs, 1..=4u32, 1..=3u32, host, 1..=8u32, 0..=32u64, 0..=32u64, any::<bool>()).prop_map(|(devices, synth, fin, host, look, hres, dres, abc_after_ntt)| {
+        let mut cfg = EngineConfig::new(synth, host * MB, devices);
+        cfg.finalize_workers = fin;
+        cfg.synth_lookahead = look;
+        cfg.critical_host_reserve = hres * MB;
+        cfg.critical_device_reserve = dres * MB;
+        if abc_after_ntt {
+            cfg.release_host_abc_after = Stage::Ntt;
+        }
+        cfg
+    })
 }
 
 fn scenario(faults: bool, cancels: bool, deadlines: bool, tight: bool) -> impl Strategy<Value = Scenario> {
@@ -106,20 +97,12 @@ fn scenario(faults: bool, cancels: bool, deadlines: bool, tight: bool) -> impl S
             let ndev = cfg.devices.len() as u32;
             let jobs = prop::collection::vec(job(n, cancels, deadlines), 1..=30);
             let preload = prop::collection::vec(
-                (0..n, prop_oneof![Just(None), (0..ndev).prop_map(Some)])
-                    .prop_map(|(c, d)| (c, d.map_or(Location::Host, |d| Location::Device(DeviceId(d))))),
+                (0..n, prop_oneof![Just(None), (0..ndev).prop_map(Some)]).prop_map(|(c, d)| (c, d.map_or(Location::Host, |d| Location::Device(DeviceId(d))))),
                 0..=2,
             );
             (Just(cfg), Just(circuits), jobs, Just(faults), preload, Just(seed))
         })
-        .prop_map(|(cfg, circuits, jobs, faults, preload, seed)| Scenario {
-            cfg,
-            circuits,
-            jobs,
-            faults,
-            preload,
-            seed,
-        })
+        .prop_map(|(cfg, circuits, jobs, faults, preload, seed)| Scenario { cfg, circuits, jobs, faults, preload, seed })
 }
 
 struct Run {
@@ -165,12 +148,7 @@ fn check_order(r: &Run, cfg: &EngineConfig) -> Result<(), TestCaseError> {
     for (_, d) in &r.sim.log().starts {
         if matches!(d.stage, Stage::Synthesize | Stage::Upload) {
             let last = seen.insert((d.partition.job, d.stage), d.partition.index);
-            prop_assert!(
-                !matches!(last, Some(l) if l >= d.partition.index),
-                "{:?} out of order at {:?}",
-                d.partition,
-                d.stage
-            );
+            prop_assert!(!matches!(last, Some(l) if l >= d.partition.index), "{:?} out of order at {:?}", d.partition, d.stage);
         }
     }
     let mut gpu_end: BTreeMap<(JobId, Location), u32> = BTreeMap::new();

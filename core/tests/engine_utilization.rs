@@ -4,8 +4,8 @@
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, DeviceId, DeviceReport, EngineConfig, Footprint, IdleCause, JobKind,
-    JobSpec, Location, Nanos, Outcome, Span, SpanKind, Stage,
+    CircuitId, CircuitProfile, DeviceConfig, DeviceId, DeviceReport, EngineConfig, Footprint, IdleCause, JobKind, JobSpec, Location, Nanos, Outcome, Span,
+    SpanKind, Stage,
 };
 
 const GB: u64 = 1 << 30;
@@ -71,29 +71,12 @@ fn simulate(devices: usize, synth_workers: u32, finalize: Nanos, finalize_worker
 }
 
 fn gpu_spans(sim: &Sim, d: u32) -> Vec<Span> {
-    sim.engine()
-        .timeline()
-        .spans()
-        .filter(|s| s.location == Location::Device(DeviceId(d)) && matches!(s.kind, SpanKind::Stage(_)))
-        .copied()
-        .collect()
+    sim.engine().timeline().spans().filter(|s| s.location == Location::Device(DeviceId(d)) && matches!(s.kind, SpanKind::Stage(_))).copied().collect()
 }
 
 fn describe(r: &DeviceReport) -> String {
-    let causes: Vec<String> = IdleCause::ALL
-        .iter()
-        .filter(|c| r.idle_by(**c) > Nanos::ZERO)
-        .map(|c| format!("{} {}", c.name(), r.idle_by(*c)))
-        .collect();
-    format!(
-        "device {}: wall {} busy {} ({:.4}%) idle {} [{}]",
-        r.device.0,
-        r.wall(),
-        r.busy,
-        100.0 * r.busy_fraction(),
-        r.idle(),
-        causes.join(", ")
-    )
+    let causes: Vec<String> = IdleCause::ALL.iter().filter(|c| r.idle_by(**c) > Nanos::ZERO).map(|c| format!("{} {}", c.name(), r.idle_by(*c))).collect();
+    format!("device {}: wall {} busy {} ({:.4}%) idle {} [{}]", r.device.0, r.wall(), r.busy, 100.0 * r.busy_fraction(), r.idle(), causes.join(", "))
 }
 
 #[test]
@@ -128,8 +111,7 @@ fn slow_finalize_leaves_gpu_time_unchanged() {
     assert_eq!(fast.reports[0].wall(), slow.reports[0].wall());
     assert!(slow.reports[0].busy_fraction() >= 0.99, "{}", describe(&slow.reports[0]));
     // The finalize work did happen, 500 ms each, off the GPU path.
-    let fin: Vec<_> =
-        slow.sim.engine().timeline().spans().filter(|s| s.kind == SpanKind::Stage(Stage::Finalize)).collect();
+    let fin: Vec<_> = slow.sim.engine().timeline().spans().filter(|s| s.kind == SpanKind::Stage(Stage::Finalize)).collect();
     assert!(fin.iter().all(|s| s.end - s.start == ms(500) && s.location == Location::Host));
     assert_eq!(fin.len(), 120);
 }

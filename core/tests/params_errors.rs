@@ -50,10 +50,7 @@ fn every_truncation_is_a_clear_error() {
     let bytes = sample().to_bytes();
     for len in 0..bytes.len() {
         let err = Parameters::from_bytes(&bytes[..len], Validation::Full).unwrap_err();
-        assert!(
-            matches!(err, ParamsError::Truncated { .. } | ParamsError::LengthTooLarge { .. }),
-            "truncated to {len}: unexpected {err:?}"
-        );
+        assert!(matches!(err, ParamsError::Truncated { .. } | ParamsError::LengthTooLarge { .. }), "truncated to {len}: unexpected {err:?}");
         assert!(!err.to_string().is_empty());
     }
 }

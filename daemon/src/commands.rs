@@ -157,11 +157,7 @@ fn hex(b: &[u8]) -> String {
 /// `cuzk await`.
 pub async fn await_job(conn: &Conn, job: &str, timeout_ms: u64, out: Option<&PathBuf>) -> Result<(), CliError> {
     let mut c = conn.client().await?;
-    let r = c
-        .await_proof(proto::AwaitProofRequest { job_id: job.into(), timeout_ms })
-        .await
-        .map_err(crate::client::ClientError::from)?
-        .into_inner();
+    let r = c.await_proof(proto::AwaitProofRequest { job_id: job.into(), timeout_ms }).await.map_err(crate::client::ClientError::from)?.into_inner();
     print_result(&r, out)
 }
 
@@ -177,7 +173,10 @@ pub async fn cancel(conn: &Conn, job: &str) -> Result<(), CliError> {
 pub async fn status(conn: &Conn) -> Result<(), CliError> {
     let mut c = conn.client().await?;
     let s = c.get_status(proto::GetStatusRequest {}).await.map_err(crate::client::ClientError::from)?.into_inner();
-    println!("uptime {} s; proofs completed {}, failed {}, cancelled {}", s.uptime_seconds, s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled);
+    println!(
+        "uptime {} s; proofs completed {}, failed {}, cancelled {}",
+        s.uptime_seconds, s.total_proofs_completed, s.total_proofs_failed, s.total_proofs_cancelled
+    );
     println!("host memory {} / {} bytes", s.pinned_memory_bytes, s.pinned_memory_limit_bytes);
     for g in &s.gpus {
         let cur = if g.current_job_id.is_empty() { "idle".to_string() } else { format!("running job {}", g.current_job_id) };

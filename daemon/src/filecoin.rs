@@ -34,7 +34,10 @@ pub fn circuit_ids(list: &[String]) -> Result<Vec<FilCircuitId>, CliError> {
     for s in list {
         match s.strip_prefix("all-") {
             Some(size) => out.extend(FilCircuitId::all_at(sector_size(size)?).map_err(fil)?),
-            None => out.push(FilCircuitId::parse(s).ok_or_else(|| CliError::Usage(format!("unknown Filecoin circuit {s:?} (porep-2k, snap-2k, wpost-2k, winning-2k, all-2k, …)")))?),
+            None => out.push(
+                FilCircuitId::parse(s)
+                    .ok_or_else(|| CliError::Usage(format!("unknown Filecoin circuit {s:?} (porep-2k, snap-2k, wpost-2k, winning-2k, all-2k, …)")))?,
+            ),
         }
     }
     Ok(out)

@@ -25,12 +25,7 @@ struct AppState {
 /// The router; `token` is required on every request when set.
 pub fn router(handle: DriverHandle, token: Option<String>) -> Router {
     let state = AppState { handle, token: token.map(Into::into) };
-    Router::new()
-        .route("/", get(page))
-        .route("/status", get(status))
-        .route("/metrics", get(metrics))
-        .route("/trace", get(trace))
-        .with_state(state)
+    Router::new().route("/", get(page)).route("/status", get(status)).route("/metrics", get(metrics)).route("/trace", get(trace)).with_state(state)
 }
 
 fn authorized(st: &AppState, headers: &HeaderMap, q: &HashMap<String, String>) -> bool {

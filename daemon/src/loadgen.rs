@@ -137,7 +137,10 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let names: BTreeMap<String, String> = status.gpus.iter().map(|g| (g.ordinal.to_string(), g.name.clone())).collect();
     let before = busy_seconds(&metrics(&mut client).await?);
     let pb = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(args.jobs as u64) };
-    pb.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs  {per_sec}  eta {eta}").unwrap_or_else(|_| ProgressStyle::default_bar()));
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs  {per_sec}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     let start = Instant::now();
     let sem = Arc::new(Semaphore::new(args.concurrency.max(1)));
     let mut set = JoinSet::new();

@@ -335,18 +335,12 @@ fn init_logging(filter: &str, json: bool) {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| CliError::Io { path: "tokio runtime".into(), source })
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|source| CliError::Io { path: "tokio runtime".into(), source })
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
     let dir = data_dir(cli.data_dir);
-    let conn = || Conn {
-        addr: cli.addr.clone().unwrap_or_else(|| format!("unix:{}", server::default_socket(&dir).display())),
-        token: cli.token.clone(),
-    };
+    let conn = || Conn { addr: cli.addr.clone().unwrap_or_else(|| format!("unix:{}", server::default_socket(&dir).display())), token: cli.token.clone() };
     match cli.command {
         Command::Setup { circuit, log_size, filecoin, filecoin_dir, force } => {
             if !filecoin.is_empty() {

@@ -22,11 +22,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 /// Runs the comparison and prints a Markdown table.
 pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: usize) -> Result<(), CliError> {
-    let kinds: Vec<CircuitKind> = if circuits.is_empty() {
-        CircuitKind::ALL.to_vec()
-    } else {
-        circuits.iter().map(|c| CircuitKind::from_name(c)).collect::<Result<_, _>>()?
-    };
+    let kinds: Vec<CircuitKind> =
+        if circuits.is_empty() { CircuitKind::ALL.to_vec() } else { circuits.iter().map(|c| CircuitKind::from_name(c)).collect::<Result<_, _>>()? };
     let reps = reps.max(1);
     println!("| circuit | domain | constraints | bellperson (s) | cuzk cpu (s) | speed-up |");
     println!("|---|---|---|---|---|---|");
@@ -38,8 +35,9 @@ pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: us
             let path = setup::ensure_params(dir, kind, k, false)?;
             let params = read_params(&path, Validation::Trusted)?;
             let mut bp_bytes = Vec::new();
-            let bp_params = bellperson::groth16::Parameters::<Bls12>::read(&std::fs::read(&path).map_err(|source| CliError::Io { path: path.clone(), source })?[..], false)
-                .map_err(|source| CliError::Io { path: path.clone(), source })?;
+            let bp_params =
+                bellperson::groth16::Parameters::<Bls12>::read(&std::fs::read(&path).map_err(|source| CliError::Io { path: path.clone(), source })?[..], false)
+                    .map_err(|source| CliError::Io { path: path.clone(), source })?;
             let backend = CpuBackend::new();
             let key = ProvingKey::load(&backend, params).map_err(|e| CliError::Setup(e.to_string()))?;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);

@@ -21,10 +21,10 @@ use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
 
+use cuzk_backend_cpu::ntt::powers;
 use cuzk_core::domain::{Domain, DomainTooLarge};
 use cuzk_core::params::{Parameters, VerifyingKey};
 use cuzk_core::synth::ShapeCounter;
-use cuzk_backend_cpu::ntt::powers;
 
 pub use fixed_base::FixedBase;
 
@@ -232,12 +232,5 @@ pub fn generate_parameters<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut imp
     };
     let h = g1.mul_many(&h_s);
     mark("h");
-    Ok(Parameters {
-        vk,
-        h,
-        l: g1.mul_many(&l_s),
-        a: g1.mul_many(&a_s),
-        b_g1: g1.mul_many(&b_s),
-        b_g2: g2.mul_many(&b_s),
-    })
+    Ok(Parameters { vk, h, l: g1.mul_many(&l_s), a: g1.mul_many(&a_s), b_g1: g1.mul_many(&b_s), b_g2: g2.mul_many(&b_s) })
 }

@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::BuiltinCircuit;
 use cuzk_circuits::CircuitKind;
+use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::backend::Backend;
 use cuzk_core::params::Parameters;
+use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{compute_h, finalize, msms, prove, upload, ProvingKey, Stage};
-use cuzk_circuits::BuiltinCircuit;
-use cuzk_core::alloc::SharedAllocator;
-use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 use rand::SeedableRng;
@@ -68,7 +68,17 @@ fn synth(pce: Option<&ConstraintMatrices>, c: BuiltinCircuit, alloc: SharedAlloc
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run<B: Backend>(backend: &B, kind: CircuitKind, k: u32, params: Parameters, check: bool, pce: Option<&ConstraintMatrices>, reps: usize, pipeline: usize, workers: usize) -> Row {
+fn run<B: Backend>(
+    backend: &B,
+    kind: CircuitKind,
+    k: u32,
+    params: Parameters,
+    check: bool,
+    pce: Option<&ConstraintMatrices>,
+    reps: usize,
+    pipeline: usize,
+    workers: usize,
+) -> Row {
     let t = Instant::now();
     let key = ProvingKey::load(backend, params).expect("load key");
     eprintln!("  {}: key resident in {:.1} ms", backend.name(), ms(t.elapsed()));
@@ -185,7 +195,8 @@ fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
 
 fn main() {
     let logs: Vec<u32> = env_list("CUZK_BENCH_LOGS", "14,16").iter().map(|s| s.parse().expect("log size")).collect();
-    let circuits: Vec<CircuitKind> = env_list("CUZK_BENCH_CIRCUITS", "sha256-chain,squaring-chain").iter().map(|s| CircuitKind::from_name(s).expect("circuit")).collect();
+    let circuits: Vec<CircuitKind> =
+        env_list("CUZK_BENCH_CIRCUITS", "sha256-chain,squaring-chain").iter().map(|s| CircuitKind::from_name(s).expect("circuit")).collect();
     let backends = env_list("CUZK_BENCH_BACKENDS", "cpu,cuda");
     let reps = env_num("CUZK_BENCH_REPS", 3);
     let cpu_max = env_num("CUZK_BENCH_CPU_MAX_LOG", 20) as u32;
@@ -219,11 +230,8 @@ fn main() {
             }
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xbe9c4 + k as u64);
             let t = Instant::now();
-            let params = if k >= timing_from {
-                timing_params(kind, k)
-            } else {
-                cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup")
-            };
+            let params =
+                if k >= timing_from { timing_params(kind, k) } else { cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup") };
             let what = if k >= timing_from { "timing-only parameters (proofs not verified)" } else { "parameters" };
             eprintln!("{} 2^{k}: {what} generated in {:.1} s", kind.name(), t.elapsed().as_secs_f64());
             if k >= timing_from {
@@ -244,7 +252,15 @@ fn main() {
                 let tc = t.elapsed();
                 assert!(*plain.a == *cached.a && *plain.c == *cached.c && *plain.aux == *cached.aux, "cache disagrees");
                 let per = |d: Duration| d.as_secs_f64() * 1e9 / plain.num_constraints() as f64;
-                println!("synthesis {} 2^{k}: plain {:.1} ms ({:.0} ns/constraint), cached {:.1} ms ({:.0} ns/constraint), {:.1}× faster", kind.name(), ms(tp), per(tp), ms(tc), per(tc), tp.as_secs_f64() / tc.as_secs_f64());
+                println!(
+                    "synthesis {} 2^{k}: plain {:.1} ms ({:.0} ns/constraint), cached {:.1} ms ({:.0} ns/constraint), {:.1}× faster",
+                    kind.name(),
+                    ms(tp),
+                    per(tp),
+                    ms(tc),
+                    per(tc),
+                    tp.as_secs_f64() / tc.as_secs_f64()
+                );
                 m
             });
             let mut rows: Vec<(String, Row)> = Vec::new();

@@ -15,8 +15,8 @@ use cuzk_core::domain::Domain;
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 /// The external test vectors (`../shared/vectors` beside the repository), or `CUZK_VECTORS`.
 pub fn vectors_dir() -> PathBuf {
@@ -57,11 +57,8 @@ pub fn check_ntt<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32>, s
             let mut expect = input.clone();
             oracle.ntt_slice(&mut expect, &domain, NttDirection::Forward, coset).unwrap();
             if log_n <= 8 {
-                let shifted: Vec<Scalar> = if coset {
-                    input.iter().enumerate().map(|(i, x)| *x * domain.coset.pow_vartime([i as u64])).collect()
-                } else {
-                    input.clone()
-                };
+                let shifted: Vec<Scalar> =
+                    if coset { input.iter().enumerate().map(|(i, x)| *x * domain.coset.pow_vartime([i as u64])).collect() } else { input.clone() };
                 assert_eq!(expect, naive_dft(&shifted, domain.omega), "oracle vs naive DFT, 2^{log_n} coset={coset}");
             }
             let mut buf = upload(backend, &input);
@@ -213,10 +210,7 @@ fn load_cases<P>(file: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<Ms
             let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
             let pair = point_len + 32;
             assert_eq!(input.len() % pair, 0);
-            let (points, scalars) = input
-                .chunks_exact(pair)
-                .map(|c| (decode(&c[..point_len]), scalar_from_be_unreduced(&c[point_len..])))
-                .unzip();
+            let (points, scalars) = input.chunks_exact(pair).map(|c| (decode(&c[..point_len]), scalar_from_be_unreduced(&c[point_len..]))).unzip();
             MsmCase { name: case["Name"].as_str().unwrap_or("").to_string(), points, scalars, expected: decode(&expected) }
         })
         .collect()

@@ -162,7 +162,9 @@ fn check_against_bellperson<C: Circuit<Scalar> + Clone + Send>(circuit: C, publi
     for cached in [matrices.synthesize(circuit.clone(), heap()).unwrap(), cuzk_backend_cpu::pce::synthesize(&matrices, circuit.clone(), heap()).unwrap()] {
         assert!(*cached.a == *synth.a && *cached.b == *synth.b && *cached.c == *synth.c, "cached a/b/c differ");
         assert!(*cached.input == *synth.input && *cached.aux == *synth.aux, "cached assignments differ");
-        for (x, y) in [(&cached.a_aux_density, &synth.a_aux_density), (&cached.b_input_density, &synth.b_input_density), (&cached.b_aux_density, &synth.b_aux_density)] {
+        for (x, y) in
+            [(&cached.a_aux_density, &synth.a_aux_density), (&cached.b_input_density, &synth.b_input_density), (&cached.b_aux_density, &synth.b_aux_density)]
+        {
             assert_eq!((x.words(), x.len(), x.count()), (y.words(), y.len(), y.count()), "cached densities differ");
         }
     }

@@ -131,14 +131,7 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let args = if args.is_empty() {
-        "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26"
-            .split(' ')
-            .map(String::from)
-            .collect()
-    } else {
-        args
-    };
+    let args = if args.is_empty() { "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26".split(' ').map(String::from).collect() } else { args };
     let b = match CudaBackend::first() {
         Ok(b) => b,
         Err(e) => {
@@ -148,26 +141,12 @@ fn main() {
     };
     let (cached, secs) = b.module_info();
     println!("# device: {}", b.name());
-    println!(
-        "# kernels: {} in {secs:.2} s",
-        if cached {
-            "loaded from cache"
-        } else {
-            "compiled by NVRTC"
-        }
-    );
-    for k in [
-        "ntt_pass",
-        "msm_accumulate_seg_g1",
-        "msm_accumulate_affine_g1",
-        "msm_accumulate_affine_g2",
-        "msm_accumulate_xyzz_g1",
-    ] {
+    println!("# kernels: {} in {secs:.2} s", if cached { "loaded from cache" } else { "compiled by NVRTC" });
+    for k in ["ntt_pass", "msm_accumulate_seg_g1", "msm_accumulate_affine_g1", "msm_accumulate_affine_g2", "msm_accumulate_xyzz_g1"] {
         println!("# regs {k}: {:?}", b.kernel_regs(k));
     }
     let mut i = 0;
-    let range =
-        |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
+    let range = |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
     while i < args.len() {
         match args[i].as_str() {
             "h2d" => {
@@ -226,18 +205,13 @@ fn main() {
                 let (lo, hi) = range(i);
                 for k in lo..=hi {
                     let d = Domain::new(k).unwrap();
-                    let host: Vec<PinnedVec<Scalar>> =
-                        (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
+                    let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
                     let mut best = f64::MAX;
                     for _ in 0..3 {
-                        let bufs: Vec<_> = host
-                            .iter()
-                            .map(|h| b.upload_scalars(h.clone()).unwrap())
-                            .collect();
+                        let bufs: Vec<_> = host.iter().map(|h| b.upload_scalars(h.clone()).unwrap()).collect();
                         b.synchronize().unwrap();
                         let mut it = bufs.into_iter();
-                        let (x, y, z) =
-                            (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+                        let (x, y, z) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
                         let t = Instant::now();
                         let h = b.compute_h(x, y, z, &d).unwrap();
                         b.synchronize().unwrap();
@@ -279,16 +253,7 @@ fn main() {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 5)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g2(
-                            &bases,
-                            0,
-                            MsmScalars {
-                                buf: &s,
-                                len: n,
-                                density: None,
-                            },
-                        )
-                        .unwrap();
+                        b.msm_g2(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
                     });
                     println!("msm g2 2^{k}: {ms:.2} ms");
                 }
@@ -297,11 +262,8 @@ fn main() {
             "overlap" => {
                 let (k, p) = range(i);
                 let d = Domain::new(k).unwrap();
-                let host: Vec<PinnedVec<Scalar>> =
-                    (0..3).map(|j| scalars_in(&b, d.size(), 20 + j)).collect();
-                let parts = |p: u32| -> Vec<Vec<PinnedVec<Scalar>>> {
-                    (0..p).map(|_| host.to_vec()).collect()
-                };
+                let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 20 + j)).collect();
+                let parts = |p: u32| -> Vec<Vec<PinnedVec<Scalar>>> { (0..p).map(|_| host.to_vec()).collect() };
                 let run = |work: Vec<Vec<PinnedVec<Scalar>>>, overlapped: bool| -> f64 {
                     b.synchronize().unwrap();
                     let count = work.len() as f64;
@@ -312,10 +274,7 @@ fn main() {
                             let bb = b.clone();
                             sc.spawn(move || {
                                 for abc in work {
-                                    let up: Vec<_> = abc
-                                        .into_iter()
-                                        .map(|h| bb.upload_scalars(h).unwrap())
-                                        .collect();
+                                    let up: Vec<_> = abc.into_iter().map(|h| bb.upload_scalars(h).unwrap()).collect();
                                     if tx.send(up).is_err() {
                                         return;
                                     }
@@ -323,33 +282,16 @@ fn main() {
                             });
                             for up in rx {
                                 let mut it = up.into_iter();
-                                let h = b
-                                    .compute_h(
-                                        it.next().unwrap(),
-                                        it.next().unwrap(),
-                                        it.next().unwrap(),
-                                        &d,
-                                    )
-                                    .unwrap();
+                                let h = b.compute_h(it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), &d).unwrap();
                                 b.synchronize().unwrap();
                                 drop(h);
                             }
                         });
                     } else {
                         for abc in work {
-                            let up: Vec<_> = abc
-                                .into_iter()
-                                .map(|h| b.upload_scalars(h).unwrap())
-                                .collect();
+                            let up: Vec<_> = abc.into_iter().map(|h| b.upload_scalars(h).unwrap()).collect();
                             let mut it = up.into_iter();
-                            let h = b
-                                .compute_h(
-                                    it.next().unwrap(),
-                                    it.next().unwrap(),
-                                    it.next().unwrap(),
-                                    &d,
-                                )
-                                .unwrap();
+                            let h = b.compute_h(it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), &d).unwrap();
                             b.synchronize().unwrap();
                             drop(h);
                         }
@@ -362,7 +304,10 @@ fn main() {
                     seq = seq.min(run(parts(p), false));
                     ovl = ovl.min(run(parts(p), true));
                 }
-                println!("overlap 2^{k} x {p} partitions (upload a,b,c + compute_h): sequential {seq:.2} ms/partition, overlapped {ovl:.2} ms/partition ({:.2}x)", seq / ovl);
+                println!(
+                    "overlap 2^{k} x {p} partitions (upload a,b,c + compute_h): sequential {seq:.2} ms/partition, overlapped {ovl:.2} ms/partition ({:.2}x)",
+                    seq / ovl
+                );
                 i += 3;
             }
             "g1c" | "g2c" => {

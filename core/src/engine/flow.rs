@@ -190,8 +190,7 @@ impl Engine {
             }
             _ => {}
         }
-        let before_gpu =
-            matches!(phase, Phase::Pending | Phase::Running(Stage::Synthesize) | Phase::Ready(Stage::Upload));
+        let before_gpu = matches!(phase, Phase::Pending | Phase::Running(Stage::Synthesize) | Phase::Ready(Stage::Upload));
         if before_gpu {
             self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
             if phase != Phase::Pending && !key.critical() {
@@ -237,11 +236,7 @@ impl Engine {
         self.timeline.job_ended(id, self.now, how);
         self.actions.push_back(Action::JobEnded { job: id, outcome });
         for index in 0..n {
-            let idle = self
-                .jobs
-                .get(&id)
-                .and_then(|j| j.parts.get(index as usize))
-                .is_some_and(|p| !matches!(p.phase, Phase::Running(_)));
+            let idle = self.jobs.get(&id).and_then(|j| j.parts.get(index as usize)).is_some_and(|p| !matches!(p.phase, Phase::Running(_)));
             if idle {
                 self.drop_part(key, index);
             }

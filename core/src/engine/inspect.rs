@@ -33,10 +33,7 @@ impl Engine {
     pub fn is_quiescent(&self) -> bool {
         self.live_jobs == 0
             && self.jobs.is_empty()
-            && self
-                .circuits
-                .values()
-                .all(|c| c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading))
+            && self.circuits.values().all(|c| c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading))
     }
 
     /// How close a circuit's parameters are to a GPU.
@@ -115,17 +112,10 @@ impl Engine {
         let _ = writeln!(
             o,
             "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
-            self.now,
-            self.live_jobs,
-            self.lookahead,
-            self.gpu_waiting,
-            self.host.used,
-            self.host.capacity,
-            self.host_blocked
+            self.now, self.live_jobs, self.lookahead, self.gpu_waiting, self.host.used, self.host.capacity, self.host_blocked
         );
         for j in self.jobs.values() {
-            let phases: Vec<String> =
-                j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
+            let phases: Vec<String> = j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
             let _ = writeln!(
                 o,
                 "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
@@ -141,11 +131,7 @@ impl Engine {
         }
         let _ = writeln!(o, "synth_queue {:?}", self.synth_queue.iter().map(|k| k.id.0).collect::<Vec<_>>());
         let _ = writeln!(o, "gpu_ready {:?}", self.gpu_ready.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
-        let _ = writeln!(
-            o,
-            "finalize_queue {:?}",
-            self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>()
-        );
+        let _ = writeln!(o, "finalize_queue {:?}", self.finalize_queue.iter().map(|k| (k.job.id.0, k.index)).collect::<Vec<_>>());
         for (d, s) in self.devices.iter().enumerate() {
             let _ = writeln!(
                 o,

@@ -237,13 +237,7 @@ impl Engine {
     }
 
     /// A stage failed at `now`; its job fails (if it has not ended already).
-    pub fn stage_failed(
-        &mut self,
-        partition: PartitionId,
-        stage: Stage,
-        now: Nanos,
-        reason: impl Into<String>,
-    ) -> Result<(), EngineError> {
+    pub fn stage_failed(&mut self, partition: PartitionId, stage: Stage, now: Nanos, reason: impl Into<String>) -> Result<(), EngineError> {
         self.check_running(partition, stage)?;
         self.advance(now);
         self.finish_stage(partition, stage, Some(reason.into()));
@@ -315,13 +309,7 @@ impl Engine {
     /// A [`Action::LoadParams`] failed at `now`. The engine emits [`Action::EvictParams`] for
     /// the reservation; if the circuit is then on no device and loading nowhere, every live
     /// job still needing it fails.
-    pub fn params_load_failed(
-        &mut self,
-        circuit: CircuitId,
-        at: Location,
-        now: Nanos,
-        reason: impl Into<String>,
-    ) -> Result<(), EngineError> {
+    pub fn params_load_failed(&mut self, circuit: CircuitId, at: Location, now: Nanos, reason: impl Into<String>) -> Result<(), EngineError> {
         self.check_loading(circuit, at)?;
         self.advance(now);
         self.load_done(circuit, at, false);
@@ -364,11 +352,7 @@ impl Engine {
     }
 
     fn check_running(&self, p: PartitionId, stage: Stage) -> Result<(), EngineError> {
-        let part = self
-            .jobs
-            .get(&p.job)
-            .and_then(|j| j.parts.get(p.index as usize))
-            .ok_or(EngineError::UnknownPartition(p))?;
+        let part = self.jobs.get(&p.job).and_then(|j| j.parts.get(p.index as usize)).ok_or(EngineError::UnknownPartition(p))?;
         if part.phase != Phase::Running(stage) {
             return Err(EngineError::NotRunning { partition: p, stage });
         }

@@ -36,8 +36,7 @@ pub(crate) struct Residence {
 }
 
 impl Residence {
-    const ABSENT: Residence =
-        Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false };
+    const ABSENT: Residence = Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false };
 
     pub fn resident(&self) -> bool {
         self.state == Presence::Resident
@@ -337,16 +336,7 @@ impl Engine {
         if from_host {
             c.host.users = c.host.users.saturating_sub(1);
         }
-        self.timeline.span(Span {
-            kind: SpanKind::LoadParams,
-            partition: None,
-            circuit: id,
-            location: loc,
-            slot: 0,
-            start: since,
-            end: now,
-            failed: !ok,
-        });
+        self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
         if !ok {
             self.pool_give(loc, bytes);
             self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });

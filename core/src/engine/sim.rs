@@ -11,10 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::prover::Stage;
 
-use super::{
-    Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec, Location, Nanos,
-    Outcome, PartitionId,
-};
+use super::{Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec, Location, Nanos, Outcome, PartitionId};
 
 /// A modelled duration: uniform in `[base, base + jitter]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -366,21 +363,13 @@ impl Sim {
                 }
             }
             Event::StageEnd { p, stage, fail } => {
-                let r = if fail {
-                    self.engine.stage_failed(p, stage, now, "injected fault")
-                } else {
-                    self.engine.stage_finished(p, stage, now)
-                };
+                let r = if fail { self.engine.stage_failed(p, stage, now, "injected fault") } else { self.engine.stage_finished(p, stage, now) };
                 if let Err(err) = r {
                     self.log.violations.push(format!("stage report refused: {err}"));
                 }
             }
             Event::LoadEnd { circuit, at, fail } => {
-                let r = if fail {
-                    self.engine.params_load_failed(circuit, at, now, "injected fault")
-                } else {
-                    self.engine.params_loaded(circuit, at, now)
-                };
+                let r = if fail { self.engine.params_load_failed(circuit, at, now, "injected fault") } else { self.engine.params_loaded(circuit, at, now) };
                 if let Err(err) = r {
                     self.log.violations.push(format!("load report refused: {err}"));
                 }

@@ -55,8 +55,7 @@ pub enum IdleCause {
 
 impl IdleCause {
     /// All causes.
-    pub const ALL: [IdleCause; 5] =
-        [IdleCause::NoWork, IdleCause::Synthesis, IdleCause::HostMemory, IdleCause::Params, IdleCause::DeviceMemory];
+    pub const ALL: [IdleCause; 5] = [IdleCause::NoWork, IdleCause::Synthesis, IdleCause::HostMemory, IdleCause::Params, IdleCause::DeviceMemory];
 
     /// Lower-case name.
     pub fn name(self) -> &'static str {
@@ -300,13 +299,7 @@ impl Timeline {
             }
         }
         let open_gap = t.open_gap.map(|(s, c)| Gap { start: s, end: to.max(s), cause: c });
-        let gaps = t
-            .gaps
-            .iter()
-            .copied()
-            .chain(open_gap)
-            .filter_map(|g| clip(g.start, g.end).map(|(start, end)| Gap { start, end, cause: g.cause }))
-            .collect();
+        let gaps = t.gaps.iter().copied().chain(open_gap).filter_map(|g| clip(g.start, g.end).map(|(start, end)| Gap { start, end, cause: g.cause })).collect();
         Some(DeviceReport { device: d, from, to, busy, gaps })
     }
 

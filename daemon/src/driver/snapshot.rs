@@ -39,7 +39,8 @@ impl<B: Backend + 'static> Driver<B> {
                 SpanKind::Stage(st) => st.name().to_string(),
                 SpanKind::LoadParams => "load-params".into(),
             };
-            let v = SpanView { job, partition, stage, slot: s.slot, circuit: name(s.circuit), start_ms: ms(s.start), end_ms: Some(ms(s.end)), failed: s.failed };
+            let v =
+                SpanView { job, partition, stage, slot: s.slot, circuit: name(s.circuit), start_ms: ms(s.start), end_ms: Some(ms(s.end)), failed: s.failed };
             match s.location {
                 Location::Host => host.spans.push(v),
                 Location::Device(d) => {
@@ -74,7 +75,16 @@ impl<B: Backend + 'static> Driver<B> {
             }
         }
         for (&(c, at), since) in &self.loading {
-            let v = SpanView { job: 0, partition: 0, stage: "load-params".into(), slot: 0, circuit: name(c), start_ms: ms(self.at(*since)), end_ms: None, failed: false };
+            let v = SpanView {
+                job: 0,
+                partition: 0,
+                stage: "load-params".into(),
+                slot: 0,
+                circuit: name(c),
+                start_ms: ms(self.at(*since)),
+                end_ms: None,
+                failed: false,
+            };
             match at {
                 Location::Host => host.spans.push(v),
                 Location::Device(d) => {

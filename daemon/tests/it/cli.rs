@@ -55,14 +55,8 @@ async fn serve_bench_and_sigterm() {
         ),
     )
     .unwrap();
-    let mut server = Command::new(BIN)
-        .arg("--data-dir")
-        .arg(params_dir())
-        .args(["serve", "--config"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("serve starts");
+    let mut server =
+        Command::new(BIN).arg("--data-dir").arg(params_dir()).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).spawn().expect("serve starts");
     let up = wait_until(Duration::from_secs(30), || async { connect(&format!("unix:{}", socket.display()), None).await.is_ok() }).await;
     assert!(up, "daemon socket did not come up");
 
@@ -80,7 +74,8 @@ async fn serve_bench_and_sigterm() {
     assert!(!out.status.success(), "cancelling a finished job is an error");
 
     // The load generator.
-    let out = cuzk(&socket, &["bench", "--jobs", "8", "--concurrency", "4", "--mix", "squaring-chain:4:normal*3,squaring-chain:6:critical", "--verify", "--quiet"]);
+    let out =
+        cuzk(&socket, &["bench", "--jobs", "8", "--concurrency", "4", "--mix", "squaring-chain:4:normal*3,squaring-chain:6:critical", "--verify", "--quiet"]);
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -95,16 +90,18 @@ async fn serve_bench_and_sigterm() {
         let mut c = c.clone();
         waits.push(tokio::spawn(async move { c.prove(proto::ProveRequest { submit: Some(job(6, 50 + i, 2, P::Normal)), timeout_ms: 0 }).await }));
     }
-    assert!(wait_until(Duration::from_secs(30), || {
-        let mut c = c.clone();
-        async move {
-            match c.get_status(proto::GetStatusRequest {}).await {
-                Ok(s) => s.get_ref().queues.first().is_some_and(|q| q.pending + q.in_progress >= 3),
-                Err(_) => false,
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let mut c = c.clone();
+            async move {
+                match c.get_status(proto::GetStatusRequest {}).await {
+                    Ok(s) => s.get_ref().queues.first().is_some_and(|q| q.pending + q.in_progress >= 3),
+                    Err(_) => false,
+                }
             }
-        }
-    })
-    .await);
+        })
+        .await
+    );
     let kill = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().expect("kill");
     assert!(kill.success());
     for (i, w) in waits.into_iter().enumerate() {

@@ -33,7 +33,16 @@ fn dump_dom(browser: &PathBuf, url: &str) -> String {
     let profile = tempfile::tempdir().expect("profile dir");
     let out = tempfile::NamedTempFile::new().expect("out file");
     let mut child = Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+        ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(["--virtual-time-budget=5000", "--dump-dom", url])
         .stdout(out.reopen().expect("reopen"))
@@ -79,7 +88,10 @@ async fn status_page_renders_in_headless_chromium() {
     let Some(browser) = chromium() else {
         // Written to the real stderr, past the test harness's capture, so it is always seen.
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "SKIPPED: status_page_renders_in_headless_chromium: no chromium found (apt-get install chromium, or set CUZK_CHROMIUM)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: status_page_renders_in_headless_chromium: no chromium found (apt-get install chromium, or set CUZK_CHROMIUM)"
+        );
         return;
     };
     let d = daemon_with(&[4], |c| c.engine.gpu_workers = 2).await;
