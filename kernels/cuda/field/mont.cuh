@@ -220,10 +220,11 @@ DEV Mont<P> mont_redc(u32* E) {
 // Adds u·v_j·2^(32(i+j)) for every j ≡ j0 (mod 2), j < N, into A as one carry chain; the
 // chain's carry goes into the limb above its last pair (dropped if beyond 'len' limbs). That
 // limb must not be a full limb of an earlier row (it holds at most a carry): true for all
-// callers, whose rows' last limbs never decrease.
-template <int N>
-DEV void mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
-    if (j0 >= N) return;
+// callers, whose rows' last limbs never decrease. With Z, also returns the carry out of that
+// limb, which is therefore always 0 (mont_redc_wide uses it to order rows).
+template <int N, bool Z = false>
+DEV u32 mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
+    if (j0 >= N) return 0;
     A[i + j0] = mad_lo_cc(u, v[j0], A[i + j0]);
     A[i + j0 + 1] = madc_hi_cc(u, v[j0], A[i + j0 + 1]);
     int top = i + j0 + 2;
@@ -233,7 +234,12 @@ DEV void mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
         A[i + j + 1] = madc_hi_cc(u, v[j], A[i + j + 1]);
         top = i + j + 2;
     }
-    if (top < len) A[top] = addc(A[top], 0);
+    if (!Z) {
+        if (top < len) A[top] = addc(A[top], 0);
+        return 0;
+    }
+    if (top < len) A[top] = addc_cc(A[top], 0);
+    return addc(0, 0);
 }
 
 // Reduction with pair-aligned rows (Fp).
@@ -244,23 +250,6 @@ DEV void mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
 #ifndef CUZK_REDC_LAG
 #define CUZK_REDC_LAG 2
 #endif
-template <int N>
-DEV u32 mad_chain_z(u32* A, int len, u32 u, const u32* v, int i, int j0) {
-    A[i + j0] = mad_lo_cc(u, v[j0], A[i + j0]);
-    A[i + j0 + 1] = madc_hi_cc(u, v[j0], A[i + j0 + 1]);
-    int top = i + j0 + 2;
-#pragma unroll
-    for (int j = j0 + 2; j < N; j += 2) {
-        A[i + j] = madc_lo_cc(u, v[j], A[i + j]);
-        A[i + j + 1] = madc_hi_cc(u, v[j], A[i + j + 1]);
-        top = i + j + 2;
-    }
-    if (top < len) {
-        A[top] = addc_cc(A[top], 0);
-    }
-    return addc(0, 0);
-}
-
 template <class P>
 DEV Mont<P> mont_redc_wide(const u32* T) {
     constexpr int N = P::N;
@@ -281,8 +270,8 @@ DEV Mont<P> mont_redc_wide(const u32* T) {
         u32 t = T[i] + X[i] + Y[i] + c;
         if (i >= LAG) t += z[i - LAG];
         u32 m = t * P::INV;
-        u32 zx = mad_chain_z<N>(X, 2 * N, m, mod, i, i & 1);
-        u32 zy = mad_chain_z<N>(Y, 2 * N, m, mod, i, 1 - (i & 1));
+        u32 zx = mad_chain<N, true>(X, 2 * N, m, mod, i, i & 1);
+        u32 zy = mad_chain<N, true>(Y, 2 * N, m, mod, i, 1 - (i & 1));
         z[i] = zx | zy;
         u64 s = (u64)T[i] + X[i] + Y[i] + c;
         c = (u32)(s >> 32);

@@ -75,9 +75,11 @@ DEV u32 warp_add(u32* counter, u32 key, bool valid) {
     return base + __popc(peers & ((1u << lane) - 1));
 }
 
-// Both kernels run every lane through all W windows (no early exit), so warp_add sees whole
+// One pass over the scalars' digits, counting them per bucket (histogram) or placing them
+// (scatter). Every lane runs through all W windows (no early exit), so warp_add sees whole
 // warps; lanes past the end or with a zero scalar contribute nothing.
-extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* counts) {
+template <bool SCATTER>
+DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     Fr x = i < m ? load_elem<Fr>(s + i) : Fr::zero();
     u32 carry = 0;
@@ -85,21 +87,17 @@ extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* 
     for (u32 w = 0; w < W; w++) {
         bool neg;
         u32 d = next_digit(x, w, c, carry, neg);
-        warp_add(counts, w * half + d - 1, d != 0);
+        u32 pos = warp_add(counter, w * half + d - 1, d != 0);
+        if (SCATTER && d != 0) entries[pos] = i | (neg ? SIGN_BIT : 0u);
     }
 }
 
+extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* counts) {
+    digit_pass<false>(s, m, c, W, counts, nullptr);
+}
+
 extern "C" __global__ void msm_scatter(const Fr* s, u32 m, u32 c, u32 W, u32* cursor, u32* entries) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    Fr x = i < m ? load_elem<Fr>(s + i) : Fr::zero();
-    u32 carry = 0;
-    const u32 half = 1u << (c - 1);
-    for (u32 w = 0; w < W; w++) {
-        bool neg;
-        u32 d = next_digit(x, w, c, carry, neg);
-        u32 pos = warp_add(cursor, w * half + d - 1, d != 0);
-        if (d != 0) entries[pos] = i | (neg ? SIGN_BIT : 0u);
-    }
+    digit_pass<true>(s, m, c, W, cursor, entries);
 }
 
 // ---- Exclusive scan of u32 (three kernels: per-block scan, scan of block sums, add back).
