@@ -417,15 +417,7 @@ fn host_dbl<K: C>(v: Xyzz<K::T>) -> Xyzz<K::T> {
             regs[w * i + c] = fp_from(&words[12 * c..12 * c + 12]);
         }
     }
-    for (op, d, a, b) in prog {
-        let (x, y) = (regs[a as usize], regs[b as usize]);
-        regs[d as usize] = match op {
-            MUL => x * y,
-            ADD => x + y,
-            SUB => x - y,
-            _ => x,
-        };
-    }
+    crate::shaders::program_tests::run(&mut regs, &prog);
     std::array::from_fn(|i| {
         let mut words = Vec::new();
         for c in 0..w {

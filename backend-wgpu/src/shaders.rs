@@ -374,12 +374,13 @@ mod tests {
 }
 
 #[cfg(test)]
-mod program_tests {
+pub(crate) mod program_tests {
     use super::*;
     use blstrs::{Fp2, G2Projective};
     use group::{Curve, Group};
 
-    fn run(regs: &mut [Fp], prog: &[Ins]) {
+    /// Runs a register program on the host over Fp registers, as the compact kernels do.
+    pub(crate) fn run(regs: &mut [Fp], prog: &[Ins]) {
         for &(op, d, a, b) in prog {
             let (x, y) = (regs[a as usize], regs[b as usize]);
             regs[d as usize] = match op {
