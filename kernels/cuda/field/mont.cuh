@@ -296,6 +296,21 @@ DEV Mont<P> mont_redc_prod(u32* T) {
     return mont_redc<P>(T);
 }
 
+// T[1..2N) = X[1..2N) + Y[1..2N) as one carry chain (T[0] is the caller's; the sum must fit in
+// 2N limbs). With Z, returns the carry out of the top, which is therefore always 0.
+template <int N, bool Z = false>
+DEV u32 add_halves(const u32* X, const u32* Y, u32* T) {
+    T[1] = add_cc(X[1], Y[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) T[k] = addc_cc(X[k], Y[k]);
+    if (!Z) {
+        T[2 * N - 1] = addc(X[2 * N - 1], Y[2 * N - 1]);
+        return 0;
+    }
+    T[2 * N - 1] = addc_cc(X[2 * N - 1], Y[2 * N - 1]);
+    return addc(0, 0);
+}
+
 // Montgomery product a*b/R mod p.
 template <class P>
 DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
@@ -312,16 +327,12 @@ DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
         mad_chain<N>(X, 2 * N, ai, b.v, i, i & 1);
         mad_chain<N>(Y, 2 * N, ai, b.v, i, 1 - (i & 1));
     }
-    // T = X + Y (Y[0] is 0; the product is below 2^(64N)).
+    // T = X + Y (Y[0] is 0; the product is below 2^(64N)). The carry out of the top is always
+    // 0; adding it to T[0] makes the reduction wait for the whole product (otherwise ptxas
+    // overlaps them and spills carry predicates).
     u32 T[2 * N];
     T[0] = X[0];
-    T[1] = add_cc(X[1], Y[1]);
-#pragma unroll
-    for (int k = 2; k < 2 * N - 1; k++) T[k] = addc_cc(X[k], Y[k]);
-    // The carry out of the top is always 0; adding it to T[0] makes the reduction wait for
-    // the whole product (otherwise ptxas overlaps them and spills carry predicates).
-    T[2 * N - 1] = addc_cc(X[2 * N - 1], Y[2 * N - 1]);
-    T[0] += addc(0, 0);
+    T[0] += add_halves<N, true>(X, Y, T);
     return mont_redc_prod<P>(T);
 }
 
@@ -346,10 +357,7 @@ DEV Mont<P> mont_sqr(const Mont<P>& a) {
     }
     u32 T[2 * N];
     T[0] = 0;
-    T[1] = add_cc(X[1], Y[1]);
-#pragma unroll
-    for (int k = 2; k < 2 * N - 1; k++) T[k] = addc_cc(X[k], Y[k]);
-    T[2 * N - 1] = addc(X[2 * N - 1], Y[2 * N - 1]);
+    add_halves<N>(X, Y, T);
 #pragma unroll
     for (int k = 2 * N - 1; k > 0; k--) T[k] = __funnelshift_l(T[k - 1], T[k], 1);
     T[0] = mad_lo_cc(a.v[0], a.v[0], 0u);
@@ -364,7 +372,7 @@ DEV Mont<P> mont_sqr(const Mont<P>& a) {
 }
 
 // Fr products are inlined (the NTT's inner loop); Fp products are real calls: a 12-limb
-// product is ~700 instructions, so the call is cheap, and inlining every one of them into
+// product is ~560 instructions, so the call is cheap, and inlining every one of them into
 // the curve formulas makes NVRTC's compile time explode.
 // Operands by value: a non-inlined call then passes them in registers, not through the stack.
 template <class P>
