@@ -51,4 +51,6 @@ pub const KERNELS: &[&str] = &[
     "selftest_fp2_ops",
     "selftest_g1_ops",
     "selftest_g2_ops",
+    "bench_fr_mul",
+    "bench_fp_mul",
 ];

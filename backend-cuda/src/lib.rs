@@ -300,6 +300,26 @@ impl CudaBackend {
         Ok(host)
     }
 
+    /// Runs a product-throughput kernel (`bench_fr_mul` / `bench_fp_mul`) once: `threads`
+    /// threads (a multiple of 256), each doing `4 · iters` products on elements taken from
+    /// `input` (1024 field elements). Returns the seconds the launch took, synchronized.
+    pub fn product_throughput(&self, kernel: &str, input: &[u8], threads: u32, iters: u32) -> Result<f64, CudaError> {
+        if threads == 0 || threads % 256 != 0 || input.len() % 1024 != 0 || input.is_empty() {
+            return Err(CudaError::Invalid("product_throughput needs threads a multiple of 256 and 1024 input elements".into()));
+        }
+        let _g = self.enter()?;
+        let s = &self.inner.stream;
+        let din = self.upload_bytes(input, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let out = DevBuf::new(s, threads as usize * (input.len() / 1024))?;
+        s.sync()?;
+        let t = std::time::Instant::now();
+        let args = Args::new().push(din.ptr).push(out.ptr).push(iters);
+        // SAFETY: the throughput kernels take (in with 1024 elements, out with one per thread, iters).
+        unsafe { self.inner.module.launch(kernel, threads / 256, 256, 0, s, args)? };
+        s.sync()?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
     /// Whether a base set of `bytes` should stay in host memory: `CUZK_CUDA_STREAM_ABOVE`
     /// (bytes) if set, else when it would leave less than the headroom free on the device.
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
@@ -536,11 +556,10 @@ impl Backend for CudaBackend {
             return Err(BackendError::InvalidInput("compute_h operands must have the domain's size".into()));
         }
         let _g = self.enter()?;
-        for s in [&a, &b, &c] {
-            self.ready(s)?;
-        }
         let t = self.tables()?;
-        ntt::compute_h(&self.inner.module, &self.inner.stream, t, a.ptr(), b.ptr(), c.ptr(), domain)?;
+        // Each operand's transforms wait for its own upload only: a's run while b and c copy.
+        let ops = [&a, &b, &c];
+        ntt::compute_h(&self.inner.module, &self.inner.stream, t, [a.ptr(), b.ptr(), c.ptr()], domain, |i| self.ready(ops[i]))?;
         drop((b, c));
         Ok(a)
     }

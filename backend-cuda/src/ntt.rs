@@ -188,11 +188,23 @@ pub fn ntt_natural(module: &Module, stream: &Stream, t: &NttTables, data: u64, d
 }
 
 /// `(A·B - C)/Z` coefficients from the evaluations in `a, b, c` (results in `a`).
-pub fn compute_h(module: &Module, stream: &Stream, t: &NttTables, a: u64, b: u64, c: u64, domain: &Domain) -> Result<(), CudaError> {
+///
+/// `before(i)` runs before the work on operand `i` (0 = a, 1 = b, 2 = c) is queued: the
+/// backend uses it to order the compute stream after that operand's upload only, so the
+/// transforms of `a` run while `b` and `c` are still being copied.
+pub fn compute_h(
+    module: &Module,
+    stream: &Stream,
+    t: &NttTables,
+    [a, b, c]: [u64; 3],
+    domain: &Domain,
+    mut before: impl FnMut(usize) -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
     let k = domain.log_n;
     // Evaluations -> coefficients (bit-reversed, scaled by g^i / n) -> coset evaluations (natural).
     let to_coset = Scale { constant: Some(domain.n_inv), pow_inverse: Some(false), brev: true };
-    for &p in &[a, b, c] {
+    for (i, &p) in [a, b, c].iter().enumerate() {
+        before(i)?;
         transform(module, stream, t, p, k, true, false, Scale::NONE, to_coset)?;
         transform(module, stream, t, p, k, false, true, Scale::NONE, Scale::NONE)?;
     }

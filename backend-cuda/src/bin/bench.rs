@@ -1,7 +1,7 @@
 //! `cuzk-cuda-bench`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
 //! first CUDA device.
 //!
-//! Usage: `cuzk-cuda-bench [h2d] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
+//! Usage: `cuzk-cuda-bench [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
 //! [g1c LO HI] [g2c LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
 //!
@@ -10,6 +10,9 @@
 //! (copy stream) while partition i computes (compute stream). `g1s`: G1 MSM over bases kept in
 //! host memory and streamed through the device. `g1c` / `g2c`: the MSM at each size for every
 //! window size in `CUZK_BENCH_CS` (default `14,16,18,19,20,21,22`), to tune `window_bits`.
+//! `field`: Fr and Fp product throughput (independent product chains on every thread), the
+//! ceiling for the NTT and the MSM accumulation. `h` also times upload + `compute_h` with the
+//! transforms of `a` overlapping the copies of `b` and `c`, against waiting for all copies.
 
 use std::time::Instant;
 
@@ -219,8 +222,57 @@ fn main() {
                         drop(h);
                     }
                     println!("compute_h 2^{k} (7 NTTs + quotient): {best:.3} ms");
+                    // With the copies: a, b, c uploaded from pinned buffers, then compute_h, whose
+                    // transforms of a start once a has arrived (overlapped), against waiting for
+                    // all three copies first (sequential). Interleaved, best of 3 each.
+                    let (mut seq, mut ovl) = (f64::MAX, f64::MAX);
+                    for _ in 0..3 {
+                        for overlapped in [false, true] {
+                            let copies: Vec<PinnedVec<Scalar>> = host.to_vec();
+                            let t = Instant::now();
+                            let bufs: Vec<_> = copies.into_iter().map(|h| b.upload_scalars(h).unwrap()).collect();
+                            if !overlapped {
+                                b.synchronize().unwrap();
+                            }
+                            let mut it = bufs.into_iter();
+                            let h = b.compute_h(it.next().unwrap(), it.next().unwrap(), it.next().unwrap(), &d).unwrap();
+                            b.synchronize().unwrap();
+                            let ms = t.elapsed().as_secs_f64() * 1e3;
+                            let best = if overlapped { &mut ovl } else { &mut seq };
+                            *best = best.min(ms);
+                            drop(h);
+                        }
+                    }
+                    println!("upload a, b, c + compute_h 2^{k}: overlapped {ovl:.3} ms, sequential {seq:.3} ms ({:.2}x)", seq / ovl);
                 }
                 i += 3;
+            }
+            "field" => {
+                // Product throughput: 2^20 threads × 4 chains × ITERS products, best of 3.
+                let (threads, iters) = (1u32 << 20, 64u32);
+                let products = threads as f64 * 4.0 * iters as f64;
+                let mut x = 0x2545_f491_4f6c_dd1du64;
+                let mut limbs = |top_mask: u64, n: usize| -> Vec<u8> {
+                    let mut v = Vec::with_capacity(1024 * 8 * n);
+                    for e in 0..1024 * n {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Top limb below the modulus's top limb: a valid (reduced) element.
+                        let w = if e % n == n - 1 { x & top_mask } else { x };
+                        v.extend_from_slice(&w.to_le_bytes());
+                    }
+                    v
+                };
+                let fr = limbs((1 << 62) - 1, 4);
+                let fp = limbs((1 << 60) - 1, 6);
+                for (name, kernel, input) in [("Fr", "bench_fr_mul", &fr), ("Fp", "bench_fp_mul", &fp)] {
+                    let ms = time(3, || {
+                        b.product_throughput(kernel, input, threads, iters).unwrap();
+                    });
+                    println!("{name} product throughput: {:.3e} products/s ({products:.3e} products in {ms:.3} ms)", products / (ms * 1e-3));
+                }
+                i += 1;
             }
             "g1" | "g1s" => {
                 // g1s: the bases stay in host memory and are streamed in 2^22-point chunks.

@@ -53,3 +53,24 @@ extern "C" __global__ void selftest_g1_ops(const Affine<Fp>* p, const Affine<Fp>
 extern "C" __global__ void selftest_g2_ops(const Affine<Fp2>* p, const Affine<Fp2>* q, Fp2* out, u32 n) {
     curve_ops<Fp2>(p, q, out, n);
 }
+
+// Product throughput (for `cuzk-cuda-bench field`): every thread runs four independent chains
+// x_k <- x_k · y for `iters` steps and stores their sum, so the products cannot be elided.
+// 4 · iters products per thread.
+template <class F>
+DEV void mul_throughput(const F* in, F* out, u32 iters) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    F y = load_elem<F>(in + (i & 1023));
+    F x0 = load_elem<F>(in + ((i + 1) & 1023)), x1 = load_elem<F>(in + ((i + 2) & 1023));
+    F x2 = load_elem<F>(in + ((i + 3) & 1023)), x3 = load_elem<F>(in + ((i + 4) & 1023));
+    for (u32 k = 0; k < iters; k++) {
+        x0 = x0 * y;
+        x1 = x1 * y;
+        x2 = x2 * y;
+        x3 = x3 * y;
+    }
+    store_elem<F>(out + i, (x0 + x1) + (x2 + x3));
+}
+
+extern "C" __global__ void bench_fr_mul(const Fr* in, Fr* out, u32 iters) { mul_throughput<Fr>(in, out, iters); }
+extern "C" __global__ void bench_fp_mul(const Fp* in, Fp* out, u32 iters) { mul_throughput<Fp>(in, out, iters); }
