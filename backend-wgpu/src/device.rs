@@ -93,7 +93,8 @@ pub struct Gpu {
     pub wg: u32,
     /// Largest storage binding (and buffer) we use, in bytes.
     pub max_binding: u64,
-    /// Kernels keep limb loops rolled (CPU adapters, or `CUZK_WGPU_COMPACT=1`).
+    /// Curve formulas run as register programs through one copy of the field code (the
+    /// default on every adapter; `CUZK_WGPU_COMPACT=0` selects the straight-line kernels).
     pub compact: bool,
     errors: Arc<Mutex<Vec<String>>>,
 }
@@ -141,11 +142,9 @@ impl Gpu {
         let wg = want.min(limits.max_compute_workgroup_size_x).min(limits.max_compute_invocations_per_workgroup).max(1);
         let wg = 1u32 << (31 - wg.leading_zeros()); // a power of two
         let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size) & !255;
-        let compact = match std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() {
-            Some("1") => true,
-            Some("0") => false,
-            _ => info.device_type == wgpu::DeviceType::Cpu,
-        };
+        // Straight-line kernels compile for minutes on lavapipe and for more than 70 s on
+        // NVIDIA's driver (docs/wgpu.md), so compact kernels are the default everywhere.
+        let compact = std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() != Some("0");
         Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, errors })
     }
 

@@ -13,6 +13,9 @@
 //! backend, default 20), `CUZK_BENCH_PIPELINE` (proofs in the throughput run, default 6; 0
 //! skips it), `CUZK_BENCH_SYNTH_WORKERS` (default: cores / 2), `CUZK_BENCH_PCE` (default 1:
 //! synthesize through the constraint-matrix cache, recorded once per circuit; 0: plain),
+//! `CUZK_BENCH_STAGE_WAIT` (default 1: wait for the device at each stage boundary, so each
+//! stage is timed alone; 0: no waits, so uploads overlap the transforms as in production, the
+//! stage columns show when each stage was reached, and "first upload → proof" is the latency),
 //! `CUZK_BENCH_TIMING_PARAMS_FROM` (from this log size on, use timing-only parameters: the
 //! right shape, pseudo-random points instead of a trusted setup, so proofs are not verified;
 //! generating real parameters at 2^24 and beyond costs minutes of the GPU host's time).
@@ -90,6 +93,7 @@ fn run<B: Backend>(
     let mut hint = SizeHint::default();
     // reps = 0: a single proof that is also timed (no warm-up proof).
     let warmup = usize::from(reps > 0);
+    let stage_wait = env_num("CUZK_BENCH_STAGE_WAIT", 1) == 1;
     for rep in 0..reps.max(1) + warmup {
         let circuit = kind.instance(k, 1).unwrap();
         let public = circuit.public_inputs();
@@ -99,8 +103,11 @@ fn run<B: Backend>(
         let mut times = vec![(Stage::Synthesize, t0.elapsed())];
         let mut last: Option<(Stage, Instant)> = None;
         let proof = prove(backend, &key, synth, r, s, &mut |stage| {
-            // Asynchronous backends: let the previous stage finish so it is timed alone.
-            backend.wait_idle().expect("synchronize");
+            // Asynchronous backends: let the previous stage finish so it is timed alone (unless
+            // CUZK_BENCH_STAGE_WAIT=0, which times the stages as they overlap on the device).
+            if stage_wait {
+                backend.wait_idle().expect("synchronize");
+            }
             let now = Instant::now();
             if let Some((p, since)) = last {
                 times.push((p, now - since));
@@ -112,6 +119,13 @@ fn run<B: Backend>(
             times.push((p, since.elapsed()));
         }
         let total = t0.elapsed();
+        let gpu = total - times[0].1;
+        eprintln!(
+            "  {} 2^{k}: first upload → proof {:.1} ms (stage waits {})",
+            kind.name(),
+            ms(gpu),
+            if stage_wait { "on: the stages are serialized" } else { "off: copies overlap the transforms" }
+        );
         if check {
             assert!(verify(&key.vk, &proof, &public).unwrap(), "{}: proof does not verify", backend.name());
         }
