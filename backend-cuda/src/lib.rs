@@ -304,7 +304,7 @@ impl CudaBackend {
     /// threads (a multiple of 256), each doing `4 · iters` products on elements taken from
     /// `input` (1024 field elements). Returns the seconds the launch took, synchronized.
     pub fn product_throughput(&self, kernel: &str, input: &[u8], threads: u32, iters: u32) -> Result<f64, CudaError> {
-        if threads == 0 || threads % 256 != 0 || input.len() % 1024 != 0 || input.is_empty() {
+        if threads == 0 || threads & 255 != 0 || input.len() & 1023 != 0 || input.is_empty() {
             return Err(CudaError::Invalid("product_throughput needs threads a multiple of 256 and 1024 input elements".into()));
         }
         let _g = self.enter()?;
