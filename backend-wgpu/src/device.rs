@@ -1,6 +1,7 @@
 //! Adapter selection, the device and its limits, buffers, and recording of dispatches.
 
 use std::num::NonZeroU64;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
@@ -20,6 +21,11 @@ pub struct AdapterSelector {
     /// Lowers the storage binding limit to this many bytes (at least 64 KiB): exercises the
     /// splitting of large inputs on any adapter. Also `CUZK_WGPU_MAX_BINDING`.
     pub max_binding: Option<u64>,
+    /// Directory of the on-disk pipeline cache (Vulkan adapters that offer one): compiled
+    /// pipelines are kept there so that later processes skip the driver's compile. `None`: no
+    /// cache. [`AdapterSelector::from_env`] takes `CUZK_WGPU_CACHE` (`off` disables it), else
+    /// `$XDG_CACHE_HOME/cuzk/wgpu`, else `~/.cache/cuzk/wgpu`.
+    pub pipeline_cache_dir: Option<PathBuf>,
 }
 
 impl AdapterSelector {
@@ -31,13 +37,26 @@ impl AdapterSelector {
             Some(t) => Some(parse_device_type(t)?),
         };
         let max_binding = std::env::var("CUZK_WGPU_MAX_BINDING").ok().and_then(|v| v.parse().ok());
-        Ok(AdapterSelector { name, device_type, max_binding })
+        Ok(AdapterSelector { name, device_type, max_binding, pipeline_cache_dir: pipeline_cache_dir_from_env() })
     }
 
     fn matches(&self, info: &wgpu::AdapterInfo) -> bool {
         let name_ok = self.name.as_ref().as_ref().map_or(true, |n| info.name.to_lowercase().contains(&n.to_lowercase()));
         let type_ok = self.device_type.map_or(true, |t| t == info.device_type);
         name_ok && type_ok
+    }
+}
+
+/// `CUZK_WGPU_CACHE` (`off` or empty: none), else `$XDG_CACHE_HOME/cuzk/wgpu`, else
+/// `~/.cache/cuzk/wgpu`.
+fn pipeline_cache_dir_from_env() -> Option<PathBuf> {
+    match std::env::var_os("CUZK_WGPU_CACHE") {
+        Some(v) if v.is_empty() || v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(|x| PathBuf::from(x).join("cuzk"))
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("cuzk")))
+            .map(|d| d.join("wgpu")),
     }
 }
 
@@ -96,6 +115,8 @@ pub struct Gpu {
     /// Curve formulas run as register programs through one copy of the field code (the
     /// default on every adapter; `CUZK_WGPU_COMPACT=0` selects the straight-line kernels).
     pub compact: bool,
+    /// The pipeline cache and the file it is kept in, when the adapter offers one.
+    pipeline_cache: Option<(wgpu::PipelineCache, PathBuf)>,
     errors: Arc<Mutex<Vec<String>>>,
 }
 
@@ -129,8 +150,14 @@ impl Gpu {
         if let Some(cap) = sel.max_binding {
             limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap.max(1 << 16));
         }
-        let desc =
-            wgpu::DeviceDescriptor { label: Some("cuzk"), required_features: wgpu::Features::empty(), required_limits: limits.clone(), ..Default::default() };
+        // A pipeline cache where the adapter has one (Vulkan) and a directory is configured.
+        let cache_file = sel
+            .pipeline_cache_dir
+            .as_ref()
+            .filter(|_| adapter.features().contains(wgpu::Features::PIPELINE_CACHE))
+            .and_then(|d| Some(d.join(wgpu::util::pipeline_cache_key(&info)?)));
+        let required_features = if cache_file.is_some() { wgpu::Features::PIPELINE_CACHE } else { wgpu::Features::empty() };
+        let desc = wgpu::DeviceDescriptor { label: Some("cuzk"), required_features, required_limits: limits.clone(), ..Default::default() };
         let (device, queue) =
             pollster::block_on(adapter.request_device(&desc)).map_err(|e| WgpuError::RequestDevice { adapter: describe(&info), reason: e.to_string() })?;
         let errors = Arc::new(Mutex::new(Vec::new()));
@@ -145,12 +172,41 @@ impl Gpu {
         // Straight-line kernels compile for minutes on lavapipe and for more than 70 s on
         // NVIDIA's driver (docs/wgpu.md), so compact kernels are the default everywhere.
         let compact = std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() != Some("0");
-        Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, errors })
+        let pipeline_cache = cache_file.map(|path| {
+            // A missing or unreadable file starts an empty cache; so does data the driver
+            // rejects (fallback), e.g. after a driver update.
+            let data = std::fs::read(&path).ok();
+            // SAFETY: the file only ever receives `PipelineCache::get_data` output, written to a
+            // temporary file and renamed into place (see `save_pipeline_cache`); wgpu and the
+            // driver check its header (wgpu version, adapter, driver) and fall back on mismatch.
+            let cache = unsafe { device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor { label: Some("cuzk"), data: data.as_deref(), fallback: true }) };
+            (cache, path)
+        });
+        Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, pipeline_cache, errors })
     }
 
     /// A short description of the adapter.
     pub fn describe(&self) -> String {
         describe(&self.info)
+    }
+
+    /// The file of the on-disk pipeline cache, if this device uses one.
+    pub fn pipeline_cache_file(&self) -> Option<&std::path::Path> {
+        self.pipeline_cache.as_ref().map(|(_, p)| p.as_path())
+    }
+
+    /// Writes the pipeline cache to its file (a temporary file renamed into place, so readers
+    /// never see a torn file). Failures are returned for the caller to report; the cache is an
+    /// optimisation, never a reason to fail a proof.
+    pub fn save_pipeline_cache(&self) -> std::io::Result<()> {
+        let Some((cache, path)) = &self.pipeline_cache else { return Ok(()) };
+        let Some(data) = cache.get_data() else { return Ok(()) };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, &data)?;
+        std::fs::rename(&tmp, path)
     }
 
     /// Returns (and clears) the errors wgpu reported since the last check.
@@ -278,7 +334,7 @@ impl Kernel {
             module,
             entry_point: Some(entry),
             compilation_options: Default::default(),
-            cache: None,
+            cache: gpu.pipeline_cache.as_ref().map(|(c, _)| c),
         });
         let layout = pipeline.get_bind_group_layout(0);
         Kernel { pipeline, layout, name: entry }

@@ -70,6 +70,11 @@ fn kernels(gpu: &Gpu, program: Program, names: &[&'static str]) -> Result<Vec<Ke
         eprintln!("wgpu: module {} in {:.2} s", program.name(), t.elapsed().as_secs_f64());
     }
     gpu.check().map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;
+    // Keep what the driver compiled for the next process (NVIDIA's driver takes about 97 s
+    // for all our pipelines on the H200).
+    if let Err(e) = gpu.save_pipeline_cache() {
+        tracing::warn!(file = ?gpu.pipeline_cache_file(), "wgpu pipeline cache not saved: {e}");
+    }
     Ok(ks)
 }
 

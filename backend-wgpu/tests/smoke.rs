@@ -107,3 +107,47 @@ fn msm_equal_and_opposite_points() {
         assert_eq!(got, want, "equal/opposite points, scalars {sc:?}");
     }
 }
+
+/// The on-disk pipeline cache: written once the kernels are built, read by the next device
+/// (results unchanged), and a corrupt file falls back to an empty cache and is rewritten.
+#[test]
+fn pipeline_cache_is_written_reused_and_survives_corruption() {
+    use cuzk_backend_wgpu::AdapterSelector;
+    let Ok(mut sel) = AdapterSelector::from_env() else { return };
+    let dir = std::env::temp_dir().join(format!("cuzk-wgpu-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    sel.pipeline_cache_dir = Some(dir.clone());
+    let domain = Domain::new(6).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let input: Vec<Scalar> = (0..domain.size()).map(|_| Scalar::random(&mut rng)).collect();
+    let mut expect = input.clone();
+    CpuBackend::new().ntt_slice(&mut expect, &domain, NttDirection::Forward, false).unwrap();
+    let run = |b: &WgpuBackend| {
+        let mut buf = b.upload_slice(&input).unwrap();
+        b.ntt(&mut buf, &domain, NttDirection::Forward, false).unwrap();
+        b.download_scalars(&buf).unwrap()
+    };
+    let first = match WgpuBackend::new(&sel) {
+        Ok(b) => b,
+        Err(e) => return eprintln!("SKIPPED: no wgpu adapter ({e})"),
+    };
+    let Some(file) = first.gpu().pipeline_cache_file().map(std::path::Path::to_path_buf) else {
+        return eprintln!("SKIPPED: {} offers no pipeline cache", first.gpu().describe());
+    };
+    assert!(run(&first) == expect, "first device");
+    let written = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    assert!(written > 0, "no cache written to {}", file.display());
+    drop(first);
+
+    let second = WgpuBackend::new(&sel).unwrap();
+    assert!(run(&second) == expect, "device started from the cache");
+    drop(second);
+
+    std::fs::write(&file, b"not a pipeline cache").unwrap();
+    let third = WgpuBackend::new(&sel).unwrap();
+    assert!(run(&third) == expect, "device started from a corrupt cache");
+    let rewritten = std::fs::metadata(&file).unwrap().len();
+    assert!(rewritten > 20, "the corrupt file was not replaced ({rewritten} bytes)");
+    drop(third);
+    let _ = std::fs::remove_dir_all(&dir);
+}

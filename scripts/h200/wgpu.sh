@@ -40,7 +40,13 @@ cat "$OUT/vulkan.txt"
 export CUZK_VECTORS=$BIN/vectors
 export CUZK_WGPU_DEVICE_TYPE=${CUZK_WGPU_DEVICE_TYPE:-discrete}
 
-echo "== kernel compile times" > "$OUT/compile.txt"
+# The pipeline cache lives in $OUT, so the first probe starts cold and the second shows what
+# the cache saves (the later suites then start warm too).
+export CUZK_WGPU_CACHE=${CUZK_WGPU_CACHE:-$OUT/pipeline-cache}
+echo "== kernel compile times (empty pipeline cache)" > "$OUT/compile.txt"
+timeout ${T_PROBE:-150} "$D/compile_probe" >> "$OUT/compile.txt" 2>&1; echo "rc=$?" >> "$OUT/compile.txt"
+ls -la "$CUZK_WGPU_CACHE" >> "$OUT/compile.txt" 2>&1
+echo "== kernel compile times (pipeline cache from the first probe)" >> "$OUT/compile.txt"
 timeout ${T_PROBE:-150} "$D/compile_probe" >> "$OUT/compile.txt" 2>&1; echo "rc=$?" >> "$OUT/compile.txt"
 cat "$OUT/compile.txt"
 
