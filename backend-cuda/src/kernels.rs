@@ -5,6 +5,8 @@
 pub const SOURCE: &str = concat!(
     include_str!("../../kernels/cuda/field/mont.cuh"),
     "\n",
+    include_str!("../../kernels/cuda/field/fp64_mont.cuh"),
+    "\n",
     include_str!("../../kernels/cuda/field/fp2.cuh"),
     "\n",
     include_str!("../../kernels/cuda/curve/xyzz.cuh"),
@@ -53,4 +55,8 @@ pub const KERNELS: &[&str] = &[
     "selftest_g2_ops",
     "bench_fr_mul",
     "bench_fp_mul",
+    "bench_fr_mul_fp64",
+    "bench_fp_mul_fp64",
+    "selftest_fr_mul_fp64",
+    "selftest_fp_mul_fp64",
 ];

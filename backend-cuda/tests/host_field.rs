@@ -19,6 +19,7 @@ const HARNESS: &str = r#"
 #include "field/host_emulation.h"
 #include "field/mont.cuh"
 #include "field/fp2.cuh"
+#include "field/fp64_mont.cuh"
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -36,6 +37,21 @@ static int run(FILE* in, FILE* out, long n) {
     return 0;
 }
 
+// The FP64-unit product: a·b, a·a, b·b, b·a and (−a)·b, each times 2^(-52L) (Montgomery).
+template <class F>
+static int run_fp64(FILE* in, FILE* out, long n) {
+    std::vector<F> a(n), b(n);
+    for (long i = 0; i < n; i++) {
+        if (fread(&a[i], sizeof(F), 1, in) != 1 || fread(&b[i], sizeof(F), 1, in) != 1) return 3;
+    }
+    for (long i = 0; i < n; i++) {
+        F r[5] = {mont_mul_fp64(a[i], b[i]), mont_mul_fp64(a[i], a[i]), mont_mul_fp64(b[i], b[i]), mont_mul_fp64(b[i], a[i]),
+                  mont_mul_fp64(-a[i], b[i])};
+        if (fwrite(r, sizeof(F), 5, out) != 5) return 4;
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc != 5) return 2;
     FILE* in = fopen(argv[3], "rb");
@@ -43,7 +59,11 @@ int main(int argc, char** argv) {
     if (!in || !out) return 2;
     long n = atol(argv[2]);
     int f = atoi(argv[1]);
-    int rc = f == 0 ? run<Fr>(in, out, n) : f == 1 ? run<Fp>(in, out, n) : run<Fp2>(in, out, n);
+    int rc = f == 0   ? run<Fr>(in, out, n)
+             : f == 1 ? run<Fp>(in, out, n)
+             : f == 2 ? run<Fp2>(in, out, n)
+             : f == 3 ? run_fp64<Fr>(in, out, n)
+                      : run_fp64<Fp>(in, out, n);
     fclose(out);
     return rc;
 }
@@ -63,7 +83,7 @@ fn harness() -> Option<PathBuf> {
         std::fs::write(&src, HARNESS).expect("write harness");
         let bin = dir.join("harness");
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let out = Command::new(&cxx).args(["-O2", "-std=c++17", "-w", "-I"]).arg(kernels_dir()).arg(&src).arg("-o").arg(&bin).output();
+        let out = Command::new(&cxx).args(["-O2", "-std=c++17", "-frounding-math", "-w", "-I"]).arg(kernels_dir()).arg(&src).arg("-o").arg(&bin).output();
         match out {
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "SKIPPED: no C++ compiler ({cxx}: {e}); set CXX to run the host field checks");
@@ -146,6 +166,22 @@ fn fp_arithmetic_matches_blstrs() {
     let mut b: Vec<Fp> = operands(N, 4, &[]);
     b.rotate_left(3);
     check(1, "fp", &a, &b, |x, y| [x * y, x.square(), x + y, x - y, -x]);
+}
+
+/// The FP64-unit product (`field/fp64_mont.cuh`) with its own Montgomery radix 2^(52L):
+/// a·b·2^(-52L) in raw limbs is blstrs' a·b times 2^(32N - 52L).
+#[test]
+fn fp64_products_match_blstrs() {
+    let c = Scalar::from(16u64).invert().unwrap(); // 2^(256 - 260)
+    let a: Vec<Scalar> = operands(N, 7, &[Scalar::from(u64::MAX)]);
+    let mut b: Vec<Scalar> = operands(N, 8, &[]);
+    b.rotate_left(3);
+    check(3, "fr-fp64", &a, &b, |x, y| [x * y * c, x.square() * c, y.square() * c, y * x * c, -x * y * c]);
+    let c = Fp::from(1u64 << 32).invert().unwrap(); // 2^(384 - 416)
+    let a: Vec<Fp> = operands(N, 9, &[Fp::from(u64::MAX)]);
+    let mut b: Vec<Fp> = operands(N, 10, &[]);
+    b.rotate_left(3);
+    check(4, "fp-fp64", &a, &b, |x, y| [x * y * c, x.square() * c, y.square() * c, y * x * c, -x * y * c]);
 }
 
 #[test]

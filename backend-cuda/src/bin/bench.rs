@@ -266,7 +266,12 @@ fn main() {
                 };
                 let fr = limbs((1 << 62) - 1, 4);
                 let fp = limbs((1 << 60) - 1, 6);
-                for (name, kernel, input) in [("Fr", "bench_fr_mul", &fr), ("Fp", "bench_fp_mul", &fp)] {
+                for (name, kernel, input) in [
+                    ("Fr", "bench_fr_mul", &fr),
+                    ("Fp", "bench_fp_mul", &fp),
+                    ("Fr (FP64 units, experimental)", "bench_fr_mul_fp64", &fr),
+                    ("Fp (FP64 units, experimental)", "bench_fp_mul_fp64", &fp),
+                ] {
                     let ms = time(3, || {
                         b.product_throughput(kernel, input, threads, iters).unwrap();
                     });

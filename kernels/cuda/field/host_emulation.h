@@ -35,3 +35,20 @@ inline u32 mad_lo_cc(u32 a, u32 b, u32 c) { u64 r = (u64)(u32)(a * b) + c; carry
 inline u32 madc_lo_cc(u32 a, u32 b, u32 c) { u64 r = (u64)(u32)(a * b) + c + carry_flag; carry_flag = (u32)(r >> 32); return (u32)r; }
 inline u32 mad_hi_cc(u32 a, u32 b, u32 c) { u64 r = (((u64)a * b) >> 32) + c; carry_flag = (u32)(r >> 32); return (u32)r; }
 inline u32 madc_hi_cc(u32 a, u32 b, u32 c) { u64 r = (((u64)a * b) >> 32) + c + carry_flag; carry_flag = (u32)(r >> 32); return (u32)r; }
+
+// FP64 primitives of field/fp64_mont.cuh: IEEE double FMAs in the named rounding mode (the
+// harness is built with -frounding-math so the mode switch is not optimised away).
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+inline double fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double fma_rz(double a, double b, double c) {
+    int old = std::fegetround();
+    std::fesetround(FE_TOWARDZERO);
+    volatile double va = a;
+    volatile double r = std::fma(va, b, c);
+    std::fesetround(old);
+    return r;
+}
+inline u64 double_bits(double x) { u64 r; std::memcpy(&r, &x, 8); return r; }
+inline double bits_double(u64 x) { double r; std::memcpy(&r, &x, 8); return r; }

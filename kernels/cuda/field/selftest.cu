@@ -57,20 +57,40 @@ extern "C" __global__ void selftest_g2_ops(const Affine<Fp2>* p, const Affine<Fp
 // Product throughput (for `cuzk-cuda-bench field`): every thread runs four independent chains
 // x_k <- x_k · y for `iters` steps and stores their sum, so the products cannot be elided.
 // 4 · iters products per thread.
-template <class F>
+template <class F, bool FP64 = false>
 DEV void mul_throughput(const F* in, F* out, u32 iters) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     F y = load_elem<F>(in + (i & 1023));
     F x0 = load_elem<F>(in + ((i + 1) & 1023)), x1 = load_elem<F>(in + ((i + 2) & 1023));
     F x2 = load_elem<F>(in + ((i + 3) & 1023)), x3 = load_elem<F>(in + ((i + 4) & 1023));
     for (u32 k = 0; k < iters; k++) {
-        x0 = x0 * y;
-        x1 = x1 * y;
-        x2 = x2 * y;
-        x3 = x3 * y;
+        if (FP64) {
+            x0 = mont_mul_fp64(x0, y);
+            x1 = mont_mul_fp64(x1, y);
+            x2 = mont_mul_fp64(x2, y);
+            x3 = mont_mul_fp64(x3, y);
+        } else {
+            x0 = x0 * y;
+            x1 = x1 * y;
+            x2 = x2 * y;
+            x3 = x3 * y;
+        }
     }
     store_elem<F>(out + i, (x0 + x1) + (x2 + x3));
 }
 
 extern "C" __global__ void bench_fr_mul(const Fr* in, Fr* out, u32 iters) { mul_throughput<Fr>(in, out, iters); }
 extern "C" __global__ void bench_fp_mul(const Fp* in, Fp* out, u32 iters) { mul_throughput<Fp>(in, out, iters); }
+extern "C" __global__ void bench_fr_mul_fp64(const Fr* in, Fr* out, u32 iters) { mul_throughput<Fr, true>(in, out, iters); }
+extern "C" __global__ void bench_fp_mul_fp64(const Fp* in, Fp* out, u32 iters) { mul_throughput<Fp, true>(in, out, iters); }
+
+// The FP64-unit product (field/fp64_mont.cuh) on pairs: out[i] = a[i]·b[i]·2^(-52L) mod p.
+template <class F>
+DEV void fp64_products(const F* a, const F* b, F* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store_elem<F>(out + i, mont_mul_fp64(load_elem<F>(a + i), load_elem<F>(b + i)));
+}
+
+extern "C" __global__ void selftest_fr_mul_fp64(const Fr* a, const Fr* b, Fr* out, u32 n) { fp64_products<Fr>(a, b, out, n); }
+extern "C" __global__ void selftest_fp_mul_fp64(const Fp* a, const Fp* b, Fp* out, u32 n) { fp64_products<Fp>(a, b, out, n); }
