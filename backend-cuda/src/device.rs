@@ -213,6 +213,9 @@ pub struct Module {
     pub cached: bool,
     /// Seconds spent compiling or loading.
     pub load_seconds: f64,
+    /// Built with `CUZK_NTT_FP64` (experimental): the NTT's twiddle products run on the FP64
+    /// units and its scaling constants must be passed times 2^4 (`ntt.cu`, `tw_mul`).
+    pub ntt_fp64: bool,
 }
 
 // SAFETY: module and function handles are context-wide and immutable.
@@ -226,12 +229,13 @@ impl Module {
         let (major, minor) = ctx.compute_capability()?;
         let arch = (major * 10 + minor) as u32;
         // CUZK_CUDA_DEFINES=A,B=1 prepends `#define A` / `#define B 1` (kernel experiments).
-        let source = match std::env::var("CUZK_CUDA_DEFINES") {
-            Ok(d) if !d.trim().is_empty() => {
-                let defs: String = d.split(',').map(|x| format!("#define {}\n", x.trim().replacen('=', " ", 1))).collect();
-                std::borrow::Cow::Owned(defs + kernels::SOURCE)
-            }
-            _ => std::borrow::Cow::Borrowed(kernels::SOURCE),
+        let defines = std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default();
+        let ntt_fp64 = defines.split(',').any(|d| d.trim() == "CUZK_NTT_FP64");
+        let source = if defines.trim().is_empty() {
+            std::borrow::Cow::Borrowed(kernels::SOURCE)
+        } else {
+            let defs: String = defines.split(',').map(|x| format!("#define {}\n", x.trim().replacen('=', " ", 1))).collect();
+            std::borrow::Cow::Owned(defs + kernels::SOURCE)
         };
         let (image, cached) = nvrtc::compile_cached(&source, arch)?;
         ctx.bind_to_thread()?;
@@ -244,7 +248,7 @@ impl Module {
             let f = unsafe { result::module::get_function(raw, name) }?;
             funcs.insert(k, f as usize);
         }
-        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64() })
+        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64(), ntt_fp64 })
     }
 
     /// Launches kernel `name` with the given argument pointers.

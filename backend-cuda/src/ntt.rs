@@ -115,6 +115,8 @@ pub fn transform(
         return Ok(());
     }
     let ps = passes(log_n);
+    // Scaling constants times 2^4 for twiddle products on the FP64 units (`tw_mul` in ntt.cu).
+    let constant_scale = if module.ntt_fp64 { Scalar::from(16u64) } else { Scalar::ONE };
     // DIF schedule: (L, B) from the whole problem down to stride 1.
     let mut sched = Vec::with_capacity(ps.len());
     let mut l = log_n;
@@ -153,8 +155,8 @@ pub fn transform(
             .push(t.tw_hi.ptr)
             .push(ld.mode())
             .push(st.mode())
-            .push(FrArg::from(ld.constant.unwrap_or(Scalar::ONE)))
-            .push(FrArg::from(st.constant.unwrap_or(Scalar::ONE)))
+            .push(FrArg::from(ld.constant.unwrap_or(Scalar::ONE) * constant_scale))
+            .push(FrArg::from(st.constant.unwrap_or(Scalar::ONE) * constant_scale))
             .push(glo)
             .push(ghi);
         // SAFETY: the arguments match ntt_pass; data holds 2^log_n scalars.

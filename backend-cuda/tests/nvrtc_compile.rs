@@ -25,6 +25,18 @@ fn all_kernels_compile_for_sm90() {
     }
 }
 
+/// The experimental NTT on the FP64 units (`CUZK_CUDA_DEFINES=CUZK_NTT_FP64`) compiles too.
+#[test]
+fn ntt_fp64_variant_compiles_for_sm90() {
+    if !nvrtc::available() {
+        skip("SKIPPED: NVRTC not found (install libnvrtc11.2 from Debian non-free or set CUZK_NVRTC_LIB)");
+        return;
+    }
+    let source = format!("#define CUZK_NTT_FP64\n{}", kernels::SOURCE);
+    let cubin = nvrtc::compile_cubin(&source, 90).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cubin.windows(8).any(|w| w == b"ntt_pass"), "ntt_pass missing from the cubin");
+}
+
 /// Prints past libtest's output capture, so skips are visible in a plain `cargo test`.
 fn skip(msg: &str) {
     use std::io::Write;
