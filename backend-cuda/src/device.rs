@@ -214,7 +214,7 @@ pub struct Module {
     /// Seconds spent compiling or loading.
     pub load_seconds: f64,
     /// Built with `CUZK_NTT_FP64` (experimental): the NTT's twiddle products run on the FP64
-    /// units and its scaling constants must be passed times 2^4 (`ntt.cu`, `tw_mul`).
+    /// units and its scaling constants must be passed times 2^4 (`ntt.cu`, `TW_MUL`).
     pub ntt_fp64: bool,
 }
 

@@ -115,7 +115,7 @@ pub fn transform(
         return Ok(());
     }
     let ps = passes(log_n);
-    // Scaling constants times 2^4 for twiddle products on the FP64 units (`tw_mul` in ntt.cu).
+    // Scaling constants times 2^4 for twiddle products on the FP64 units (`TW_MUL` in ntt.cu).
     let constant_scale = if module.ntt_fp64 { Scalar::from(16u64) } else { Scalar::ONE };
     // DIF schedule: (L, B) from the whole problem down to stride 1.
     let mut sched = Vec::with_capacity(ps.len());

@@ -22,17 +22,18 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 // table entry and scaling constant is then stored times 2^4 (ntt_pow_table, and the host for
 // the constants), which that product divides out again. Products of two table entries stay
 // scaled, products with data come out unscaled.
+// (A macro, so that the default build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
-DEV Fr tw_mul(const Fr& x, const Fr& t) { return mont_mul_fp64(x, t); }
+#define TW_MUL(x, t) mont_mul_fp64((x), (t))
 #else
-DEV Fr tw_mul(const Fr& x, const Fr& t) { return x * t; }
+#define TW_MUL(x, t) ((x) * (t))
 #endif
 
 // w^E, w the 2^32-th root of unity (E taken mod 2^32).
 DEV Fr root_pow(const Fr* tw_lo, const Fr* tw_hi, u32 E) {
     Fr hi = load_elem<Fr>(tw_hi + (E >> 16));
     if ((E & 0xffffu) == 0) return hi;
-    return tw_mul(hi, load_elem<Fr>(tw_lo + (E & 0xffffu)));
+    return TW_MUL(hi, load_elem<Fr>(tw_lo + (E & 0xffffu)));
 }
 
 // Scaling applied on load / store: bit 0: multiply by the constant c; bit 1: multiply by
@@ -46,10 +47,10 @@ DEV Fr apply_scale(Fr x, u32 mode, u32 pos, u32 K, const Fr& c, const Fr* g_lo, 
     if (mode & SCALE_POW) {
         u32 e = (mode & SCALE_BREV) ? brev_bits(pos, K) : pos;
         Fr gp = load_elem<Fr>(g_lo + (e & 0xffffu));
-        if (e >> 16) gp = tw_mul(gp, load_elem<Fr>(g_hi + (e >> 16)));
-        x = tw_mul(x, gp);
+        if (e >> 16) gp = TW_MUL(gp, load_elem<Fr>(g_hi + (e >> 16)));
+        x = TW_MUL(x, gp);
     }
-    if (mode & SCALE_CONST) x = tw_mul(x, c);
+    if (mode & SCALE_CONST) x = TW_MUL(x, c);
     return x;
 }
 
@@ -97,7 +98,7 @@ extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, 
             if (ex) {
                 u32 E = ex << (32 - L);
                 if (dir_inv) E = 0u - E;
-                x = tw_mul(x, root_pow(tw_lo, tw_hi, E));
+                x = TW_MUL(x, root_pow(tw_lo, tw_hi, E));
             }
         }
         store_elem<Fr>(sm + g * gsize + j, x);
@@ -120,7 +121,7 @@ extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, 
                 if (t) {
                     u32 E = t << (31 - lh);
                     if (dir_inv) E = 0u - E;
-                    d = tw_mul(d, load_elem<Fr>(tw_hi + (E >> 16)));
+                    d = TW_MUL(d, load_elem<Fr>(tw_hi + (E >> 16)));
                 }
                 store_elem<Fr>(sm + i1, d);
             }
@@ -138,7 +139,7 @@ extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, 
                 if (t) {
                     u32 E = t << (31 - lh);
                     if (dir_inv) E = 0u - E;
-                    v = tw_mul(v, load_elem<Fr>(tw_hi + (E >> 16)));
+                    v = TW_MUL(v, load_elem<Fr>(tw_hi + (E >> 16)));
                 }
                 store_elem<Fr>(sm + i0, u + v);
                 store_elem<Fr>(sm + i1, u - v);
@@ -159,7 +160,7 @@ extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, 
             if (ex) {
                 u32 E = ex << (32 - L);
                 if (dir_inv) E = 0u - E;
-                x = tw_mul(x, root_pow(tw_lo, tw_hi, E));
+                x = TW_MUL(x, root_pow(tw_lo, tw_hi, E));
             }
         }
         if (store_mode) x = apply_scale(x, store_mode, idx, K, cs, g_lo, g_hi);
@@ -202,7 +203,7 @@ extern "C" __global__ void ntt_pow_table(Fr* out_lo, Fr* out_hi, const Fr* pow2)
         }
     }
 #ifdef CUZK_NTT_FP64
-    // Tables for tw_mul on the FP64 units: entries times 2^4 (16 in Montgomery form).
+    // Tables for TW_MUL on the FP64 units: entries times 2^4 (16 in Montgomery form).
     Fr sixteen;
     constexpr u32 S[8] = {0xffffffddu, 0x00000022u, 0x00396c23u, 0x8d129397u, 0xaedf7745u, 0xff1776e6u, 0x4f77df20u, 0x26821fa1u};
 #pragma unroll
