@@ -200,15 +200,9 @@ fn compile_cubin_here(source: &str, arch: u32) -> Result<Vec<u8>, NvrtcError> {
     result
 }
 
-/// The cache directory.
+/// The cache directory: `CUZK_CUDA_CACHE`, else the user's cuzk cache directory.
 pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CUZK_CUDA_CACHE") {
-        return Some(PathBuf::from(p));
-    }
-    if let Some(p) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(p).join("cuzk"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("cuzk"))
+    std::env::var_os("CUZK_CUDA_CACHE").map(PathBuf::from).or_else(cuzk_core::backend::user_cache_dir)
 }
 
 /// FNV-1a, 64 bits: enough to key a cache of our own outputs.

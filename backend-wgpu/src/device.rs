@@ -53,10 +53,7 @@ fn pipeline_cache_dir_from_env() -> Option<PathBuf> {
     match std::env::var_os("CUZK_WGPU_CACHE") {
         Some(v) if v.is_empty() || v == "off" => None,
         Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .map(|x| PathBuf::from(x).join("cuzk"))
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("cuzk")))
-            .map(|d| d.join("wgpu")),
+        None => cuzk_core::backend::user_cache_dir().map(|d| d.join("wgpu")),
     }
 }
 

@@ -60,6 +60,14 @@ impl<S> Clone for MsmScalars<'_, S> {
 }
 impl<S> Copy for MsmScalars<'_, S> {}
 
+/// The user's cuzk cache directory, where backends keep what they compile (kernel images,
+/// pipeline caches): `$XDG_CACHE_HOME/cuzk`, else `~/.cache/cuzk`; `None` without either.
+pub fn user_cache_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(|x| std::path::PathBuf::from(x).join("cuzk"))
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache").join("cuzk")))
+}
+
 /// A compute backend: buffers, the NTT family, the quotient, and G1/G2 MSM.
 ///
 /// Every backend must produce exactly the results of the CPU backend (the oracle).
