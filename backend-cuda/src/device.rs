@@ -213,9 +213,21 @@ pub struct Module {
     pub cached: bool,
     /// Seconds spent compiling or loading.
     pub load_seconds: f64,
-    /// Built with `CUZK_NTT_FP64` (experimental): the NTT's twiddle products run on the FP64
-    /// units and its scaling constants must be passed times 2^4 (`ntt.cu`, `TW_MUL`).
+    /// Built with `CUZK_NTT_FP64`: the NTT's twiddle products run on the FP64 units and its
+    /// scaling constants must be passed times 2^4 (`ntt.cu`, `TW_MUL`).
     pub ntt_fp64: bool,
+}
+
+/// The `#define`s a device's image is built with: `CUZK_CUDA_DEFINES` (`A,B=1`), and on sm_90
+/// the NTT's twiddle products on the FP64 units (`CUZK_NTT_FP64,CUZK_NTT_LB`, measured faster on
+/// the H200, whose FP64 units match its integer multipliers; other GPUs have far fewer) unless
+/// the variable names an NTT variant itself (`CUZK_NTT_IMAD` keeps the 32-bit products).
+pub fn kernel_defines(arch: u32, user: &str) -> Vec<String> {
+    let mut defs: Vec<String> = user.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
+    if arch == 90 && !defs.iter().any(|d| d.starts_with("CUZK_NTT_")) {
+        defs.extend(["CUZK_NTT_FP64".to_string(), "CUZK_NTT_LB".to_string()]);
+    }
+    defs
 }
 
 // SAFETY: module and function handles are context-wide and immutable.
@@ -228,13 +240,12 @@ impl Module {
         let t = std::time::Instant::now();
         let (major, minor) = ctx.compute_capability()?;
         let arch = (major * 10 + minor) as u32;
-        // CUZK_CUDA_DEFINES=A,B=1 prepends `#define A` / `#define B 1` (kernel experiments).
-        let defines = std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default();
-        let ntt_fp64 = defines.split(',').any(|d| d.trim() == "CUZK_NTT_FP64");
-        let source = if defines.trim().is_empty() {
+        let defines = kernel_defines(arch, &std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default());
+        let ntt_fp64 = defines.iter().any(|d| d == "CUZK_NTT_FP64");
+        let source = if defines.is_empty() {
             std::borrow::Cow::Borrowed(kernels::SOURCE)
         } else {
-            let defs: String = defines.split(',').map(|x| format!("#define {}\n", x.trim().replacen('=', " ", 1))).collect();
+            let defs: String = defines.iter().map(|x| format!("#define {}\n", x.replacen('=', " ", 1))).collect();
             std::borrow::Cow::Owned(defs + kernels::SOURCE)
         };
         let (image, cached) = nvrtc::compile_cached(&source, arch)?;
@@ -309,5 +320,19 @@ impl Args {
     /// The pointer array `cuLaunchKernel` wants.
     pub fn ptrs(&mut self) -> Vec<*mut c_void> {
         self.slots.iter_mut().map(|b| b.as_mut_ptr().cast::<c_void>()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernel_defines;
+
+    #[test]
+    fn sm90_gets_the_fp64_ntt_unless_a_variant_is_named() {
+        assert_eq!(kernel_defines(90, ""), ["CUZK_NTT_FP64", "CUZK_NTT_LB"]);
+        assert_eq!(kernel_defines(90, " CUZK_REDC_LAG=3 "), ["CUZK_REDC_LAG=3", "CUZK_NTT_FP64", "CUZK_NTT_LB"]);
+        assert_eq!(kernel_defines(90, "CUZK_NTT_IMAD"), ["CUZK_NTT_IMAD"]);
+        assert!(kernel_defines(89, "").is_empty());
+        assert_eq!(kernel_defines(80, "A,,B=1"), ["A", "B=1"]);
     }
 }

@@ -37,7 +37,8 @@ fn pow2_list(base: Scalar) -> Vec<Scalar> {
 impl NttTables {
     /// Builds the tables on the device.
     pub fn new(module: &Module, stream: &Stream) -> Result<Self, CudaError> {
-        let mk = |base: Scalar| -> Result<(DevBuf, DevBuf), CudaError> {
+        // With CUZK_NTT_FP64 the entries are stored times 2^4 (see TW_MUL in ntt.cu).
+        let mk = |base: Scalar, scale16: bool| -> Result<(DevBuf, DevBuf), CudaError> {
             let lo = DevBuf::new(stream, 32 << 16)?;
             let hi = DevBuf::new(stream, 32 << 16)?;
             let pows = pow2_list(base);
@@ -46,14 +47,15 @@ impl NttTables {
             // SAFETY: 32 scalars fit; the host vector lives until the sync below.
             unsafe { crate::device::htod_async(p.ptr, words.as_ptr().cast(), 32 * 32, stream)? };
             // SAFETY: arguments match ntt_pow_table.
-            unsafe { module.launch("ntt_pow_table", 256, 256, 0, stream, Args::new().push(lo.ptr).push(hi.ptr).push(p.ptr))? };
+            unsafe { module.launch("ntt_pow_table", 256, 256, 0, stream, Args::new().push(lo.ptr).push(hi.ptr).push(p.ptr).push(u32::from(scale16)))? };
             stream.sync()?;
             Ok((lo, hi))
         };
-        let (tw_lo, tw_hi) = mk(Scalar::ROOT_OF_UNITY)?;
+        let all16 = module.ntt_fp64;
+        let (tw_lo, tw_hi) = mk(Scalar::ROOT_OF_UNITY, all16)?;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let (g_lo, g_hi) = mk(g)?;
-        let (ginv_lo, ginv_hi) = mk(g.invert().unwrap())?;
+        let (g_lo, g_hi) = mk(g, all16)?;
+        let (ginv_lo, ginv_hi) = mk(g.invert().unwrap(), all16)?;
         Ok(NttTables { tw_lo, tw_hi, g_lo, g_hi, ginv_lo, ginv_hi })
     }
 }

@@ -10,7 +10,10 @@ fn all_kernels_compile_for_sm90() {
     }
     let (ver, path) = nvrtc::version().unwrap();
     let t = std::time::Instant::now();
-    let cubin = match nvrtc::compile_cubin(kernels::SOURCE, 90) {
+    // CUZK_CUDA_DEFINES=A,B prepends `#define`s as the backend does (to inspect an experiment).
+    let defines = std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default();
+    let head: String = defines.split(',').filter(|d| !d.trim().is_empty()).map(|d| format!("#define {}\n", d.trim().replacen('=', " ", 1))).collect();
+    let cubin = match nvrtc::compile_cubin(&(head + kernels::SOURCE), 90) {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
@@ -25,16 +28,21 @@ fn all_kernels_compile_for_sm90() {
     }
 }
 
-/// The experimental NTT on the FP64 units (`CUZK_CUDA_DEFINES=CUZK_NTT_FP64`) compiles too.
+/// The build the backend makes for sm_90 devices (`kernel_defines`: the NTT's twiddle products
+/// on the FP64 units, capped at 64 registers) compiles too.
 #[test]
-fn ntt_fp64_variant_compiles_for_sm90() {
+fn sm90_build_compiles() {
     if !nvrtc::available() {
         skip("SKIPPED: NVRTC not found (install libnvrtc11.2 from Debian non-free or set CUZK_NVRTC_LIB)");
         return;
     }
-    let source = format!("#define CUZK_NTT_FP64\n{}", kernels::SOURCE);
-    let cubin = nvrtc::compile_cubin(&source, 90).unwrap_or_else(|e| panic!("{e}"));
-    assert!(cubin.windows(8).any(|w| w == b"ntt_pass"), "ntt_pass missing from the cubin");
+    let defines = cuzk_backend_cuda::device::kernel_defines(90, "");
+    assert_eq!(defines, ["CUZK_NTT_FP64", "CUZK_NTT_LB"]);
+    let head: String = defines.iter().map(|d| format!("#define {d}\n")).collect();
+    let cubin = nvrtc::compile_cubin(&(head + kernels::SOURCE), 90).unwrap_or_else(|e| panic!("{defines:?}: {e}"));
+    for k in kernels::KERNELS {
+        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from the sm_90 cubin");
+    }
 }
 
 /// Prints past libtest's output capture, so skips are visible in a plain `cargo test`.

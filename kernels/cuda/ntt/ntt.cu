@@ -19,14 +19,23 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 
 // Products by twiddles and scaling constants. With CUZK_NTT_FP64 (experimental) they run on
 // the FP64 units (field/fp64_mont.cuh), whose Montgomery radix is 2^260 rather than 2^256: every
-// table entry and scaling constant is then stored times 2^4 (ntt_pow_table, and the host for
-// the constants), which that product divides out again. Products of two table entries stay
-// scaled, products with data come out unscaled.
-// (A macro, so that the default build compiles exactly the expressions it always has.)
+// table entry and scaling constant is then stored times 2^4 (ntt_pow_table with scale16, and
+// the host for the constants), which that product divides out again. Products of two table
+// entries stay scaled, products with data come out unscaled.
+// The backend builds sm_90 images this way (Module::load): on the H200, 2^24 transforms take
+// 6.85 against 7.10 ms. The FP64 product alone needs 72 registers, which leaves room for three
+// blocks of 256 threads per multiprocessor, and is then no faster: CUZK_NTT_LB caps ntt_pass
+// at 64 registers (four blocks, as the IMAD build has with 60).
+// (Macros, so that the IMAD build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
 #define TW_MUL(x, t) mont_mul_fp64((x), (t))
 #else
 #define TW_MUL(x, t) ((x) * (t))
+#endif
+#ifdef CUZK_NTT_LB
+#define NTT_BOUNDS __launch_bounds__(256, 4)
+#else
+#define NTT_BOUNDS
 #endif
 
 // w^E, w the 2^32-th root of unity (E taken mod 2^32).
@@ -67,9 +76,9 @@ DEV Fr fr_from_arg(const FrArg& a) {
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
 // dir_inv selects the inverse root; dit selects decimation in time.
-extern "C" __global__ void ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
-                                    const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load, FrArg c_store,
-                                    const Fr* g_lo, const Fr* g_hi) {
+extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
+                                               const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
+                                               FrArg c_store, const Fr* g_lo, const Fr* g_hi) {
     extern __shared__ uint4 smem_raw[];
     Fr* sm = reinterpret_cast<Fr*>(smem_raw);
     const u32 EB = K < NTT_LOG_ELEMS ? K : NTT_LOG_ELEMS;
@@ -191,8 +200,9 @@ extern "C" __global__ void ntt_quotient(Fr* a, const Fr* b, const Fr* c, FrArg z
 
 // out[i] = base^i for i < 2^16 and out2[i] = base^(i·2^16), from base^(2^16) given: computed
 // on the device by repeated squaring trees (one thread per entry, log-depth products).
-// tab[0..16] holds base^(2^k) for k = 0..15 and tab[16..32] base^(2^(16+k)).
-extern "C" __global__ void ntt_pow_table(Fr* out_lo, Fr* out_hi, const Fr* pow2) {
+// tab[0..16] holds base^(2^k) for k = 0..15 and tab[16..32] base^(2^(16+k)). With scale16 the
+// entries are stored times 2^4, for twiddle products on the FP64 units (TW_MUL).
+extern "C" __global__ void ntt_pow_table(Fr* out_lo, Fr* out_hi, const Fr* pow2, u32 scale16) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (1u << 16)) return;
     Fr lo = Fr::one(), hi = Fr::one();
@@ -202,15 +212,15 @@ extern "C" __global__ void ntt_pow_table(Fr* out_lo, Fr* out_hi, const Fr* pow2)
             hi = hi * load_elem<Fr>(pow2 + 16 + k);
         }
     }
-#ifdef CUZK_NTT_FP64
-    // Tables for TW_MUL on the FP64 units: entries times 2^4 (16 in Montgomery form).
-    Fr sixteen;
-    constexpr u32 S[8] = {0xffffffddu, 0x00000022u, 0x00396c23u, 0x8d129397u, 0xaedf7745u, 0xff1776e6u, 0x4f77df20u, 0x26821fa1u};
+    if (scale16) {
+        // 16 in Montgomery form.
+        Fr sixteen;
+        constexpr u32 S[8] = {0xffffffddu, 0x00000022u, 0x00396c23u, 0x8d129397u, 0xaedf7745u, 0xff1776e6u, 0x4f77df20u, 0x26821fa1u};
 #pragma unroll
-    for (int k = 0; k < 8; k++) sixteen.v[k] = S[k];
-    lo = lo * sixteen;
-    hi = hi * sixteen;
-#endif
+        for (int k = 0; k < 8; k++) sixteen.v[k] = S[k];
+        lo = lo * sixteen;
+        hi = hi * sixteen;
+    }
     store_elem<Fr>(out_lo + i, lo);
     store_elem<Fr>(out_hi + i, hi);
 }
