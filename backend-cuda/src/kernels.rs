@@ -28,6 +28,8 @@ pub const KERNELS: &[&str] = &[
     "msm_prepare",
     "msm_histogram",
     "msm_scatter",
+    "msm_window_keys",
+    "msm_scatter_range",
     "scan_block",
     "scan_add",
     "msm_make_tasks",

@@ -250,10 +250,7 @@ pub fn windows_prepared(
     let cursor = DevBuf::new(stream, 4 * nb1)?;
     // SAFETY: same sizes.
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
-    // SAFETY: arguments match msm_scatter.
-    unsafe {
-        module.launch("msm_scatter", grid(m, 256)?, 256, 0, stream, Args::new().push(prepared).push(m32).push(c).push(w).push(cursor.ptr).push(entries.ptr))?
-    };
+    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total)?;
     drop(cursor);
     prof.mark(stream, "scatter");
 
@@ -377,6 +374,39 @@ pub fn windows_prepared(
     prof.mark(stream, "windows");
     prof.report(&format!("{sfx} m={m} c={c} entries={total} S={s_chunk}"));
     Ok((out, c, w as usize))
+}
+
+/// Bytes of entries one scatter launch may spread its writes over: well inside the H200's 50 MB
+/// L2, so that the sectors fill up there before they go to DRAM.
+const SCATTER_SPAN_BYTES: usize = 24 << 20;
+
+/// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
+/// (the buckets' offsets). Small sorts scatter from the scalars in one launch; larger ones one
+/// window at a time, each window's keys first and then one launch per bucket range whose entries
+/// span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
+#[allow(clippy::too_many_arguments)]
+fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u32, cursor: u64, entries: u64, total: usize) -> Result<(), CudaError> {
+    let g = grid(m as usize, 256)?;
+    if 4 * total <= SCATTER_SPAN_BYTES {
+        // SAFETY: arguments match msm_scatter; entries holds total slots.
+        return unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) };
+    }
+    let keys = DevBuf::new(stream, 4 * m as usize)?;
+    let half = 1u32 << (c - 1);
+    // Each window holds about total / w entries, spread evenly over its buckets.
+    let parts = (4 * total / w as usize).div_ceil(SCATTER_SPAN_BYTES).clamp(1, half as usize) as u32;
+    for win in 0..w {
+        // SAFETY: arguments match msm_window_keys; keys holds m words.
+        unsafe { module.launch("msm_window_keys", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(win).push(keys.ptr))? };
+        for p in 0..parts {
+            let lo = win * half + (half as u64 * p as u64 / parts as u64) as u32;
+            let hi = win * half + (half as u64 * (p as u64 + 1) / parts as u64) as u32;
+            let args = Args::new().push(keys.ptr).push(m).push(lo).push(hi).push(cursor).push(entries);
+            // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
+            unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
+        }
+    }
+    Ok(())
 }
 
 /// Device-to-device copy on the stream.

@@ -6,8 +6,9 @@
 //    digit d of window w goes to bucket key w·2^(c-1) + |d| - 1 with the point negated when
 //    d < 0. Zero digits are skipped, so 0 scalars cost nothing and 1 scalars one bucket entry.
 // 3. Counting sort by key: msm_histogram (atomic counts), an exclusive scan, msm_scatter
-//    (atomic cursors) -> entries = point index | sign bit, grouped by bucket. The atomics are
-//    aggregated per warp and key (warp_add), so many equal digits cost one atomic per warp.
+//    (atomic cursors; for large MSMs msm_window_keys + msm_scatter_range, see there) ->
+//    entries = point index | sign bit, grouped by bucket. The atomics are aggregated per warp
+//    and key (warp_add), so many equal digits cost one atomic per warp.
 // 4. Bucket sums in rounds: every bucket's run is cut into chunks of at most S entries, one
 //    thread per chunk sums its chunk (mixed additions from the affine bases in round 1, XYZZ
 //    additions later); the chunk sums of a bucket form the next round's run, until every
@@ -98,6 +99,32 @@ extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* 
 
 extern "C" __global__ void msm_scatter(const Fr* s, u32 m, u32 c, u32 W, u32* cursor, u32* entries) {
     digit_pass<true>(s, m, c, W, cursor, entries);
+}
+
+// The scatter for large MSMs. msm_scatter writes 4-byte entries all over the entries array;
+// once that is far larger than L2, most of them cost a read-modify-write of a DRAM sector
+// (18 ms at 2^24 scalars, c = 20, with the warps waiting on memory). Instead, one window at a
+// time: msm_window_keys writes each scalar's bucket key for window w (coalesced), then
+// msm_scatter_range places the keys of one bucket range [lo, hi) per launch, chosen so that the
+// entries it writes fit in L2 and reach DRAM as whole sectors.
+#define NO_KEY 0xffffffffu
+extern "C" __global__ void msm_window_keys(const Fr* s, u32 m, u32 c, u32 w, u32* keys) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    Fr x = load_elem<Fr>(s + i);
+    u32 carry = 0, d = 0;
+    bool neg = false;
+    for (u32 k = 0; k <= w; k++) d = next_digit(x, k, c, carry, neg);
+    keys[i] = d != 0 ? (w << (c - 1)) + d - 1 + (neg ? SIGN_BIT : 0u) : NO_KEY;
+}
+
+extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32 hi, u32* cursor, u32* entries) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 k = i < m ? keys[i] : NO_KEY;  // lanes past the end still take part in warp_add
+    u32 key = k & ~SIGN_BIT;
+    bool valid = k != NO_KEY && key >= lo && key < hi;
+    u32 slot = warp_add(cursor, key, valid);
+    if (valid) entries[slot] = i | (k & SIGN_BIT);
 }
 
 // ---- Exclusive scan of u32 (three kernels: per-block scan, scan of block sums, add back).
