@@ -337,23 +337,18 @@ pub fn windows_prepared(
             input = Some(out);
         },
     };
-    drop(entries);
-    let buckets = DevBuf::new(stream, xb * nb as usize)?;
-    let args = Args::new().push(partial.ptr).push(final_count.ptr).push(final_base.ptr).push(nb).push(buckets.ptr);
-    // SAFETY: arguments match msm_gather_*.
-    unsafe { module.launch(&format!("msm_gather_{sfx}"), grid(nb as usize, 256)?, 256, 0, stream, args)? };
-    drop((partial, final_count, final_base, cur_off));
-    prof.mark(stream, "gather");
+    drop((entries, cur_off));
 
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
-    // least ~2^14 threads in all (large windows have 2^19 buckets each).
+    // least ~2^14 threads in all (large windows have 2^19 buckets each). Bucket b is the last
+    // round's partial[final_base[b]] when final_count[b] is 1, else empty.
     let nseg = (16384 / w).next_power_of_two().max(half / 64).min(half).max(1);
     let seg = half / nseg;
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
-    let args = Args::new().push(buckets.ptr).push(half).push(w).push(seg).push(layer.ptr);
-    // SAFETY: arguments match msm_window_segments_*.
+    let args = Args::new().push(partial.ptr).push(final_count.ptr).push(final_base.ptr).push(half).push(w).push(seg).push(layer.ptr);
+    // SAFETY: arguments match msm_window_segments_*; the three arrays cover all nb buckets.
     unsafe { module.launch(&format!("msm_window_segments_{sfx}"), grid((w * nseg) as usize, 64)?, 64, 0, stream, args)? };
-    drop(buckets);
+    drop((partial, final_count, final_base));
     let mut width = nseg;
     while width > 1 {
         let mh = width / 2;

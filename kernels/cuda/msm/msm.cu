@@ -271,28 +271,24 @@ DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* ta
     store_xyzz(out + t, acc);
 }
 
-// Final bucket values: bucket b has count[b] (0 or 1) partial sums at base[b].
-template <class F>
-DEV void gather_buckets(const Xyzz<F>* partial, const u32* count, const u32* base, u32 nb, Xyzz<F>* buckets) {
-    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nb) return;
-    Xyzz<F> v = count[b] ? load_xyzz<F>(partial + base[b]) : Xyzz<F>::inf();
-    store_xyzz(buckets + b, v);
-}
-
 // Window sums, stage 1: thread (w, j) handles buckets k in [lo, lo + seg) of window w
-// (k = 1..2^(c-1), stored at w·2^(c-1) + k - 1) and writes sum (k)·B_k over its segment.
+// (k = 1..2^(c-1), key w·2^(c-1) + k - 1) and writes sum (k)·B_k over its segment. Bucket b's
+// value is the last round's partial sum at partial[base[b]] when count[b] is 1, else the
+// identity (read in place: gathering the 2^(c-1)·W buckets into one array first cost 2.9 ms at
+// G1 2^24).
 template <class F>
-DEV void window_segments(const Xyzz<F>* buckets, u32 half, u32 W, u32 seg, Xyzz<F>* out) {
+DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* base, u32 half, u32 W, u32 seg,
+                         Xyzz<F>* out) {
     u32 nseg = half / seg;
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= W * nseg) return;
     u32 w = t / nseg, j = t % nseg;
     u32 lo = j * seg + 1;
-    const Xyzz<F>* B = buckets + (size_t)w * half;
+    const u32 b0 = w * half - 1;  // key of bucket k is b0 + k
     Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
     for (u32 k = lo + seg; k-- > lo;) {
-        xyzz_add(run, load_xyzz<F>(B + k - 1));
+        u32 b = b0 + k;
+        if (count[b]) xyzz_add(run, load_xyzz<F>(partial + base[b]));
         xyzz_add(tot, run);
     }
     // tot = sum (k - lo + 1)·B_k; add (lo - 1)·run.
@@ -341,13 +337,9 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
                                                          Xyzz<F>* out) {                                              \
         accumulate_xyzz<F>(in, ts, tl, nt, out);                                                                      \
     }                                                                                                                 \
-    extern "C" __global__ void msm_gather_##SUF(const Xyzz<F>* p, const u32* cnt, const u32* base, u32 nb,           \
-                                                Xyzz<F>* buckets) {                                                   \
-        gather_buckets<F>(p, cnt, base, nb, buckets);                                                                 \
-    }                                                                                                                 \
-    extern "C" __global__ void msm_window_segments_##SUF(const Xyzz<F>* buckets, u32 half, u32 W, u32 seg,           \
-                                                         Xyzz<F>* out) {                                              \
-        window_segments<F>(buckets, half, W, seg, out);                                                               \
+    extern "C" __global__ void msm_window_segments_##SUF(const Xyzz<F>* p, const u32* cnt, const u32* base,          \
+                                                         u32 half, u32 W, u32 seg, Xyzz<F>* out) {                    \
+        window_segments<F>(p, cnt, base, half, W, seg, out);                                                          \
     }                                                                                                                 \
     extern "C" __global__ void msm_pair_sums_##SUF(const Xyzz<F>* in, u32 W, u32 m, Xyzz<F>* out) {                \
         pair_sums<F>(in, W, m, out);                                                                                  \
