@@ -216,6 +216,8 @@ pub struct Module {
     /// Built with `CUZK_NTT_FP64`: the NTT's twiddle products run on the FP64 units and its
     /// scaling constants must be passed times 2^4 (`ntt.cu`, `TW_MUL`).
     pub ntt_fp64: bool,
+    /// The `#define`s the image was built with (`kernel_defines`).
+    pub defines: Vec<String>,
 }
 
 /// The `#define`s a device's image is built with: `CUZK_CUDA_DEFINES` (`A,B=1`), and on sm_90
@@ -259,7 +261,7 @@ impl Module {
             let f = unsafe { result::module::get_function(raw, name) }?;
             funcs.insert(k, f as usize);
         }
-        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64(), ntt_fp64 })
+        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64(), ntt_fp64, defines })
     }
 
     /// Launches kernel `name` with the given argument pointers.

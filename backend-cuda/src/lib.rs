@@ -184,6 +184,13 @@ impl CudaBackend {
         let copy_stream = Stream::new(&ctx)?;
         let module = Module::load(&ctx)?;
         let name = format!("cuda:{ordinal} {}", ctx.name().unwrap_or_default());
+        tracing::info!(
+            device = %name,
+            cached = module.cached,
+            seconds = module.load_seconds,
+            defines = %module.defines.join(","),
+            "CUDA kernels ready"
+        );
         let pool = Arc::new(PinnedPool::new(ctx.clone()));
         Ok(CudaBackend {
             inner: Arc::new(Inner { tables: OnceLock::new(), module, stream, copy_stream, copy_lock: Mutex::new(()), pool, ctx, name, lock: Mutex::new(()) }),
@@ -203,6 +210,12 @@ impl CudaBackend {
     /// Whether the kernels came from the disk cache, and the seconds spent compiling/loading.
     pub fn module_info(&self) -> (bool, f64) {
         (self.inner.module.cached, self.inner.module.load_seconds)
+    }
+
+    /// The `#define`s the kernels were built with (on sm_90 the NTT's FP64 variant; see
+    /// `device::kernel_defines`).
+    pub fn kernel_defines(&self) -> &[String] {
+        &self.inner.module.defines
     }
 
     /// Registers per thread of a kernel.

@@ -145,6 +145,7 @@ fn main() {
     let (cached, secs) = b.module_info();
     println!("# device: {}", b.name());
     println!("# kernels: {} in {secs:.2} s", if cached { "loaded from cache" } else { "compiled by NVRTC" });
+    println!("# kernel defines: {}", if b.kernel_defines().is_empty() { "none".to_string() } else { b.kernel_defines().join(",") });
     for k in ["ntt_pass", "msm_accumulate_seg_g1", "msm_accumulate_affine_g1", "msm_accumulate_affine_g2", "msm_accumulate_xyzz_g1"] {
         println!("# regs {k}: {:?}", b.kernel_regs(k));
     }
