@@ -376,20 +376,30 @@ pub fn windows_prepared(
 const SCATTER_SPAN_BYTES: usize = 24 << 20;
 
 /// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
-/// (the buckets' offsets). Small or sparse sorts scatter from the scalars in one launch; large
-/// dense ones one window at a time, each window's keys first and then one launch per bucket range whose entries
-/// span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
+/// (the buckets' offsets). Small or sparse sorts scatter from the scalars in one launch. Large
+/// dense ones go one window at a time: the window's keys first, then one launch per bucket
+/// range whose entries span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
 #[allow(clippy::too_many_arguments)]
 fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u32, cursor: u64, entries: u64, total: usize) -> Result<(), CudaError> {
     let g = grid(m as usize, 256)?;
+    let direct = || {
+        // SAFETY: arguments match msm_scatter; entries holds total slots.
+        unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) }
+    };
     // The windowed path reads every scalar once per window: it pays when most digits are
     // nonzero (random scalars: total ≈ w·m). Mostly-0/1 scalars (witness bits: total ≈ m)
     // scatter directly; their few entries cost little wherever they land.
     if 4 * total <= SCATTER_SPAN_BYTES || 2 * total < w as usize * m as usize {
-        // SAFETY: arguments match msm_scatter; entries holds total slots.
-        return unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) };
+        return direct();
     }
-    let keys = DevBuf::new(stream, 4 * m as usize)?;
+    // The keys take 4 bytes per scalar; without room for them, scatter directly.
+    let keys = match DevBuf::new(stream, 4 * m as usize) {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::debug!(error = %e, "no room for the windowed scatter's keys; scattering directly");
+            return direct();
+        }
+    };
     let half = 1u32 << (c - 1);
     // Each window holds about total / w entries, spread evenly over its buckets.
     let parts = (4 * total / w as usize).div_ceil(SCATTER_SPAN_BYTES).clamp(1, half as usize) as u32;

@@ -284,7 +284,7 @@ DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* ba
     if (t >= W * nseg) return;
     u32 w = t / nseg, j = t % nseg;
     u32 lo = j * seg + 1;
-    const u32 b0 = w * half - 1;  // key of bucket k is b0 + k
+    const u32 b0 = w * half - 1;  // key of bucket k is b0 + k (mod 2^32: b0 wraps for w = 0)
     Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
     for (u32 k = lo + seg; k-- > lo;) {
         u32 b = b0 + k;

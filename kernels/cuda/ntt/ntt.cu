@@ -17,15 +17,15 @@
 
 DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - bits)); }
 
-// Products by twiddles and scaling constants. With CUZK_NTT_FP64 (experimental) they run on
-// the FP64 units (field/fp64_mont.cuh), whose Montgomery radix is 2^260 rather than 2^256: every
-// table entry and scaling constant is then stored times 2^4 (ntt_pow_table with scale16, and
-// the host for the constants), which that product divides out again. Products of two table
-// entries stay scaled, products with data come out unscaled.
-// The backend builds sm_90 images this way (Module::load): on the H200, 2^24 transforms take
-// 6.85 against 7.10 ms. The FP64 product alone needs 72 registers, which leaves room for three
-// blocks of 256 threads per multiprocessor, and is then no faster: CUZK_NTT_LB caps ntt_pass
-// at 64 registers (four blocks, as the IMAD build has with 60).
+// Products by twiddles and scaling constants. With CUZK_NTT_FP64 they run on the FP64 units
+// (field/fp64_mont.cuh), whose Montgomery radix is 2^260 rather than 2^256: every table entry
+// and scaling constant is then stored times 2^4 (ntt_pow_table with scale16, and the host for
+// the constants), which that product divides out again. Products of two table entries stay
+// scaled, products with data come out unscaled.
+// The backend builds sm_90 images this way (device::kernel_defines): on the H200, 2^24
+// transforms take 6.85 against 7.10 ms. The FP64 product alone needs 72 registers, which
+// leaves room for three blocks of 256 threads per multiprocessor, and is then no faster:
+// CUZK_NTT_LB caps ntt_pass at 64 registers (four blocks, as the IMAD build has with 60).
 // (Macros, so that the IMAD build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
 #define TW_MUL(x, t) mont_mul_fp64((x), (t))
