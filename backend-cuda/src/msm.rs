@@ -406,15 +406,20 @@ fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u
     for win in 0..w {
         // SAFETY: arguments match msm_window_keys; keys holds m words.
         unsafe { module.launch("msm_window_keys", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(win).push(keys.ptr))? };
-        for p in 0..parts {
-            let lo = win * half + (half as u64 * p as u64 / parts as u64) as u32;
-            let hi = win * half + (half as u64 * (p as u64 + 1) / parts as u64) as u32;
+        for (lo, hi) in bucket_ranges(win * half, half, parts) {
             let args = Args::new().push(keys.ptr).push(m).push(lo).push(hi).push(cursor).push(entries);
             // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
             unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
         }
     }
     Ok(())
+}
+
+/// `parts` consecutive key ranges `[lo, hi)` that together cover `[first, first + len)`, of
+/// sizes that differ by at most one.
+fn bucket_ranges(first: u32, len: u32, parts: u32) -> impl Iterator<Item = (u32, u32)> {
+    let cut = move |p: u32| first + (len as u64 * p as u64 / parts as u64) as u32;
+    (0..parts).map(move |p| (cut(p), cut(p + 1)))
 }
 
 /// Device-to-device copy on the stream.
@@ -424,4 +429,24 @@ fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u
 unsafe fn sys_dtod(dst: u64, src: u64, bytes: usize, stream: &Stream) -> Result<(), CudaError> {
     cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.raw())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_ranges;
+
+    #[test]
+    fn bucket_ranges_cover_the_window_without_gaps() {
+        for (first, len, parts) in [(0, 1 << 19, 3), (6 << 19, 1 << 19, 22), (5, 7, 7), (0, 1, 1), (1 << 31, 1 << 19, 1 << 19)] {
+            let r: Vec<(u32, u32)> = bucket_ranges(first, len, parts).collect();
+            assert_eq!(r.len(), parts as usize);
+            assert_eq!(r[0].0, first);
+            assert_eq!(r[r.len() - 1].1, first + len);
+            for w in r.windows(2) {
+                assert_eq!(w[0].1, w[1].0);
+            }
+            let (min, max) = r.iter().map(|(lo, hi)| hi - lo).fold((u32::MAX, 0), |(a, b), d| (a.min(d), b.max(d)));
+            assert!(max - min <= 1, "{first} {len} {parts}: sizes {min}..{max}");
+        }
+    }
 }
