@@ -213,11 +213,13 @@ pub struct Module {
     pub cached: bool,
     /// Seconds spent compiling or loading.
     pub load_seconds: f64,
-    /// Built with `CUZK_NTT_FP64`: the NTT's twiddle products run on the FP64 units and its
-    /// scaling constants must be passed times 2^4 (`ntt.cu`, `TW_MUL`).
-    pub ntt_fp64: bool,
     /// The `#define`s the image was built with (`kernel_defines`).
     pub defines: Vec<String>,
+}
+
+/// `CUZK_CUDA_DEFINES`-style text (`A,B=1`) as a list of defines, blanks dropped.
+pub fn parse_defines(user: &str) -> Vec<String> {
+    user.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect()
 }
 
 /// The `#define`s a device's image is built with: `CUZK_CUDA_DEFINES` (`A,B=1`), and on sm_90
@@ -225,11 +227,20 @@ pub struct Module {
 /// the H200, whose FP64 units match its integer multipliers; other GPUs have far fewer) unless
 /// the variable names an NTT variant itself (`CUZK_NTT_IMAD` keeps the 32-bit products).
 pub fn kernel_defines(arch: u32, user: &str) -> Vec<String> {
-    let mut defs: Vec<String> = user.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
+    let mut defs = parse_defines(user);
     if arch == 90 && !defs.iter().any(|d| d.starts_with("CUZK_NTT_")) {
         defs.extend(["CUZK_NTT_FP64".to_string(), "CUZK_NTT_LB".to_string()]);
     }
     defs
+}
+
+/// The kernel source with `#define` lines for `defines` (`B=1` becomes `#define B 1`) in front.
+pub fn kernel_source(defines: &[String]) -> std::borrow::Cow<'static, str> {
+    if defines.is_empty() {
+        return std::borrow::Cow::Borrowed(kernels::SOURCE);
+    }
+    let head: String = defines.iter().map(|x| format!("#define {}\n", x.replacen('=', " ", 1))).collect();
+    std::borrow::Cow::Owned(head + kernels::SOURCE)
 }
 
 // SAFETY: module and function handles are context-wide and immutable.
@@ -243,14 +254,7 @@ impl Module {
         let (major, minor) = ctx.compute_capability()?;
         let arch = (major * 10 + minor) as u32;
         let defines = kernel_defines(arch, &std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default());
-        let ntt_fp64 = defines.iter().any(|d| d == "CUZK_NTT_FP64");
-        let source = if defines.is_empty() {
-            std::borrow::Cow::Borrowed(kernels::SOURCE)
-        } else {
-            let defs: String = defines.iter().map(|x| format!("#define {}\n", x.replacen('=', " ", 1))).collect();
-            std::borrow::Cow::Owned(defs + kernels::SOURCE)
-        };
-        let (image, cached) = nvrtc::compile_cached(&source, arch)?;
+        let (image, cached) = nvrtc::compile_cached(&kernel_source(&defines), arch)?;
         ctx.bind_to_thread()?;
         // SAFETY: a complete cubin image.
         let raw = unsafe { result::module::load_data(image.as_ptr().cast()) }?;
@@ -261,7 +265,13 @@ impl Module {
             let f = unsafe { result::module::get_function(raw, name) }?;
             funcs.insert(k, f as usize);
         }
-        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64(), ntt_fp64, defines })
+        Ok(Module { raw, funcs, ctx: ctx.clone(), cached, load_seconds: t.elapsed().as_secs_f64(), defines })
+    }
+
+    /// Built with `CUZK_NTT_FP64`: the NTT's twiddle products run on the FP64 units and its
+    /// tables and scaling constants must be times 2^4 (`ntt.cu`, `TW_MUL`).
+    pub fn ntt_fp64(&self) -> bool {
+        self.defines.iter().any(|d| d == "CUZK_NTT_FP64")
     }
 
     /// Launches kernel `name` with the given argument pointers.

@@ -51,7 +51,7 @@ impl NttTables {
             stream.sync()?;
             Ok((lo, hi))
         };
-        let all16 = module.ntt_fp64;
+        let all16 = module.ntt_fp64();
         let (tw_lo, tw_hi) = mk(Scalar::ROOT_OF_UNITY, all16)?;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let (g_lo, g_hi) = mk(g, all16)?;
@@ -118,7 +118,7 @@ pub fn transform(
     }
     let ps = passes(log_n);
     // Scaling constants times 2^4 for twiddle products on the FP64 units (`TW_MUL` in ntt.cu).
-    let constant_scale = if module.ntt_fp64 { Scalar::from(16u64) } else { Scalar::ONE };
+    let constant_scale = if module.ntt_fp64() { Scalar::from(16u64) } else { Scalar::ONE };
     // DIF schedule: (L, B) from the whole problem down to stride 1.
     let mut sched = Vec::with_capacity(ps.len());
     let mut l = log_n;

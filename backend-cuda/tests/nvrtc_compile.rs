@@ -1,5 +1,6 @@
 //! Compiles every kernel with NVRTC for sm_90 (no GPU needed); skips visibly without NVRTC.
 
+use cuzk_backend_cuda::device::{kernel_defines, kernel_source, parse_defines};
 use cuzk_backend_cuda::{kernels, nvrtc};
 
 #[test]
@@ -11,9 +12,8 @@ fn all_kernels_compile_for_sm90() {
     let (ver, path) = nvrtc::version().unwrap();
     let t = std::time::Instant::now();
     // CUZK_CUDA_DEFINES=A,B prepends `#define`s as the backend does (to inspect an experiment).
-    let defines = std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default();
-    let head: String = defines.split(',').filter(|d| !d.trim().is_empty()).map(|d| format!("#define {}\n", d.trim().replacen('=', " ", 1))).collect();
-    let cubin = match nvrtc::compile_cubin(&(head + kernels::SOURCE), 90) {
+    let defines = parse_defines(&std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default());
+    let cubin = match nvrtc::compile_cubin(&kernel_source(&defines), 90) {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
@@ -22,10 +22,7 @@ fn all_kernels_compile_for_sm90() {
     if let Some(path) = std::env::var_os("CUZK_NVRTC_DUMP") {
         std::fs::write(&path, &cubin).expect("write the cubin");
     }
-    // Every kernel name appears in the image's symbol table.
-    for k in kernels::KERNELS {
-        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from the cubin");
-    }
+    assert_every_kernel_in(&cubin, "the cubin");
 }
 
 /// The build the backend makes for sm_90 devices (`kernel_defines`: the NTT's twiddle products
@@ -36,12 +33,16 @@ fn sm90_build_compiles() {
         skip("SKIPPED: NVRTC not found (install libnvrtc11.2 from Debian non-free or set CUZK_NVRTC_LIB)");
         return;
     }
-    let defines = cuzk_backend_cuda::device::kernel_defines(90, "");
+    let defines = kernel_defines(90, "");
     assert_eq!(defines, ["CUZK_NTT_FP64", "CUZK_NTT_LB"]);
-    let head: String = defines.iter().map(|d| format!("#define {d}\n")).collect();
-    let cubin = nvrtc::compile_cubin(&(head + kernels::SOURCE), 90).unwrap_or_else(|e| panic!("{defines:?}: {e}"));
+    let cubin = nvrtc::compile_cubin(&kernel_source(&defines), 90).unwrap_or_else(|e| panic!("{defines:?}: {e}"));
+    assert_every_kernel_in(&cubin, "the sm_90 cubin");
+}
+
+/// Every kernel name appears in the image's symbol table.
+fn assert_every_kernel_in(cubin: &[u8], what: &str) {
     for k in kernels::KERNELS {
-        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from the sm_90 cubin");
+        assert!(cubin.windows(k.len()).any(|w| w == k.as_bytes()), "kernel {k} missing from {what}");
     }
 }
 
