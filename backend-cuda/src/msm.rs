@@ -254,8 +254,31 @@ pub fn windows_prepared(
     drop(cursor);
     prof.mark(stream, "scatter");
 
-    // 4. Bucket sums in rounds.
-    let s_chunk = ((total >> 19) as u32).clamp(16, 256);
+    // 4. Bucket sums in rounds: first batch-affine rounds for large dense MSMs, then XYZZ.
+    let mut entries = Some(entries);
+    let mut acc_bases = bases;
+    let mut acc_total = total;
+    let mut reduced_points = None;
+    let mut offsets = offsets;
+    if let Some(rounds) = affine_rounds_for(group, total, w, m) {
+        let e = entries.as_ref().map_or(0, |e| e.ptr);
+        match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, rounds) {
+            Ok(r) => {
+                acc_bases = r.points.ptr;
+                acc_total = r.total;
+                offsets = r.offsets;
+                reduced_points = Some(r.points);
+                entries = None;
+                prof.mark(stream, &format!("affine({rounds} rounds, {acc_total} left)"));
+            }
+            Err(CudaError::OutOfMemory(what)) => {
+                tracing::debug!(%what, "no room for the batch-affine rounds; XYZZ rounds only");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
+    let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
     let mut cur_count = counts;
     let mut cur_off = offsets;
     let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
@@ -273,8 +296,9 @@ pub fn windows_prepared(
         scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
         let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
         let out = DevBuf::new(stream, xb * nparts)?;
-        let nseg = total.div_ceil(s_chunk as usize);
-        let args = Args::new().push(bases).push(entries.ptr).push(cur_off.ptr).push(nb).push(total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
+        let nseg = acc_total.div_ceil(s_chunk as usize);
+        let args =
+            Args::new().push(acc_bases).push(entries_ptr).push(cur_off.ptr).push(nb).push(acc_total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
         // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
         unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
         let maxc = read_u32(stream, max_chunks.ptr)?;
@@ -315,7 +339,8 @@ pub fn windows_prepared(
             let nt = ntasks as u32;
             match &input {
                 None => {
-                    let args = Args::new().push(bases).push(entries.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
+                    // Only without segments, and so without batch-affine rounds: entries are set.
+                    let args = Args::new().push(bases).push(entries_ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
                     // SAFETY: arguments match msm_accumulate_affine_*.
                     let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
                     unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
@@ -337,7 +362,7 @@ pub fn windows_prepared(
             input = Some(out);
         },
     };
-    drop((entries, cur_off));
+    drop((entries, cur_off, reduced_points));
 
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
     // least ~2^14 threads in all (large windows have 2^19 buckets each). Bucket b is the last
@@ -369,6 +394,136 @@ pub fn windows_prepared(
     prof.mark(stream, "windows");
     prof.report(&format!("{sfx} m={m} c={c} entries={total} S={s_chunk}"));
     Ok((out, c, w as usize))
+}
+
+/// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
+/// (tests), unset: G1 MSMs with at least 2^22 entries whose digits are mostly nonzero (the
+/// scatter's density rule). `CUZK_MSM_AFFINE_ROUNDS` (1..=16, default 3) sets how many.
+fn affine_rounds_for(group: Group, total: usize, w: u32, m: usize) -> Option<u32> {
+    if !use_segments() {
+        return None; // the chunked round 1 reads the bases through entries
+    }
+    let rounds = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)).unwrap_or(3);
+    match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
+        Some("0") => None,
+        Some("1") => Some(rounds),
+        _ => (group == Group::G1 && total >= 1 << 22 && 2 * total >= w as usize * m).then_some(rounds),
+    }
+}
+
+/// Entries one group of batch-affine rounds takes at most: its buffers then hold about
+/// 2^25 · (96 + 48 + 4) bytes for G1 (5 GB), twice that for G2.
+const AFFINE_GROUP_ENTRIES: usize = 1 << 26;
+/// Elements per thread in the inversion's levels.
+const AFFINE_BATCH: usize = 16;
+/// Levels stop at this many elements, which are then inverted one per thread.
+const AFFINE_INV_EACH_MAX: usize = 4096;
+
+/// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
+/// `offsets[b]` (ceil(count[b] / 2^rounds) of them).
+struct Reduced {
+    points: DevBuf,
+    offsets: DevBuf,
+    total: usize,
+}
+
+/// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
+/// entries, in groups of consecutive buckets with at most about `AFFINE_GROUP_ENTRIES` entries.
+#[allow(clippy::too_many_arguments)]
+fn affine_rounds(
+    module: &Module,
+    stream: &Stream,
+    group: Group,
+    bases: u64,
+    entries: u64,
+    counts: &DevBuf,
+    offsets: &DevBuf,
+    nb: u32,
+    total: usize,
+    rounds: u32,
+) -> Result<Reduced, CudaError> {
+    let sfx = group.suffix();
+    let (ab, fb) = (group.affine_bytes(), group.field_bytes());
+    // Bucket b ends with ceil(count[b] / 2^rounds) points: the layout of the last round's output.
+    let red_off = DevBuf::new(stream, 4 * (nb as usize + 1))?;
+    scan(module, stream, counts.ptr, red_off.ptr, nb + 1, 1 << rounds)?;
+    let red_total = read_u32(stream, red_off.at(4 * nb as usize))? as usize;
+    let red = DevBuf::new(stream, ab * red_total)?;
+    let ngroups = total.div_ceil(AFFINE_GROUP_ENTRIES).clamp(1, nb as usize) as u64;
+    for g in 0..ngroups {
+        let b_lo = (nb as u64 * g / ngroups) as u32;
+        let b_hi = (nb as u64 * (g + 1) / ngroups) as u32;
+        let e_lo = read_u32(stream, offsets.at(4 * b_lo as usize))?;
+        let e_hi = read_u32(stream, offsets.at(4 * b_hi as usize))?;
+        if e_hi == e_lo {
+            continue;
+        }
+        let red_lo = read_u32(stream, red_off.at(4 * b_lo as usize))? as usize;
+        let nbg = b_hi - b_lo;
+        let cnt = counts.at(4 * b_lo as usize);
+        // Offsets within the group; counts has nb + 1 entries, so the scans may read one past.
+        let mut in_off = DevBuf::new(stream, 4 * (nbg as usize + 1))?;
+        scan(module, stream, cnt, in_off.ptr, nbg + 1, 1)?;
+        let mut src = bases;
+        let mut ents = entries + 4 * e_lo as u64;
+        let mut cur: Option<DevBuf> = None;
+        for r in 0..rounds {
+            let out_off = DevBuf::new(stream, 4 * (nbg as usize + 1))?;
+            scan(module, stream, cnt, out_off.ptr, nbg + 1, 1 << (r + 1))?;
+            let n_out = read_u32(stream, out_off.at(4 * nbg as usize))? as usize;
+            let pairs = DevBuf::new(stream, 4 * n_out)?;
+            let args = Args::new().push(cnt).push(nbg).push(r).push(in_off.ptr).push(out_off.ptr).push(pairs.ptr);
+            // SAFETY: arguments match msm_pair_index; pairs holds the n_out outputs the offsets place.
+            unsafe { module.launch("msm_pair_index", grid(nbg as usize, 256)?, 256, 0, stream, args)? };
+            let last = r + 1 == rounds;
+            let fresh = if last { None } else { Some(DevBuf::new(stream, ab * n_out)?) };
+            let out = fresh.as_ref().map_or(red.at(ab * red_lo), |b| b.ptr);
+            affine_round(module, stream, sfx, fb, src, ents, pairs.ptr, n_out, out)?;
+            in_off = out_off;
+            cur = fresh;
+            src = cur.as_ref().map_or(0, |b| b.ptr);
+            ents = 0;
+        }
+        drop(cur);
+    }
+    Ok(Reduced { points: red, offsets: red_off, total: red_total })
+}
+
+/// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when
+/// not 0) added into `out`, their slopes' denominators inverted together.
+#[allow(clippy::too_many_arguments)]
+fn affine_round(module: &Module, stream: &Stream, sfx: &str, fb: usize, src: u64, entries: u64, pairs: u64, n: usize, out: u64) -> Result<(), CudaError> {
+    let t0 = n.div_ceil(AFFINE_BATCH);
+    let prefix0 = DevBuf::new(stream, fb * n)?;
+    let mut totals = DevBuf::new(stream, fb * t0)?;
+    let args = Args::new().push(src).push(entries).push(pairs).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr);
+    // SAFETY: arguments match msm_affine_prefix_*; prefix0 holds n elements, totals t0.
+    unsafe { module.launch(&format!("msm_affine_prefix_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    // The threads' totals, level by level, until few enough to invert one by one.
+    let mut levels = Vec::new();
+    let mut len = t0;
+    while len > AFFINE_INV_EACH_MAX {
+        let t = len.div_ceil(AFFINE_BATCH);
+        let prefix = DevBuf::new(stream, fb * len)?;
+        let next = DevBuf::new(stream, fb * t)?;
+        let args = Args::new().push(totals.ptr).push(len as u32).push(t as u32).push(prefix.ptr).push(next.ptr);
+        // SAFETY: arguments match msm_inv_prefix_*.
+        unsafe { module.launch(&format!("msm_inv_prefix_{sfx}"), grid(t, 128)?, 128, 0, stream, args)? };
+        levels.push((std::mem::replace(&mut totals, next), prefix, len, t));
+        len = t;
+    }
+    // SAFETY: arguments match msm_inv_each_*; totals holds len elements.
+    unsafe { module.launch(&format!("msm_inv_each_{sfx}"), grid(len, 64)?, 64, 0, stream, Args::new().push(totals.ptr).push(len as u32))? };
+    while let Some((vals, prefix, len, t)) = levels.pop() {
+        let args = Args::new().push(vals.ptr).push(prefix.ptr).push(len as u32).push(t as u32).push(totals.ptr);
+        // SAFETY: arguments match msm_inv_down_*; totals holds the t inverses of this level's totals.
+        unsafe { module.launch(&format!("msm_inv_down_{sfx}"), grid(t, 128)?, 128, 0, stream, args)? };
+        totals = vals;
+    }
+    let args = Args::new().push(src).push(entries).push(pairs).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(out);
+    // SAFETY: arguments match msm_affine_finish_*; out holds n points.
+    unsafe { module.launch(&format!("msm_affine_finish_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    Ok(())
 }
 
 /// Bytes of entries one scatter launch may spread its writes over: well inside the H200's 50 MB
