@@ -50,6 +50,11 @@ impl Stream {
         Ok(Stream { inner: Arc::new(StreamInner { raw, ctx: ctx.clone() }) })
     }
 
+    /// Another new non-blocking stream on the same context.
+    pub fn sibling(&self) -> Result<Self, CudaError> {
+        Self::new(&self.inner.ctx)
+    }
+
     /// The raw handle.
     pub fn raw(&self) -> sys::CUstream {
         self.inner.raw

@@ -1,6 +1,6 @@
 //! Host side of the Pippenger MSM (see `kernels/cuda/msm/msm.cu` for the algorithm).
 
-use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Module, Stream};
+use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
 use crate::error::CudaError;
 
 /// Which group: kernel suffix and sizes.
@@ -260,7 +260,7 @@ pub fn windows_prepared(
     let mut acc_total = total;
     let mut reduced_points = None;
     let mut offsets = offsets;
-    if let Some(rounds) = affine_rounds_for(group, total, w, m) {
+    if let Some(rounds) = affine_rounds_for(total, w, m) {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
         match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, rounds) {
             Ok(r) => {
@@ -397,9 +397,9 @@ pub fn windows_prepared(
 }
 
 /// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
-/// (tests), unset: G1 MSMs with at least 2^22 entries whose digits are mostly nonzero (the
+/// (tests), unset: MSMs with at least 2^22 entries whose digits are mostly nonzero (the
 /// scatter's density rule). `CUZK_MSM_AFFINE_ROUNDS` (1..=16, default 3) sets how many.
-fn affine_rounds_for(group: Group, total: usize, w: u32, m: usize) -> Option<u32> {
+fn affine_rounds_for(total: usize, w: u32, m: usize) -> Option<u32> {
     if !use_segments() {
         return None; // the chunked round 1 reads the bases through entries
     }
@@ -407,13 +407,17 @@ fn affine_rounds_for(group: Group, total: usize, w: u32, m: usize) -> Option<u32
     match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
         Some("0") => None,
         Some("1") => Some(rounds),
-        _ => (group == Group::G1 && total >= 1 << 22 && 2 * total >= w as usize * m).then_some(rounds),
+        _ => (total >= 1 << 22 && 2 * total >= w as usize * m).then_some(rounds),
     }
 }
 
-/// Entries one group of batch-affine rounds takes at most: its buffers then hold about
-/// 2^25 · (96 + 48 + 4) bytes for G1 (5 GB), twice that for G2.
-const AFFINE_GROUP_ENTRIES: usize = 1 << 26;
+/// Entries one group of batch-affine rounds takes at most (log2; `CUZK_MSM_AFFINE_GROUP`
+/// overrides it, 16..=30): a group's buffers then hold about 2^25 · (96 + 48 + 4) bytes for G1
+/// (5 GB), twice that for G2, and two groups are in flight.
+fn affine_group_entries() -> usize {
+    let log = std::env::var("CUZK_MSM_AFFINE_GROUP").ok().and_then(|v| v.parse().ok()).filter(|l| (16..=30).contains(l)).unwrap_or(26);
+    1 << log
+}
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
 /// Levels stop at this many elements, which are then inverted one per thread.
@@ -428,7 +432,9 @@ struct Reduced {
 }
 
 /// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
-/// entries, in groups of consecutive buckets with at most about `AFFINE_GROUP_ENTRIES` entries.
+/// entries, in groups of consecutive buckets with at most about `affine_group_entries` entries.
+/// The groups alternate between `stream` and a second stream, so that one group's
+/// memory-bound passes and the latency of its last inversions overlap another's additions.
 #[allow(clippy::too_many_arguments)]
 fn affine_rounds(
     module: &Module,
@@ -444,49 +450,72 @@ fn affine_rounds(
 ) -> Result<Reduced, CudaError> {
     let sfx = group.suffix();
     let (ab, fb) = (group.affine_bytes(), group.field_bytes());
-    // Bucket b ends with ceil(count[b] / 2^rounds) points: the layout of the last round's output.
-    let red_off = DevBuf::new(stream, 4 * (nb as usize + 1))?;
-    scan(module, stream, counts.ptr, red_off.ptr, nb + 1, 1 << rounds)?;
-    let red_total = read_u32(stream, red_off.at(4 * nb as usize))? as usize;
+    let nb1 = nb as usize + 1;
+    // After round r, bucket b holds ceil(count[b] / 2^r) points from layout[r][b].
+    let mut later = Vec::with_capacity(rounds as usize);
+    for r in 1..=rounds {
+        let off = DevBuf::new(stream, 4 * nb1)?;
+        scan(module, stream, counts.ptr, off.ptr, nb + 1, 1 << r)?;
+        later.push(off);
+    }
+    let layout: Vec<u64> = std::iter::once(offsets.ptr).chain(later.iter().map(|o| o.ptr)).collect();
+    let ngroups = total.div_ceil(affine_group_entries()).max(2).min(nb as usize);
+    let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
+    // Every layout's offset at every group boundary, read before any group runs.
+    let mut at = Vec::with_capacity(layout.len());
+    for &l in &layout {
+        let row: Result<Vec<u32>, CudaError> = bounds.iter().map(|&b| read_u32(stream, l + 4 * b as u64)).collect();
+        at.push(row?);
+    }
+    let red_total = at[rounds as usize][ngroups] as usize;
     let red = DevBuf::new(stream, ab * red_total)?;
-    let ngroups = total.div_ceil(AFFINE_GROUP_ENTRIES).clamp(1, nb as usize) as u64;
-    for g in 0..ngroups {
-        let b_lo = (nb as u64 * g / ngroups) as u32;
-        let b_hi = (nb as u64 * (g + 1) / ngroups) as u32;
-        let e_lo = read_u32(stream, offsets.at(4 * b_lo as usize))?;
-        let e_hi = read_u32(stream, offsets.at(4 * b_hi as usize))?;
-        if e_hi == e_lo {
-            continue;
+    let side = stream.sibling()?;
+    Event::record(stream)?.wait_on(&side)?;
+    let run = |g: usize, s: &Stream| -> Result<(), CudaError> {
+        let (b_lo, nbg) = (bounds[g], bounds[g + 1] - bounds[g]);
+        if at[0][g + 1] == at[0][g] {
+            return Ok(());
         }
-        let red_lo = read_u32(stream, red_off.at(4 * b_lo as usize))? as usize;
-        let nbg = b_hi - b_lo;
         let cnt = counts.at(4 * b_lo as usize);
-        // Offsets within the group; counts has nb + 1 entries, so the scans may read one past.
-        let mut in_off = DevBuf::new(stream, 4 * (nbg as usize + 1))?;
-        scan(module, stream, cnt, in_off.ptr, nbg + 1, 1)?;
         let mut src = bases;
-        let mut ents = entries + 4 * e_lo as u64;
-        let mut cur: Option<DevBuf> = None;
-        for r in 0..rounds {
-            let out_off = DevBuf::new(stream, 4 * (nbg as usize + 1))?;
-            scan(module, stream, cnt, out_off.ptr, nbg + 1, 1 << (r + 1))?;
-            let n_out = read_u32(stream, out_off.at(4 * nbg as usize))? as usize;
-            let pairs = DevBuf::new(stream, 4 * n_out)?;
-            let args = Args::new().push(cnt).push(nbg).push(r).push(in_off.ptr).push(out_off.ptr).push(pairs.ptr);
-            // SAFETY: arguments match msm_pair_index; pairs holds the n_out outputs the offsets place.
-            unsafe { module.launch("msm_pair_index", grid(nbg as usize, 256)?, 256, 0, stream, args)? };
-            let last = r + 1 == rounds;
-            let fresh = if last { None } else { Some(DevBuf::new(stream, ab * n_out)?) };
-            let out = fresh.as_ref().map_or(red.at(ab * red_lo), |b| b.ptr);
-            affine_round(module, stream, sfx, fb, src, ents, pairs.ptr, n_out, out)?;
-            in_off = out_off;
+        let mut ents = entries + 4 * at[0][g] as u64;
+        let mut cur: Option<DevBuf>; // the previous round's output, freed once this round is queued
+        for r in 0..rounds as usize {
+            let n_out = (at[r + 1][g + 1] - at[r + 1][g]) as usize;
+            let pairs = DevBuf::new(s, 4 * n_out)?;
+            let args = Args::new()
+                .push(cnt)
+                .push(nbg)
+                .push(r as u32)
+                .push(layout[r] + 4 * b_lo as u64)
+                .push(at[r][g])
+                .push(layout[r + 1] + 4 * b_lo as u64)
+                .push(at[r + 1][g])
+                .push(pairs.ptr);
+            // SAFETY: arguments match msm_pair_index; pairs holds the group's n_out outputs.
+            unsafe { module.launch("msm_pair_index", grid(nbg as usize, 256)?, 256, 0, s, args)? };
+            let last = r + 1 == rounds as usize;
+            let fresh = if last { None } else { Some(DevBuf::new(s, ab * n_out)?) };
+            let out = fresh.as_ref().map_or(red.at(ab * at[rounds as usize][g] as usize), |b| b.ptr);
+            affine_round(module, s, sfx, fb, src, ents, pairs.ptr, n_out, out)?;
             cur = fresh;
             src = cur.as_ref().map_or(0, |b| b.ptr);
             ents = 0;
         }
-        drop(cur);
+        Ok(())
+    };
+    let mut result = Ok(());
+    for g in 0..ngroups {
+        result = run(g, if g % 2 == 0 { stream } else { &side });
+        if result.is_err() {
+            break;
+        }
     }
-    Ok(Reduced { points: red, offsets: red_off, total: red_total })
+    // The main stream (and the frees below) wait for the side stream's groups, also on error.
+    Event::record(&side)?.wait_on(stream)?;
+    result?;
+    let offsets = later.pop().expect("rounds >= 1");
+    Ok(Reduced { points: red, offsets, total: red_total })
 }
 
 /// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when

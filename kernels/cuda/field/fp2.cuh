@@ -29,6 +29,13 @@ __device__ __noinline__ Fp2 sqr(Fp2 a) {
     return Fp2{(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
 }
 
+// (c0 + c1 u)^(-1) = (c0 - c1 u) / (c0^2 + c1^2); 0 for 0.
+DEV Fp2 field_inv(const Fp2& a) {
+    Fp n = sqr(a.c0) + sqr(a.c1);
+    Fp i = field_inv(n);
+    return Fp2{a.c0 * i, -(a.c1 * i)};
+}
+
 template <>
 DEV Fp2 load_elem<Fp2>(const Fp2* p) {
     const Fp* q = reinterpret_cast<const Fp*>(p);

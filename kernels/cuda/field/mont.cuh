@@ -50,6 +50,12 @@ struct FpParams {
                                0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
         return M[i];
     }
+    // R^3 mod p (R = 2^384): field_inv's way back to Montgomery form.
+    static DEV u32 r3(int i) {
+        constexpr u32 M[12] = {0xd94ca1e0u, 0xed48ac6bu, 0x03a7adf8u, 0x315f831eu, 0x615e29ddu, 0x9a53352au,
+                               0x921e1761u, 0x34c04e5eu, 0x65724728u, 0x2512d435u, 0x91755d4du, 0x0aa63460u};
+        return M[i];
+    }
 };
 
 struct FrParams {
@@ -66,6 +72,12 @@ struct FrParams {
     static DEV u32 one(int i) {
         constexpr u32 M[8] = {0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau,
                               0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
+        return M[i];
+    }
+    // R^3 mod r (R = 2^256).
+    static DEV u32 r3(int i) {
+        constexpr u32 M[8] = {0x439b73afu, 0xc62c1807u, 0x8cf06990u, 0x1b3e0d18u,
+                              0xc7b5f418u, 0x73d13c71u, 0xc8db33e9u, 0x6e2a5bb9u};
         return M[i];
     }
 };
@@ -401,6 +413,107 @@ DEV Mont<P> from_mont(const Mont<P>& a) {
     Mont<P> one_int = Mont<P>::zero();
     one_int.v[0] = 1;
     return a * one_int;
+}
+
+// ---- Inversion: binary extended Euclid on plain integers (variable time, for one thread at a
+// time: the MSM's batch inversions end in a few thousand of these, where a Fermat power's ~570
+// dependent products would be pure latency).
+
+template <int N>
+DEV bool limbs_is_one(const u32* x) {
+    u32 acc = x[0] ^ 1u;
+#pragma unroll
+    for (int i = 1; i < N; i++) acc |= x[i];
+    return acc == 0;
+}
+
+template <int N>
+DEV void limbs_shr1(u32* x) {
+#pragma unroll
+    for (int i = 0; i < N - 1; i++) x[i] = (x[i] >> 1) | (x[i + 1] << 31);
+    x[N - 1] >>= 1;
+}
+
+// x <- x - y; returns the borrow.
+template <int N>
+DEV u32 limbs_sub(u32* x, const u32* y) {
+    u32 borrow = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 t = (u64)x[i] - y[i] - borrow;
+        x[i] = (u32)t;
+        borrow = (u32)(t >> 63);
+    }
+    return borrow;
+}
+
+// x <- x + p (no carry out: x + p < 2^(32N) for x < p, the moduli leaving a spare bit).
+template <class P>
+DEV void limbs_add_mod(u32* x) {
+    u32 carry = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) {
+        u64 t = (u64)x[i] + P::mod(i) + carry;
+        x[i] = (u32)t;
+        carry = (u32)(t >> 32);
+    }
+}
+
+template <int N>
+DEV bool limbs_geq(const u32* x, const u32* y) {
+    for (int i = N - 1; i >= 0; i--) {
+        if (x[i] != y[i]) return x[i] > y[i];
+    }
+    return true;
+}
+
+// x/2 mod p for x < p.
+template <class P>
+DEV void half_mod(u32* x) {
+    if (x[0] & 1) limbs_add_mod<P>(x);
+    limbs_shr1<P::N>(x);
+}
+
+// a^(-1) in Montgomery form (0 for 0). With u = aR the integer the limbs hold, the loop keeps
+// x1·u = U and x2·u = V (mod p) while U and V shrink to 1, so the result is (aR)^(-1); a product
+// with R^3 (mod p) turns it into a^(-1)·R.
+template <class P>
+DEV Mont<P> field_inv(const Mont<P>& a) {
+    constexpr int N = P::N;
+    if (a.is_zero()) return a;
+    u32 U[N], V[N], x1[N], x2[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        U[i] = a.v[i];
+        V[i] = P::mod(i);
+        x1[i] = 0;
+        x2[i] = 0;
+    }
+    x1[0] = 1;
+    while (!limbs_is_one<N>(U) && !limbs_is_one<N>(V)) {
+        while (!(U[0] & 1)) {
+            limbs_shr1<N>(U);
+            half_mod<P>(x1);
+        }
+        while (!(V[0] & 1)) {
+            limbs_shr1<N>(V);
+            half_mod<P>(x2);
+        }
+        if (limbs_geq<N>(U, V)) {
+            limbs_sub<N>(U, V);
+            if (limbs_sub<N>(x1, x2)) limbs_add_mod<P>(x1);
+        } else {
+            limbs_sub<N>(V, U);
+            if (limbs_sub<N>(x2, x1)) limbs_add_mod<P>(x2);
+        }
+    }
+    Mont<P> r, r3;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        r.v[i] = limbs_is_one<N>(U) ? x1[i] : x2[i];
+        r3.v[i] = P::r3(i);
+    }
+    return r * r3;
 }
 
 typedef Mont<FpParams> Fp;

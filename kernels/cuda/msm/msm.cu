@@ -287,44 +287,15 @@ DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* ta
 #define PAIR_SINGLE 0x80000000u
 
 // pairs for one round over nb buckets: bucket b holds ceil(count[b] / 2^shift) points from
-// in_off[b] and gets half as many (rounded up) from out_off[b].
-extern "C" __global__ void msm_pair_index(const u32* count, u32 nb, u32 shift, const u32* in_off, const u32* out_off,
-                                          u32* pairs) {
+// in_off[b] - in_base and gets half as many (rounded up) from out_off[b] - out_base.
+extern "C" __global__ void msm_pair_index(const u32* count, u32 nb, u32 shift, const u32* in_off, u32 in_base,
+                                          const u32* out_off, u32 out_base, u32* pairs) {
     u32 b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
     u32 c = count[b];
     c = (u32)(((u64)c + (1ull << shift) - 1) >> shift);
-    u32 in = in_off[b], out = out_off[b];
+    u32 in = in_off[b] - in_base, out = out_off[b] - out_base;
     for (u32 j = 0; 2 * j < c; j++) pairs[out + j] = (in + 2 * j) | (2 * j + 1 < c ? 0u : PAIR_SINGLE);
-}
-
-// a^(p - 2) = a^(-1) for a != 0 (and 0 for 0), square-and-multiply over the exponent's bits.
-template <class P>
-DEV Mont<P> field_inv(const Mont<P>& a) {
-    constexpr int N = P::N;
-    u32 e[N];
-    u32 borrow = 2;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        u64 t = (u64)P::mod(i) - borrow;
-        e[i] = (u32)t;
-        borrow = (u32)(t >> 63);
-    }
-    Mont<P> r = Mont<P>::one();
-    for (int i = N - 1; i >= 0; i--) {
-        for (int bit = 31; bit >= 0; bit--) {
-            r = sqr(r);
-            if ((e[i] >> bit) & 1) r = r * a;
-        }
-    }
-    return r;
-}
-
-// (c0 + c1 u)^(-1) = (c0 - c1 u) / (c0^2 + c1^2).
-DEV Fp2 field_inv(const Fp2& a) {
-    Fp n = sqr(a.c0) + sqr(a.c1);
-    Fp i = field_inv(n);
-    return Fp2{a.c0 * i, -(a.c1 * i)};
 }
 
 template <class F>
