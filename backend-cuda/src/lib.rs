@@ -333,6 +333,25 @@ impl CudaBackend {
         Ok(t.elapsed().as_secs_f64())
     }
 
+    /// Seconds one launch of the MSM's last-level inversion kernel (`msm_inv_each_g1`: one
+    /// Fp inversion per thread) takes on `elements` (48-byte Montgomery-form Fp elements), for
+    /// `cuzk-cuda-bench field`. The elements are inverted in place.
+    pub fn inversion_seconds(&self, elements: &[u8]) -> Result<f64, CudaError> {
+        if elements.is_empty() || elements.len() % 48 != 0 {
+            return Err(CudaError::Invalid("inversion_seconds needs whole 48-byte elements".into()));
+        }
+        let n = elements.len() / 48;
+        let _g = self.enter()?;
+        let s = &self.inner.stream;
+        let buf = self.upload_bytes(elements, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        s.sync()?;
+        let t = std::time::Instant::now();
+        // SAFETY: msm_inv_each_g1 takes (n elements, n).
+        unsafe { self.inner.module.launch("msm_inv_each_g1", (n as u32).div_ceil(64), 64, 0, s, Args::new().push(buf.ptr).push(n as u32))? };
+        s.sync()?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
     /// Whether a base set of `bytes` should stay in host memory: `CUZK_CUDA_STREAM_ABOVE`
     /// (bytes) if set, else when it would leave less than the headroom free on the device.
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {

@@ -260,7 +260,7 @@ pub fn windows_prepared(
     let mut acc_total = total;
     let mut reduced_points = None;
     let mut offsets = offsets;
-    if let Some(rounds) = affine_rounds_for(total, w, m) {
+    if let Some(rounds) = affine_rounds_for(group, total, nb, w, m) {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
         match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, rounds) {
             Ok(r) => {
@@ -398,18 +398,34 @@ pub fn windows_prepared(
 
 /// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
 /// (tests), unset: MSMs with at least 2^22 entries whose digits are mostly nonzero (the
-/// scatter's density rule). `CUZK_MSM_AFFINE_ROUNDS` (1..=16, default 3) sets how many.
-fn affine_rounds_for(total: usize, w: u32, m: usize) -> Option<u32> {
+/// scatter's density rule). How many: `CUZK_MSM_AFFINE_ROUNDS` (1..=16), else until about two
+/// points per bucket are left (2 to 6 rounds), and more while the points left would take more
+/// than `AFFINE_LEFT_BYTES`.
+fn affine_rounds_for(group: Group, total: usize, nb: u32, w: u32, m: usize) -> Option<u32> {
     if !use_segments() {
         return None; // the chunked round 1 reads the bases through entries
     }
-    let rounds = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)).unwrap_or(3);
-    match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
-        Some("0") => None,
-        Some("1") => Some(rounds),
-        _ => (total >= 1 << 22 && 2 * total >= w as usize * m).then_some(rounds),
+    let on = match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
+        Some("0") => false,
+        Some("1") => true,
+        _ => total >= 1 << 22 && 2 * total >= w as usize * m,
+    };
+    if !on {
+        return None;
     }
+    if let Some(r) = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)) {
+        return Some(r);
+    }
+    let mean = (total / nb.max(1) as usize).max(1);
+    let mut rounds = (mean.ilog2().saturating_sub(1)).clamp(2, 6);
+    while rounds < 16 && (total >> rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
+        rounds += 1;
+    }
+    Some(rounds)
 }
+
+/// The most the batch-affine rounds' output may take (their last round writes it all at once).
+const AFFINE_LEFT_BYTES: usize = 8 << 30;
 
 /// Entries one group of batch-affine rounds takes at most (log2; `CUZK_MSM_AFFINE_GROUP`
 /// overrides it, 16..=30): a group's buffers then hold about 2^25 · (96 + 48 + 4) bytes for G1

@@ -278,6 +278,12 @@ fn main() {
                     });
                     println!("{name} product throughput: {:.3e} products/s ({products:.3e} products in {ms:.3} ms)", products / (ms * 1e-3));
                 }
+                // Latency of the batch-affine MSM's last-level inversions (one per thread).
+                for n in [1usize, 4096] {
+                    let input: Vec<u8> = fp.iter().copied().cycle().take(48 * n).collect();
+                    let ms = (0..4).map(|_| b.inversion_seconds(&input).unwrap() * 1e3).skip(1).fold(f64::MAX, f64::min);
+                    println!("Fp inversion, {n} in one launch: {ms:.3} ms (best of 3 after a warm-up)");
+                }
                 i += 1;
             }
             "g1" | "g1s" => {

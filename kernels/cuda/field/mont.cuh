@@ -417,7 +417,8 @@ DEV Mont<P> from_mont(const Mont<P>& a) {
 
 // ---- Inversion: binary extended Euclid on plain integers (variable time, for one thread at a
 // time: the MSM's batch inversions end in a few thousand of these, where a Fermat power's ~570
-// dependent products would be pure latency).
+// dependent products would be pure latency). Each step subtracts the smaller of U, V from the
+// larger and strips all factors of 2 at once, dividing its coefficient by 2^k mod p in one go.
 
 template <int N>
 DEV bool limbs_is_one(const u32* x) {
@@ -427,51 +428,64 @@ DEV bool limbs_is_one(const u32* x) {
     return acc == 0;
 }
 
+// r <- x - y; returns the borrow.
 template <int N>
-DEV void limbs_shr1(u32* x) {
-#pragma unroll
-    for (int i = 0; i < N - 1; i++) x[i] = (x[i] >> 1) | (x[i + 1] << 31);
-    x[N - 1] >>= 1;
-}
-
-// x <- x - y; returns the borrow.
-template <int N>
-DEV u32 limbs_sub(u32* x, const u32* y) {
+DEV u32 limbs_sub(u32* r, const u32* x, const u32* y) {
     u32 borrow = 0;
 #pragma unroll
     for (int i = 0; i < N; i++) {
         u64 t = (u64)x[i] - y[i] - borrow;
-        x[i] = (u32)t;
+        r[i] = (u32)t;
         borrow = (u32)(t >> 63);
     }
     return borrow;
 }
 
-// x <- x + p (no carry out: x + p < 2^(32N) for x < p, the moduli leaving a spare bit).
+// x <- x - y mod p, for x, y < p.
 template <class P>
-DEV void limbs_add_mod(u32* x) {
-    u32 carry = 0;
+DEV void sub_mod(u32* x, const u32* y) {
+    if (limbs_sub<P::N>(x, x, y)) {
+        u32 carry = 0;
 #pragma unroll
-    for (int i = 0; i < P::N; i++) {
-        u64 t = (u64)x[i] + P::mod(i) + carry;
-        x[i] = (u32)t;
-        carry = (u32)(t >> 32);
+        for (int i = 0; i < P::N; i++) {
+            u64 t = (u64)x[i] + P::mod(i) + carry;
+            x[i] = (u32)t;
+            carry = (u32)(t >> 32);
+        }
     }
 }
 
-template <int N>
-DEV bool limbs_geq(const u32* x, const u32* y) {
-    for (int i = N - 1; i >= 0; i--) {
-        if (x[i] != y[i]) return x[i] > y[i];
-    }
-    return true;
-}
-
-// x/2 mod p for x < p.
+// x <- x / 2^k mod p for x < p and 0 < k < 32: m = -x·p^(-1) mod 2^k makes x + m·p divisible
+// by 2^k, and (x + m·p) / 2^k < 2p.
 template <class P>
-DEV void half_mod(u32* x) {
-    if (x[0] & 1) limbs_add_mod<P>(x);
-    limbs_shr1<P::N>(x);
+DEV void div2k_mod(u32* x, u32 k) {
+    constexpr int N = P::N;
+    u32 m = (x[0] * P::INV) & ((1u << k) - 1);
+    u32 t[N + 1];
+    u64 carry = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        u64 s = (u64)m * P::mod(i) + x[i] + carry;
+        t[i] = (u32)s;
+        carry = s >> 32;
+    }
+    t[N] = (u32)carry;
+#pragma unroll
+    for (int i = 0; i < N; i++) x[i] = (t[i] >> k) | (t[i + 1] << (32 - k));
+    mont_reduce_once<P>(x);
+}
+
+// Strips the factors of 2 of u (u != 0), dividing x by the same power of 2 mod p.
+template <class P>
+DEV void strip_twos(u32* u, u32* x) {
+    constexpr int N = P::N;
+    while (!(u[0] & 1)) {
+        u32 k = u[0] ? (u32)__ffs(u[0]) - 1 : 31;
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) u[i] = (u[i] >> k) | (u[i + 1] << (32 - k));
+        u[N - 1] >>= k;
+        div2k_mod<P>(x, k);
+    }
 }
 
 // a^(-1) in Montgomery form (0 for 0). With u = aR the integer the limbs hold, the loop keeps
@@ -481,7 +495,7 @@ template <class P>
 DEV Mont<P> field_inv(const Mont<P>& a) {
     constexpr int N = P::N;
     if (a.is_zero()) return a;
-    u32 U[N], V[N], x1[N], x2[N];
+    u32 U[N], V[N], x1[N], x2[N], d[N];
 #pragma unroll
     for (int i = 0; i < N; i++) {
         U[i] = a.v[i];
@@ -490,27 +504,25 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
         x2[i] = 0;
     }
     x1[0] = 1;
+    strip_twos<P>(U, x1);
+    // U and V are odd here and at the top of every step; gcd(U, V) = 1, so U = V only at 1.
     while (!limbs_is_one<N>(U) && !limbs_is_one<N>(V)) {
-        while (!(U[0] & 1)) {
-            limbs_shr1<N>(U);
-            half_mod<P>(x1);
-        }
-        while (!(V[0] & 1)) {
-            limbs_shr1<N>(V);
-            half_mod<P>(x2);
-        }
-        if (limbs_geq<N>(U, V)) {
-            limbs_sub<N>(U, V);
-            if (limbs_sub<N>(x1, x2)) limbs_add_mod<P>(x1);
+        if (!limbs_sub<N>(d, U, V)) {
+#pragma unroll
+            for (int i = 0; i < N; i++) U[i] = d[i];
+            sub_mod<P>(x1, x2);
+            strip_twos<P>(U, x1);
         } else {
-            limbs_sub<N>(V, U);
-            if (limbs_sub<N>(x2, x1)) limbs_add_mod<P>(x2);
+            limbs_sub<N>(V, V, U);
+            sub_mod<P>(x2, x1);
+            strip_twos<P>(V, x2);
         }
     }
     Mont<P> r, r3;
+    const bool u_one = limbs_is_one<N>(U);
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        r.v[i] = limbs_is_one<N>(U) ? x1[i] : x2[i];
+        r.v[i] = u_one ? x1[i] : x2[i];
         r3.v[i] = P::r3(i);
     }
     return r * r3;
