@@ -287,15 +287,25 @@ DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* ta
 #define PAIR_SINGLE 0x80000000u
 
 // pairs for one round over nb buckets: bucket b holds ceil(count[b] / 2^shift) points from
-// in_off[b] - in_base and gets half as many (rounded up) from out_off[b] - out_base.
+// in_off[b] - in_base and gets half as many (rounded up) from out_off[b] - out_base. Each warp
+// takes 32 buckets and writes them one after the other with all its lanes, so a heavy bucket
+// (equal scalars, or the top window's carries) costs 1/32 of its length in steps.
 extern "C" __global__ void msm_pair_index(const u32* count, u32 nb, u32 shift, const u32* in_off, u32 in_base,
                                           const u32* out_off, u32 out_base, u32* pairs) {
-    u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nb) return;
-    u32 c = count[b];
-    c = (u32)(((u64)c + (1ull << shift) - 1) >> shift);
-    u32 in = in_off[b] - in_base, out = out_off[b] - out_base;
-    for (u32 j = 0; 2 * j < c; j++) pairs[out + j] = (in + 2 * j) | (2 * j + 1 < c ? 0u : PAIR_SINGLE);
+    const u32 lane = threadIdx.x & 31;
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 c = 0, in = 0, out = 0;
+    if (b < nb) {
+        c = (u32)(((u64)count[b] + (1ull << shift) - 1) >> shift);
+        in = in_off[b] - in_base;
+        out = out_off[b] - out_base;
+    }
+    for (u32 k = 0; k < 32; k++) {
+        u32 ck = __shfl_sync(0xffffffffu, c, k);
+        u32 ink = __shfl_sync(0xffffffffu, in, k);
+        u32 outk = __shfl_sync(0xffffffffu, out, k);
+        for (u32 j = lane; 2 * j < ck; j += 32) pairs[outk + j] = (ink + 2 * j) | (2 * j + 1 < ck ? 0u : PAIR_SINGLE);
+    }
 }
 
 template <class F>
