@@ -142,6 +142,21 @@ fn read_u32(stream: &Stream, ptr: u64) -> Result<u32, CudaError> {
     Ok(u32::from_le_bytes(b))
 }
 
+/// The u32 values at the device addresses `addrs`, read with one launch and one copy.
+fn read_u32s(module: &Module, stream: &Stream, addrs: &[u64]) -> Result<Vec<u32>, CudaError> {
+    let n = addrs.len();
+    let dev_addrs = DevBuf::new(stream, 8 * n)?;
+    let out = DevBuf::new(stream, 4 * n)?;
+    // SAFETY: sizes match; addrs outlives the copy (the dtoh_sync below waits for the stream).
+    unsafe { htod_async(dev_addrs.ptr, addrs.as_ptr().cast(), 8 * n, stream)? };
+    // SAFETY: arguments match read_u32s; every address points at a live u32 on the device.
+    unsafe { module.launch("read_u32s", grid(n, 256)?, 256, 0, stream, Args::new().push(dev_addrs.ptr).push(n as u32).push(out.ptr))? };
+    let mut bytes = vec![0u8; 4 * n];
+    // SAFETY: out holds 4n bytes.
+    unsafe { dtoh_sync(&mut bytes, out.ptr, stream)? };
+    Ok(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
 fn grid(n: usize, block: u32) -> Result<u32, CudaError> {
     u32::try_from(n.div_ceil(block as usize)).map_err(|_| CudaError::Invalid(format!("{n} threads is too many")))
 }
@@ -260,16 +275,31 @@ pub fn windows_prepared(
     let mut acc_total = total;
     let mut reduced_points = None;
     let mut offsets = offsets;
-    if let Some(rounds) = affine_rounds_for(group, total, nb, w, m) {
+    let mut affine_buckets = None;
+    let max_count = || -> Result<u32, CudaError> {
+        // msm_seg_counts with S = 1 counts each bucket's entries and keeps the largest (when > 1).
+        let max = DevBuf::zeroed(stream, 4)?;
+        let scratch = DevBuf::new(stream, 4 * nb1)?;
+        let args = Args::new().push(offsets.ptr).push(nb).push(1u32).push(scratch.ptr).push(max.ptr);
+        // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
+        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+        read_u32(stream, max.ptr)
+    };
+    if let Some(plan) = affine_plan(group, total, nb, w, m, max_count)? {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
-        match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, rounds) {
+        match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, plan.rounds) {
+            Ok(r) if plan.full => {
+                prof.mark(stream, &format!("affine({} rounds to one point per bucket)", plan.rounds));
+                affine_buckets = Some((r.points, r.offsets));
+                entries = None;
+            }
             Ok(r) => {
                 acc_bases = r.points.ptr;
                 acc_total = r.total;
                 offsets = r.offsets;
                 reduced_points = Some(r.points);
                 entries = None;
-                prof.mark(stream, &format!("affine({rounds} rounds, {acc_total} left)"));
+                prof.mark(stream, &format!("affine({} rounds, {acc_total} left)", plan.rounds));
             }
             Err(CudaError::OutOfMemory(what)) => {
                 tracing::debug!(%what, "no room for the batch-affine rounds; XYZZ rounds only");
@@ -277,102 +307,121 @@ pub fn windows_prepared(
             Err(e) => return Err(e),
         }
     }
-    let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
-    let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
-    let mut cur_count = counts;
-    let mut cur_off = offsets;
-    let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
-    let max_chunks = DevBuf::new(stream, 4)?;
-    let xb = group.xyzz_bytes();
-    let mut done = None;
-    if use_segments() {
-        // Round 1 over equal segments of the sorted entries (see accumulate_segments).
-        max_chunks.memset0(stream)?;
-        let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
-        let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
-        // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
-        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
-        let part_base = DevBuf::new(stream, 4 * nb1)?;
-        scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
-        let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
-        let out = DevBuf::new(stream, xb * nparts)?;
-        let nseg = acc_total.div_ceil(s_chunk as usize);
-        let args =
-            Args::new().push(acc_bases).push(entries_ptr).push(cur_off.ptr).push(nb).push(acc_total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
-        // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
-        unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
-        let maxc = read_u32(stream, max_chunks.ptr)?;
-        prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
-        if maxc <= 1 {
-            done = Some((new_count, part_base, out));
-        } else {
-            cur_count = new_count;
-            cur_off = part_base;
-            input = Some(out);
-        }
-    }
-    let (final_count, final_base, partial) = match done {
-        Some(d) => d,
-        None => loop {
-            let task_base = DevBuf::new(stream, 4 * nb1)?;
-            scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
-            let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
-            let ts = DevBuf::new(stream, 4 * ntasks)?;
-            let tl = DevBuf::new(stream, 4 * ntasks)?;
+    // The window sums' input: XYZZ partial sums (partial[base[b]] when count[b] is 1), or
+    // after full batch-affine rounds affine points (points[base[b]] when base[b + 1] > base[b]).
+    let (final_count, partial, final_base) = if let Some((points, base)) = affine_buckets {
+        drop((entries, offsets, counts));
+        (None, points, base)
+    } else {
+        let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
+        let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
+        let mut cur_count = counts;
+        let mut cur_off = offsets;
+        let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
+        let max_chunks = DevBuf::new(stream, 4)?;
+        let xb = group.xyzz_bytes();
+        let mut done = None;
+        if use_segments() {
+            // Round 1 over equal segments of the sorted entries (see accumulate_segments).
             max_chunks.memset0(stream)?;
-            // The chunk count of each bucket becomes its count in the next round.
-            let new_count = DevBuf::new(stream, 4 * nb1)?;
-            new_count.memset0(stream)?;
-            let args = Args::new()
-                .push(cur_count.ptr)
-                .push(cur_off.ptr)
-                .push(task_base.ptr)
-                .push(nb)
-                .push(s_chunk)
-                .push(ts.ptr)
-                .push(tl.ptr)
-                .push(max_chunks.ptr)
-                .push(new_count.ptr);
-            // SAFETY: arguments match msm_make_tasks.
-            unsafe { module.launch("msm_make_tasks", grid(nb as usize, 256)?, 256, 0, stream, args)? };
-            let out = DevBuf::new(stream, xb * ntasks)?;
-            let nt = ntasks as u32;
-            match &input {
-                None => {
-                    // Only without segments, and so without batch-affine rounds: entries are set.
-                    let args = Args::new().push(bases).push(entries_ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
-                    // SAFETY: arguments match msm_accumulate_affine_*.
-                    let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
-                    unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
-                }
-                Some(inp) => {
-                    let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
-                    // SAFETY: arguments match msm_accumulate_xyzz_*.
-                    unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
-                }
-            }
+            let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
+            let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
+            // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
+            unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+            let part_base = DevBuf::new(stream, 4 * nb1)?;
+            scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
+            let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
+            let out = DevBuf::new(stream, xb * nparts)?;
+            let nseg = acc_total.div_ceil(s_chunk as usize);
+            let args =
+                Args::new().push(acc_bases).push(entries_ptr).push(cur_off.ptr).push(nb).push(acc_total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
+            // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
+            unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
             let maxc = read_u32(stream, max_chunks.ptr)?;
-            prof.mark(stream, &format!("round({ntasks} tasks)"));
-            drop((ts, tl));
+            prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
             if maxc <= 1 {
-                break (new_count, task_base, out);
+                done = Some((new_count, part_base, out));
+            } else {
+                cur_count = new_count;
+                cur_off = part_base;
+                input = Some(out);
             }
-            cur_count = new_count;
-            cur_off = task_base;
-            input = Some(out);
-        },
+        }
+        let (final_count, final_base, partial) = match done {
+            Some(d) => d,
+            None => loop {
+                let task_base = DevBuf::new(stream, 4 * nb1)?;
+                scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
+                let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
+                let ts = DevBuf::new(stream, 4 * ntasks)?;
+                let tl = DevBuf::new(stream, 4 * ntasks)?;
+                max_chunks.memset0(stream)?;
+                // The chunk count of each bucket becomes its count in the next round.
+                let new_count = DevBuf::new(stream, 4 * nb1)?;
+                new_count.memset0(stream)?;
+                let args = Args::new()
+                    .push(cur_count.ptr)
+                    .push(cur_off.ptr)
+                    .push(task_base.ptr)
+                    .push(nb)
+                    .push(s_chunk)
+                    .push(ts.ptr)
+                    .push(tl.ptr)
+                    .push(max_chunks.ptr)
+                    .push(new_count.ptr);
+                // SAFETY: arguments match msm_make_tasks.
+                unsafe { module.launch("msm_make_tasks", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+                let out = DevBuf::new(stream, xb * ntasks)?;
+                let nt = ntasks as u32;
+                match &input {
+                    None => {
+                        // Only without segments, and so without batch-affine rounds: entries are set.
+                        let args = Args::new().push(bases).push(entries_ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
+                        // SAFETY: arguments match msm_accumulate_affine_*.
+                        let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
+                        unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
+                    }
+                    Some(inp) => {
+                        let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
+                        // SAFETY: arguments match msm_accumulate_xyzz_*.
+                        unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
+                    }
+                }
+                let maxc = read_u32(stream, max_chunks.ptr)?;
+                prof.mark(stream, &format!("round({ntasks} tasks)"));
+                drop((ts, tl));
+                if maxc <= 1 {
+                    break (new_count, task_base, out);
+                }
+                cur_count = new_count;
+                cur_off = task_base;
+                input = Some(out);
+            },
+        };
+        drop((entries, cur_off, reduced_points));
+        (Some(final_count), partial, final_base)
     };
-    drop((entries, cur_off, reduced_points));
 
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
     // least ~2^14 threads in all (large windows have 2^19 buckets each). Bucket b is the last
     // round's partial[final_base[b]] when final_count[b] is 1, else empty.
     let nseg = (16384 / w).next_power_of_two().max(half / 64).min(half).max(1);
     let seg = half / nseg;
+    let xb = group.xyzz_bytes();
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
-    let args = Args::new().push(partial.ptr).push(final_count.ptr).push(final_base.ptr).push(half).push(w).push(seg).push(layer.ptr);
-    // SAFETY: arguments match msm_window_segments_*; the three arrays cover all nb buckets.
-    unsafe { module.launch(&format!("msm_window_segments_{sfx}"), grid((w * nseg) as usize, 64)?, 64, 0, stream, args)? };
+    let g = grid((w * nseg) as usize, 64)?;
+    match &final_count {
+        Some(count) => {
+            let args = Args::new().push(partial.ptr).push(count.ptr).push(final_base.ptr).push(half).push(w).push(seg).push(layer.ptr);
+            // SAFETY: arguments match msm_window_segments_*; the three arrays cover all nb buckets.
+            unsafe { module.launch(&format!("msm_window_segments_{sfx}"), g, 64, 0, stream, args)? };
+        }
+        None => {
+            let args = Args::new().push(partial.ptr).push(final_base.ptr).push(half).push(w).push(seg).push(layer.ptr);
+            // SAFETY: arguments match msm_window_segments_affine_*; base holds nb + 1 offsets.
+            unsafe { module.launch(&format!("msm_window_segments_affine_{sfx}"), g, 64, 0, stream, args)? };
+        }
+    }
     drop((partial, final_count, final_base));
     let mut width = nseg;
     while width > 1 {
@@ -392,37 +441,61 @@ pub fn windows_prepared(
     // SAFETY: jac holds that many bytes.
     unsafe { dtoh_sync(&mut out, jac.ptr, stream)? };
     prof.mark(stream, "windows");
-    prof.report(&format!("{sfx} m={m} c={c} entries={total} S={s_chunk}"));
+    prof.report(&format!("{sfx} m={m} c={c} entries={total}"));
     Ok((out, c, w as usize))
 }
 
+/// How many batch-affine rounds run, and whether they run until every bucket holds at most one
+/// point (`full`: the window sums then read the buckets as affine points, with no XYZZ rounds).
+#[derive(Debug, Clone, Copy)]
+struct AffinePlan {
+    rounds: u32,
+    full: bool,
+}
+
 /// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
-/// (tests), unset: MSMs with at least 2^22 entries whose digits are mostly nonzero (the
-/// scatter's density rule). How many: `CUZK_MSM_AFFINE_ROUNDS` (1..=16), else until about two
-/// points per bucket are left (2 to 6 rounds), and more while the points left would take more
-/// than `AFFINE_LEFT_BYTES`.
-fn affine_rounds_for(group: Group, total: usize, nb: u32, w: u32, m: usize) -> Option<u32> {
+/// (tests), unset: MSMs whose digits are mostly nonzero (the scatter's density rule) with at
+/// least 2^23 entries for G1 or 2^22 for G2 (below that they were slower on the H200).
+/// `CUZK_MSM_AFFINE_ROUNDS` (1..=16) fixes the round count; otherwise the rounds run until
+/// every bucket holds one point when the fullest bucket needs at most `AFFINE_FULL_MAX_ROUNDS`
+/// (`CUZK_MSM_AFFINE_FULL=0` turns that off), else until about two points per bucket are left
+/// (2 to 6 rounds). Either way more rounds run while the points left would take more than
+/// `AFFINE_LEFT_BYTES`. `max_count` is the fullest bucket's count.
+fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count: impl FnOnce() -> Result<u32, CudaError>) -> Result<Option<AffinePlan>, CudaError> {
     if !use_segments() {
-        return None; // the chunked round 1 reads the bases through entries
+        return Ok(None); // the chunked round 1 reads the bases through entries
     }
+    let least = if group == Group::G1 { 1 << 23 } else { 1 << 22 };
     let on = match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
         Some("0") => false,
         Some("1") => true,
-        _ => total >= 1 << 22 && 2 * total >= w as usize * m,
+        _ => total >= least && 2 * total >= w as usize * m,
     };
     if !on {
-        return None;
+        return Ok(None);
     }
-    if let Some(r) = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)) {
-        return Some(r);
+    let fixed = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r));
+    let mut plan = match fixed {
+        Some(rounds) => AffinePlan { rounds, full: false },
+        None => {
+            let max = max_count()?.max(1);
+            let needed = max.next_power_of_two().ilog2();
+            if needed <= AFFINE_FULL_MAX_ROUNDS && std::env::var("CUZK_MSM_AFFINE_FULL").ok().as_deref() != Some("0") {
+                AffinePlan { rounds: needed.max(1), full: true }
+            } else {
+                let mean = (total / nb.max(1) as usize).max(1);
+                AffinePlan { rounds: (mean.ilog2().saturating_sub(1)).clamp(2, 6), full: false }
+            }
+        }
+    };
+    while plan.rounds < 16 && (total >> plan.rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
+        plan.rounds += 1;
     }
-    let mean = (total / nb.max(1) as usize).max(1);
-    let mut rounds = (mean.ilog2().saturating_sub(1)).clamp(2, 6);
-    while rounds < 16 && (total >> rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
-        rounds += 1;
-    }
-    Some(rounds)
+    Ok(Some(plan))
 }
+
+/// Rounds the full plan may take (the fullest bucket holds at most 2^this many points).
+const AFFINE_FULL_MAX_ROUNDS: u32 = 12;
 
 /// The most the batch-affine rounds' output may take (their last round writes it all at once).
 const AFFINE_LEFT_BYTES: usize = 8 << 30;
@@ -478,11 +551,9 @@ fn affine_rounds(
     let ngroups = total.div_ceil(affine_group_entries()).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
-    let mut at = Vec::with_capacity(layout.len());
-    for &l in &layout {
-        let row: Result<Vec<u32>, CudaError> = bounds.iter().map(|&b| read_u32(stream, l + 4 * b as u64)).collect();
-        at.push(row?);
-    }
+    let addrs: Vec<u64> = layout.iter().flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
+    let flat = read_u32s(module, stream, &addrs)?;
+    let at: Vec<&[u32]> = flat.chunks_exact(bounds.len()).collect();
     let red_total = at[rounds as usize][ngroups] as usize;
     let red = DevBuf::new(stream, ab * red_total)?;
     let side = stream.sibling()?;

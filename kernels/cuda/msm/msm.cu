@@ -127,6 +127,12 @@ extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32
     if (valid) entries[slot] = i | (k & SIGN_BIT);
 }
 
+// out[i] = the u32 at device address addr[i] (many scattered reads for the host in one copy).
+extern "C" __global__ void read_u32s(const u64* addr, u32 n, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = *reinterpret_cast<const u32*>(addr[i]);
+}
+
 // ---- Exclusive scan of u32 (three kernels: per-block scan, scan of block sums, add back).
 #define SCAN_BLOCK 1024
 
@@ -473,6 +479,28 @@ DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* ba
     store_xyzz(out + t, tot);
 }
 
+// The same over affine buckets (after batch-affine rounds run to one point per bucket): bucket b
+// is points[base[b]] when base[b + 1] > base[b], else the identity; run += B_k is then a mixed
+// addition.
+template <class F>
+DEV void window_segments_affine(const Affine<F>* points, const u32* base, u32 half, u32 W, u32 seg, Xyzz<F>* out) {
+    u32 nseg = half / seg;
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= W * nseg) return;
+    u32 w = t / nseg, j = t % nseg;
+    u32 lo = j * seg + 1;
+    const u32 b0 = w * half - 1;
+    Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
+    for (u32 k = lo + seg; k-- > lo;) {
+        u32 b = b0 + k;
+        u32 at = base[b];
+        if (base[b + 1] != at) xyzz_add_affine(run, load_affine<F>(points + at));
+        xyzz_add(tot, run);
+    }
+    xyzz_add(tot, xyzz_mul_small(run, lo - 1));
+    store_xyzz(out + t, tot);
+}
+
 // Window sums, stage 2: in has W rows of 2·m points; out[w·m + i] = in[w·2m + 2i] + in[w·2m + 2i + 1].
 template <class F>
 DEV void pair_sums(const Xyzz<F>* in, u32 W, u32 m, Xyzz<F>* out) {
@@ -517,6 +545,10 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
     extern "C" __global__ void msm_window_segments_##SUF(const Xyzz<F>* p, const u32* cnt, const u32* base,          \
                                                          u32 half, u32 W, u32 seg, Xyzz<F>* out) {                    \
         window_segments<F>(p, cnt, base, half, W, seg, out);                                                          \
+    }                                                                                                                 \
+    extern "C" __global__ void msm_window_segments_affine_##SUF(const Affine<F>* p, const u32* base, u32 half,       \
+                                                                u32 W, u32 seg, Xyzz<F>* out) {                       \
+        window_segments_affine<F>(p, base, half, W, seg, out);                                                        \
     }                                                                                                                 \
     extern "C" __global__ void msm_pair_sums_##SUF(const Xyzz<F>* in, u32 W, u32 m, Xyzz<F>* out) {                \
         pair_sums<F>(in, W, m, out);                                                                                  \
