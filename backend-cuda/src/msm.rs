@@ -495,22 +495,35 @@ fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count:
 }
 
 /// Rounds the full plan may take (the fullest bucket holds at most 2^this many points).
-const AFFINE_FULL_MAX_ROUNDS: u32 = 12;
+const AFFINE_FULL_MAX_ROUNDS: u32 = 10;
 
 /// The most the batch-affine rounds' output may take (their last round writes it all at once).
 const AFFINE_LEFT_BYTES: usize = 8 << 30;
 
-/// Entries one group of batch-affine rounds takes at most (log2; `CUZK_MSM_AFFINE_GROUP`
-/// overrides it, 16..=30): a group's buffers then hold about 2^25 · (96 + 48 + 4) bytes for G1
-/// (5 GB), twice that for G2, and two groups are in flight.
-fn affine_group_entries() -> usize {
-    let log = std::env::var("CUZK_MSM_AFFINE_GROUP").ok().and_then(|v| v.parse().ok()).filter(|l| (16..=30).contains(l)).unwrap_or(26);
-    1 << log
+/// Entries one group of batch-affine rounds takes at most: `CUZK_MSM_AFFINE_GROUP` (log2,
+/// 16..=30), else the largest power of two up to 2^27 whose two groups in flight fit in a
+/// quarter of the free device memory. A group of E entries holds about E/2 · (ab + fb + 4)
+/// bytes in its first round (2^27 G1 entries: 9.9 GB).
+fn affine_group_entries(group: Group) -> Result<usize, CudaError> {
+    if let Some(log) = std::env::var("CUZK_MSM_AFFINE_GROUP").ok().and_then(|v| v.parse::<u32>().ok()).filter(|l| (16..=30).contains(l)) {
+        return Ok(1 << log);
+    }
+    let (free, _) = cudarc::driver::result::mem_get_info()?;
+    let per_entry = (group.affine_bytes() + group.field_bytes() + 4) / 2 + 1;
+    let mut log = 27;
+    while log > 20 && 2 * (1usize << log) * per_entry > free / 4 {
+        log -= 1;
+    }
+    Ok(1 << log)
 }
+
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
-/// Levels stop at this many elements, which are then inverted one per thread.
-const AFFINE_INV_EACH_MAX: usize = 4096;
+/// Levels stop at this many elements, which are then inverted one per thread
+/// (`CUZK_MSM_INV_EACH_MAX` overrides it, for tuning): one inversion's latency is ~0.14 ms.
+fn affine_inv_each_max() -> usize {
+    std::env::var("CUZK_MSM_INV_EACH_MAX").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n >= 1).unwrap_or(32)
+}
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
 /// `offsets[b]` (ceil(count[b] / 2^rounds) of them).
@@ -548,7 +561,7 @@ fn affine_rounds(
         later.push(off);
     }
     let layout: Vec<u64> = std::iter::once(offsets.ptr).chain(later.iter().map(|o| o.ptr)).collect();
-    let ngroups = total.div_ceil(affine_group_entries()).max(2).min(nb as usize);
+    let ngroups = total.div_ceil(affine_group_entries(group)?).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = layout.iter().flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
@@ -618,7 +631,8 @@ fn affine_round(module: &Module, stream: &Stream, sfx: &str, fb: usize, src: u64
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
-    while len > AFFINE_INV_EACH_MAX {
+    let each_max = affine_inv_each_max();
+    while len > each_max {
         let t = len.div_ceil(AFFINE_BATCH);
         let prefix = DevBuf::new(stream, fb * len)?;
         let next = DevBuf::new(stream, fb * t)?;
