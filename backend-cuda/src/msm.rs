@@ -265,7 +265,10 @@ pub fn windows_prepared(
     let cursor = DevBuf::new(stream, 4 * nb1)?;
     // SAFETY: same sizes.
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
-    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total)?;
+    // The fullest bucket's count, known before the scatter when it goes by windows (see there).
+    let windowed = windowed_scatter(total, w, m);
+    let max_known = if windowed { Some(bucket_max(module, stream, &offsets, nb)?) } else { None };
+    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total, max_known)?;
     drop(cursor);
     prof.mark(stream, "scatter");
 
@@ -276,15 +279,7 @@ pub fn windows_prepared(
     let mut reduced_points = None;
     let mut offsets = offsets;
     let mut affine_buckets = None;
-    let max_count = || -> Result<u32, CudaError> {
-        // msm_seg_counts with S = 1 counts each bucket's entries and keeps the largest (when > 1).
-        let max = DevBuf::zeroed(stream, 4)?;
-        let scratch = DevBuf::new(stream, 4 * nb1)?;
-        let args = Args::new().push(offsets.ptr).push(nb).push(1u32).push(scratch.ptr).push(max.ptr);
-        // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
-        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
-        read_u32(stream, max.ptr)
-    };
+    let max_count = || max_known.map_or_else(|| bucket_max(module, stream, &offsets, nb), Ok);
     if let Some(plan) = affine_plan(group, total, nb, w, m, max_count)? {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
         match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, plan.rounds) {
@@ -455,7 +450,7 @@ struct AffinePlan {
 
 /// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
 /// (tests), unset: MSMs whose digits are mostly nonzero (the scatter's density rule) with at
-/// least 2^23 entries for G1 or 2^22 for G2 (below that they were slower on the H200).
+/// least 2^24 entries for G1 or 2^22 for G2 (below that they were no faster on the H200).
 /// `CUZK_MSM_AFFINE_ROUNDS` (1..=16) fixes the round count; otherwise the rounds run until
 /// every bucket holds one point when the fullest bucket needs at most `AFFINE_FULL_MAX_ROUNDS`
 /// (`CUZK_MSM_AFFINE_FULL=0` turns that off), else until about two points per bucket are left
@@ -465,7 +460,7 @@ fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count:
     if !use_segments() {
         return Ok(None); // the chunked round 1 reads the bases through entries
     }
-    let least = if group == Group::G1 { 1 << 23 } else { 1 << 22 };
+    let least = if group == Group::G1 { 1 << 24 } else { 1 << 22 };
     let on = match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
         Some("0") => false,
         Some("1") => true,
@@ -520,9 +515,10 @@ fn affine_group_entries(group: Group) -> Result<usize, CudaError> {
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
 /// Levels stop at this many elements, which are then inverted one per thread
-/// (`CUZK_MSM_INV_EACH_MAX` overrides it, for tuning): one inversion's latency is ~0.14 ms.
+/// (`CUZK_MSM_INV_EACH_MAX` overrides it, for tuning): one inversion's latency is ~0.14 ms,
+/// 4096 of them (divergent) ~0.26 ms, and 4096 came out ~1 ms ahead of 32 at G1 2^24.
 fn affine_inv_each_max() -> usize {
-    std::env::var("CUZK_MSM_INV_EACH_MAX").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n >= 1).unwrap_or(32)
+    std::env::var("CUZK_MSM_INV_EACH_MAX").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n >= 1).unwrap_or(4096)
 }
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
@@ -571,11 +567,13 @@ fn affine_rounds(
     let red = DevBuf::new(stream, ab * red_total)?;
     let side = stream.sibling()?;
     Event::record(stream)?.wait_on(&side)?;
-    let run = |g: usize, s: &Stream| -> Result<(), CudaError> {
+    // Returns an event after the group's first memory-bound pass (its first prefix pass).
+    let run = |g: usize, s: &Stream| -> Result<Option<Event>, CudaError> {
         let (b_lo, nbg) = (bounds[g], bounds[g + 1] - bounds[g]);
         if at[0][g + 1] == at[0][g] {
-            return Ok(());
+            return Ok(None);
         }
+        let mut first_prefix = None;
         let cnt = counts.at(4 * b_lo as usize);
         let mut src = bases;
         let mut ents = entries + 4 * at[0][g] as u64;
@@ -597,18 +595,28 @@ fn affine_rounds(
             let last = r + 1 == rounds as usize;
             let fresh = if last { None } else { Some(DevBuf::new(s, ab * n_out)?) };
             let out = fresh.as_ref().map_or(red.at(ab * at[rounds as usize][g] as usize), |b| b.ptr);
-            affine_round(module, s, sfx, fb, src, ents, pairs.ptr, n_out, out)?;
+            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, n_out, out, r == 0)?;
+            first_prefix = first_prefix.or(ev);
             cur = fresh;
             src = cur.as_ref().map_or(0, |b| b.ptr);
             ents = 0;
         }
-        Ok(())
+        Ok(first_prefix)
     };
+    // The second group starts once the first one's first prefix pass is done, so that the two
+    // streams stay half a round apart: one's memory-bound prefix passes then run beside the
+    // other's product-bound additions instead of beside its own kind.
+    let stagger = std::env::var("CUZK_MSM_AFFINE_STAGGER").ok().as_deref() != Some("0");
     let mut result = Ok(());
     for g in 0..ngroups {
-        result = run(g, if g % 2 == 0 { stream } else { &side });
-        if result.is_err() {
-            break;
+        let s = if g % 2 == 0 { stream } else { &side };
+        match run(g, s) {
+            Ok(Some(ev)) if g == 0 && stagger => ev.wait_on(&side)?,
+            Ok(_) => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
         }
     }
     // The main stream (and the frees below) wait for the side stream's groups, also on error.
@@ -619,15 +627,30 @@ fn affine_rounds(
 }
 
 /// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when
-/// not 0) added into `out`, their slopes' denominators inverted together.
+/// not 0) added into `out`, their slopes' denominators inverted together. With `mark_prefix`,
+/// returns an event recorded after the first (prefix) pass.
 #[allow(clippy::too_many_arguments)]
-fn affine_round(module: &Module, stream: &Stream, sfx: &str, fb: usize, src: u64, entries: u64, pairs: u64, n: usize, out: u64) -> Result<(), CudaError> {
-    let t0 = n.div_ceil(AFFINE_BATCH);
+fn affine_round(
+    module: &Module,
+    stream: &Stream,
+    sfx: &str,
+    fb: usize,
+    src: u64,
+    entries: u64,
+    pairs: u64,
+    n: usize,
+    out: u64,
+    mark_prefix: bool,
+) -> Result<Option<Event>, CudaError> {
+    // Small rounds take fewer elements per thread: enough threads to fill the GPU, and shorter
+    // serial product chains (the rounds near the end are latency-bound).
+    let t0 = n.div_ceil((n >> 17).clamp(1, AFFINE_BATCH));
     let prefix0 = DevBuf::new(stream, fb * n)?;
     let mut totals = DevBuf::new(stream, fb * t0)?;
     let args = Args::new().push(src).push(entries).push(pairs).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr);
     // SAFETY: arguments match msm_affine_prefix_*; prefix0 holds n elements, totals t0.
     unsafe { module.launch(&format!("msm_affine_prefix_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    let prefix_done = if mark_prefix { Some(Event::record(stream)?) } else { None };
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
@@ -653,7 +676,7 @@ fn affine_round(module: &Module, stream: &Stream, sfx: &str, fb: usize, src: u64
     let args = Args::new().push(src).push(entries).push(pairs).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(out);
     // SAFETY: arguments match msm_affine_finish_*; out holds n points.
     unsafe { module.launch(&format!("msm_affine_finish_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
-    Ok(())
+    Ok(prefix_done)
 }
 
 /// Bytes of entries one scatter launch may spread its writes over: well inside the H200's 50 MB
@@ -665,18 +688,51 @@ const SCATTER_SPAN_BYTES: usize = 24 << 20;
 /// dense ones go one window at a time: the window's keys first, then one launch per bucket
 /// range whose entries span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
 #[allow(clippy::too_many_arguments)]
-fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u32, cursor: u64, entries: u64, total: usize) -> Result<(), CudaError> {
+/// The fullest bucket's entry count (from the offsets; at least 1 is not guaranteed: 0 and 1
+/// both read as 0 when no bucket holds two entries).
+fn bucket_max(module: &Module, stream: &Stream, offsets: &DevBuf, nb: u32) -> Result<u32, CudaError> {
+    // msm_seg_counts with S = 1 counts each bucket's entries and keeps the largest (when > 1).
+    let max = DevBuf::zeroed(stream, 4)?;
+    let scratch = DevBuf::new(stream, 4 * (nb as usize + 1))?;
+    let args = Args::new().push(offsets.ptr).push(nb).push(1u32).push(scratch.ptr).push(max.ptr);
+    // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
+    unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+    read_u32(stream, max.ptr)
+}
+
+/// Whether the scatter goes one window at a time. That path reads every scalar once per window:
+/// it pays when most digits are nonzero (random scalars: total ≈ w·m). Mostly-0/1 scalars
+/// (witness bits: total ≈ m) scatter directly; their few entries cost little wherever they land.
+fn windowed_scatter(total: usize, w: u32, m: usize) -> bool {
+    4 * total > SCATTER_SPAN_BYTES && 2 * total >= w as usize * m
+}
+
+/// Buckets up to this many entries scatter with one plain atomic per entry; fuller ones (equal
+/// scalars) with the warp-aggregated ones, which cost ~2x more when nothing aggregates.
+const SCATTER_PLAIN_MAX: u32 = 4096;
+
+#[allow(clippy::too_many_arguments)]
+fn scatter(
+    module: &Module,
+    stream: &Stream,
+    prepared: u64,
+    m: u32,
+    c: u32,
+    w: u32,
+    cursor: u64,
+    entries: u64,
+    total: usize,
+    max_count: Option<u32>,
+) -> Result<(), CudaError> {
     let g = grid(m as usize, 256)?;
     let direct = || {
         // SAFETY: arguments match msm_scatter; entries holds total slots.
         unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) }
     };
-    // The windowed path reads every scalar once per window: it pays when most digits are
-    // nonzero (random scalars: total ≈ w·m). Mostly-0/1 scalars (witness bits: total ≈ m)
-    // scatter directly; their few entries cost little wherever they land.
-    if 4 * total <= SCATTER_SPAN_BYTES || 2 * total < w as usize * m as usize {
+    if !windowed_scatter(total, w, m as usize) {
         return direct();
     }
+    let aggregate = u32::from(max_count.map_or(true, |mc| mc > SCATTER_PLAIN_MAX));
     // The keys take 4 bytes per scalar; without room for them, scatter directly.
     let keys = match DevBuf::new(stream, 4 * m as usize) {
         Ok(k) => k,
@@ -692,7 +748,7 @@ fn scatter(module: &Module, stream: &Stream, prepared: u64, m: u32, c: u32, w: u
         // SAFETY: arguments match msm_window_keys; keys holds m words.
         unsafe { module.launch("msm_window_keys", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(win).push(keys.ptr))? };
         for (lo, hi) in bucket_ranges(win * half, half, parts) {
-            let args = Args::new().push(keys.ptr).push(m).push(lo).push(hi).push(cursor).push(entries);
+            let args = Args::new().push(keys.ptr).push(m).push(lo).push(hi).push(cursor).push(entries).push(aggregate);
             // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
             unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
         }

@@ -118,11 +118,18 @@ extern "C" __global__ void msm_window_keys(const Fr* s, u32 m, u32 c, u32 w, u32
     keys[i] = d != 0 ? (w << (c - 1)) + d - 1 + (neg ? SIGN_BIT : 0u) : NO_KEY;
 }
 
-extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32 hi, u32* cursor, u32* entries) {
+// 'aggregate' 0 (the host knows no bucket is heavy): one plain atomic per entry, skipping
+// warp_add's __match_any_sync, which finds no peers among random digits.
+extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32 hi, u32* cursor, u32* entries,
+                                             u32 aggregate) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     u32 k = i < m ? keys[i] : NO_KEY;  // lanes past the end still take part in warp_add
     u32 key = k & ~SIGN_BIT;
     bool valid = k != NO_KEY && key >= lo && key < hi;
+    if (!aggregate) {
+        if (valid) entries[atomicAdd(cursor + key, 1u)] = i | (k & SIGN_BIT);
+        return;
+    }
     u32 slot = warp_add(cursor, key, valid);
     if (valid) entries[slot] = i | (k & SIGN_BIT);
 }
