@@ -451,12 +451,19 @@ struct AffinePlan {
 /// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
 /// (tests), unset: MSMs whose digits are mostly nonzero (the scatter's density rule) with at
 /// least 2^24 entries for G1 or 2^22 for G2 (below that they were no faster on the H200).
-/// `CUZK_MSM_AFFINE_ROUNDS` (1..=16) fixes the round count; otherwise the rounds run until
+/// `CUZK_MSM_AFFINE_ROUNDS` (1..=16) fixes the round count (partial); otherwise the rounds run until
 /// every bucket holds one point when the fullest bucket needs at most `AFFINE_FULL_MAX_ROUNDS`
 /// (`CUZK_MSM_AFFINE_FULL=0` turns that off), else until about two points per bucket are left
-/// (2 to 6 rounds). Either way more rounds run while the points left would take more than
+/// (2 to 6 rounds), and then more while the points left would take more than
 /// `AFFINE_LEFT_BYTES`. `max_count` is the fullest bucket's count.
-fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count: impl FnOnce() -> Result<u32, CudaError>) -> Result<Option<AffinePlan>, CudaError> {
+fn affine_plan(
+    group: Group,
+    total: usize,
+    nb: u32,
+    w: u32,
+    m: usize,
+    max_count: impl FnOnce() -> Result<u32, CudaError>,
+) -> Result<Option<AffinePlan>, CudaError> {
     if !use_segments() {
         return Ok(None); // the chunked round 1 reads the bases through entries
     }
@@ -471,7 +478,7 @@ fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count:
     }
     let fixed = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r));
     let mut plan = match fixed {
-        Some(rounds) => AffinePlan { rounds, full: false },
+        Some(rounds) => return Ok(Some(AffinePlan { rounds, full: false })),
         None => {
             let max = max_count()?.max(1);
             let needed = max.next_power_of_two().ilog2();
@@ -483,7 +490,8 @@ fn affine_plan(group: Group, total: usize, nb: u32, w: u32, m: usize, max_count:
             }
         }
     };
-    while plan.rounds < 16 && (total >> plan.rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
+    // (A full plan leaves at most one point per bucket.)
+    while !plan.full && plan.rounds < 16 && (total >> plan.rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
         plan.rounds += 1;
     }
     Ok(Some(plan))
@@ -774,7 +782,35 @@ unsafe fn sys_dtod(dst: u64, src: u64, bytes: usize, stream: &Stream) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::bucket_ranges;
+    use super::{affine_plan, bucket_ranges, Group};
+
+    /// The default plan (no `CUZK_MSM_*` variables set): off below the size thresholds and for
+    /// sparse digit sets; full rounds while the fullest bucket needs at most 10; otherwise from
+    /// the mean load; more rounds when the points left would not fit in 8 GB.
+    #[test]
+    fn affine_plan_follows_the_bucket_load() {
+        if ["CUZK_MSM_AFFINE", "CUZK_MSM_AFFINE_ROUNDS", "CUZK_MSM_AFFINE_FULL", "CUZK_MSM_SEG"].iter().any(|v| std::env::var_os(v).is_some()) {
+            eprintln!("SKIPPED: a CUZK_MSM_* variable is set");
+            return;
+        }
+        let (m, w, nb) = (1usize << 24, 13u32, 13u32 << 19);
+        let total = 13 * m; // random scalars: every digit nonzero
+        let plan = |total, max: u32| affine_plan(Group::G1, total, nb, w, m, || Ok(max)).unwrap().map(|p| (p.rounds, p.full));
+        assert_eq!(plan(total, 600), Some((10, true)));
+        assert_eq!(plan(total, 1), Some((1, true)));
+        assert_eq!(plan(total, 5000), Some((4, false))); // 13 > 10 rounds: mean 13·2^24 / (13·2^19) = 32 -> 4
+        assert_eq!(plan(total - 13, 5000), Some((3, false))); // mean just under 32 -> 3
+        assert_eq!(plan(m, 600), None); // mostly 0/1 scalars
+        assert_eq!(plan((1 << 24) - 1, 2), None); // below G1's threshold
+        let g2 = affine_plan(Group::G2, 1 << 22, 1 << 16, 16, 1 << 18, || Ok(100)).unwrap().map(|p| (p.rounds, p.full));
+        assert_eq!(g2, Some((7, true)));
+        // 2^27 scalars, heavy top window: partial rounds, and more of them to keep the output
+        // under 8 GB (13·2^27 / 2^6 · 96 bytes = 2.6 GB after 6).
+        let big = affine_plan(Group::G1, 13 << 27, nb, w, 1 << 27, || Ok(5000)).unwrap().unwrap();
+        assert_eq!((big.rounds, big.full), (6, false));
+        let huge = affine_plan(Group::G1, 13 << 30, nb, w, 1 << 30, || Ok(5000)).unwrap().unwrap();
+        assert!((13usize << 30 >> huge.rounds) * 96 <= 8 << 30 && !huge.full, "{huge:?}");
+    }
 
     #[test]
     fn bucket_ranges_cover_the_window_without_gaps() {
