@@ -740,6 +740,7 @@ fn scatter(
     if !windowed_scatter(total, w, m as usize) {
         return direct();
     }
+    #[allow(clippy::unnecessary_map_or)] // is_none_or is newer than our MSRV
     let aggregate = u32::from(max_count.map_or(true, |mc| mc > SCATTER_PLAIN_MAX));
     // The keys take 4 bytes per scalar; without room for them, scatter directly.
     let keys = match DevBuf::new(stream, 4 * m as usize) {
