@@ -9,13 +9,15 @@
 //    (atomic cursors; for large MSMs msm_window_keys + msm_scatter_range, see there) ->
 //    entries = point index | sign bit, grouped by bucket. The atomics are aggregated per warp
 //    and key (warp_add), so many equal digits cost one atomic per warp.
-// 4. Bucket sums in rounds: every bucket's run is cut into chunks of at most S entries, one
-//    thread per chunk sums its chunk (mixed additions from the affine bases in round 1, XYZZ
-//    additions later); the chunk sums of a bucket form the next round's run, until every
-//    bucket has one chunk. Heavy buckets (many equal scalars) thus still run in parallel.
+// 4. Bucket sums in rounds. Large dense MSMs first run batch-affine rounds (see "Batch-affine
+//    rounds" below), each halving every bucket, possibly down to one point per bucket. Then
+//    (or from the start) every bucket's run is cut into chunks of at most S entries, one
+//    thread per chunk sums its chunk (mixed additions from affine points in the first XYZZ
+//    round, XYZZ additions later); the chunk sums of a bucket form the next round's run, until
+//    every bucket has one chunk. Heavy buckets (many equal scalars) thus still run in parallel.
 // 5. Window sums: each window's buckets are cut into segments; a thread computes
-//    sum_k k·B_k over its segment with the running-sum trick, then segments are added in a
-//    tree. The host combines the W window sums with doublings.
+//    sum_k k·B_k over its segment with the running-sum trick (over XYZZ or affine buckets),
+//    then segments are added in a tree. The host combines the W window sums with doublings.
 
 #define SIGN_BIT 0x80000000u
 
