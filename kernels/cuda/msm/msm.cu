@@ -464,13 +464,10 @@ DEV void inv_each(F* e, u32 n) {
 }
 
 // Window sums, stage 1: thread (w, j) handles buckets k in [lo, lo + seg) of window w
-// (k = 1..2^(c-1), key w·2^(c-1) + k - 1) and writes sum (k)·B_k over its segment. Bucket b's
-// value is the last round's partial sum at partial[base[b]] when count[b] is 1, else the
-// identity (read in place: gathering the 2^(c-1)·W buckets into one array first cost 2.9 ms at
-// G1 2^24).
-template <class F>
-DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* base, u32 half, u32 W, u32 seg,
-                         Xyzz<F>* out) {
+// (k = 1..2^(c-1), key w·2^(c-1) + k - 1) and writes sum (k)·B_k over its segment.
+// add_bucket(run, b) adds bucket b to run (nothing when it is empty).
+template <class F, class AddBucket>
+DEV void window_segments_with(AddBucket add_bucket, u32 half, u32 W, u32 seg, Xyzz<F>* out) {
     u32 nseg = half / seg;
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= W * nseg) return;
@@ -479,8 +476,7 @@ DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* ba
     const u32 b0 = w * half - 1;  // key of bucket k is b0 + k (mod 2^32: b0 wraps for w = 0)
     Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
     for (u32 k = lo + seg; k-- > lo;) {
-        u32 b = b0 + k;
-        if (count[b]) xyzz_add(run, load_xyzz<F>(partial + base[b]));
+        add_bucket(run, b0 + k);
         xyzz_add(tot, run);
     }
     // tot = sum (k - lo + 1)·B_k; add (lo - 1)·run.
@@ -488,26 +484,30 @@ DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* ba
     store_xyzz(out + t, tot);
 }
 
-// The same over affine buckets (after batch-affine rounds run to one point per bucket): bucket b
-// is points[base[b]] when base[b + 1] > base[b], else the identity; run += B_k is then a mixed
+// Over XYZZ buckets: bucket b is the last round's partial sum at partial[base[b]] when count[b]
+// is 1, else the identity (read in place: gathering the 2^(c-1)·W buckets into one array first
+// cost 2.9 ms at G1 2^24).
+template <class F>
+DEV void window_segments(const Xyzz<F>* partial, const u32* count, const u32* base, u32 half, u32 W, u32 seg,
+                         Xyzz<F>* out) {
+    window_segments_with<F>(
+        [&](Xyzz<F>& run, u32 b) {
+            if (count[b]) xyzz_add(run, load_xyzz<F>(partial + base[b]));
+        },
+        half, W, seg, out);
+}
+
+// Over affine buckets (after batch-affine rounds run to one point per bucket): bucket b is
+// points[base[b]] when base[b + 1] > base[b], else the identity; run += B_k is then a mixed
 // addition.
 template <class F>
 DEV void window_segments_affine(const Affine<F>* points, const u32* base, u32 half, u32 W, u32 seg, Xyzz<F>* out) {
-    u32 nseg = half / seg;
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= W * nseg) return;
-    u32 w = t / nseg, j = t % nseg;
-    u32 lo = j * seg + 1;
-    const u32 b0 = w * half - 1;
-    Xyzz<F> run = Xyzz<F>::inf(), tot = Xyzz<F>::inf();
-    for (u32 k = lo + seg; k-- > lo;) {
-        u32 b = b0 + k;
-        u32 at = base[b];
-        if (base[b + 1] != at) xyzz_add_affine(run, load_affine<F>(points + at));
-        xyzz_add(tot, run);
-    }
-    xyzz_add(tot, xyzz_mul_small(run, lo - 1));
-    store_xyzz(out + t, tot);
+    window_segments_with<F>(
+        [&](Xyzz<F>& run, u32 b) {
+            u32 at = base[b];
+            if (base[b + 1] != at) xyzz_add_affine(run, load_affine<F>(points + at));
+        },
+        half, W, seg, out);
 }
 
 // Window sums, stage 2: in has W rows of 2·m points; out[w·m + i] = in[w·2m + 2i] + in[w·2m + 2i + 1].
