@@ -247,7 +247,14 @@ pub fn windows_prepared(
 
     // 2-3. Digits, histogram, scan, scatter.
     let c = if cfg.c != 0 { cfg.c } else { c_override().unwrap_or_else(|| window_bits(m)) };
+    if !(2..=24).contains(&c) {
+        return Err(CudaError::Invalid(format!("window size {c} is outside 2..=24")));
+    }
     let w = 256u32.div_ceil(c);
+    // Entries (one per nonzero digit) are counted and placed with 32-bit offsets.
+    if w as u64 * m as u64 >= 1 << 32 {
+        return Err(CudaError::Invalid(format!("{m} scalars in {w} windows could exceed 2^32 bucket entries; split the MSM")));
+    }
     let half = 1u32 << (c - 1);
     let nb = w * half;
     let nb1 = nb as usize + 1;
@@ -630,7 +637,7 @@ fn affine_rounds(
     // The main stream (and the frees below) wait for the side stream's groups, also on error.
     Event::record(&side)?.wait_on(stream)?;
     result?;
-    let offsets = later.pop().expect("rounds >= 1");
+    let offsets = later.pop().ok_or_else(|| CudaError::Invalid("batch-affine rounds need at least one round".into()))?;
     Ok(Reduced { points: red, offsets, total: red_total })
 }
 
