@@ -441,25 +441,12 @@ DEV u32 limbs_sub(u32* r, const u32* x, const u32* y) {
     return borrow;
 }
 
-// x <- x - y mod p, for x, y < p.
-template <class P>
-DEV void sub_mod(u32* x, const u32* y) {
-    if (limbs_sub<P::N>(x, x, y)) {
-        u32 carry = 0;
-#pragma unroll
-        for (int i = 0; i < P::N; i++) {
-            u64 t = (u64)x[i] + P::mod(i) + carry;
-            x[i] = (u32)t;
-            carry = (u32)(t >> 32);
-        }
-    }
-}
-
 // x <- x / 2^k mod p for x < p and 0 < k < 32: m = -x·p^(-1) mod 2^k makes x + m·p divisible
 // by 2^k, and (x + m·p) / 2^k < 2p.
 template <class P>
-DEV void div2k_mod(u32* x, u32 k) {
+DEV void div2k_mod(Mont<P>& xm, u32 k) {
     constexpr int N = P::N;
+    u32* x = xm.v;
     u32 m = (x[0] * P::INV) & ((1u << k) - 1);
     u32 t[N + 1];
     u64 carry = 0;
@@ -477,7 +464,7 @@ DEV void div2k_mod(u32* x, u32 k) {
 
 // Strips the factors of 2 of u (u != 0), dividing x by the same power of 2 mod p.
 template <class P>
-DEV void strip_twos(u32* u, u32* x) {
+DEV void strip_twos(u32* u, Mont<P>& x) {
     constexpr int N = P::N;
     while (!(u[0] & 1)) {
         u32 k = u[0] ? (u32)__ffs(u[0]) - 1 : 31;
@@ -495,36 +482,31 @@ template <class P>
 DEV Mont<P> field_inv(const Mont<P>& a) {
     constexpr int N = P::N;
     if (a.is_zero()) return a;
-    u32 U[N], V[N], x1[N], x2[N], d[N];
+    u32 U[N], V[N], d[N];
+    Mont<P> x1 = Mont<P>::zero(), x2 = Mont<P>::zero(), r3;
 #pragma unroll
     for (int i = 0; i < N; i++) {
         U[i] = a.v[i];
         V[i] = P::mod(i);
-        x1[i] = 0;
-        x2[i] = 0;
+        r3.v[i] = P::r3(i);
     }
-    x1[0] = 1;
+    x1.v[0] = 1;
     strip_twos<P>(U, x1);
     // U and V are odd here and at the top of every step; gcd(U, V) = 1, so U = V only at 1.
+    // x1 and x2 are plain integers below p, so the field's subtraction is theirs mod p.
     while (!limbs_is_one<N>(U) && !limbs_is_one<N>(V)) {
         if (!limbs_sub<N>(d, U, V)) {
 #pragma unroll
             for (int i = 0; i < N; i++) U[i] = d[i];
-            sub_mod<P>(x1, x2);
+            x1 = x1 - x2;
             strip_twos<P>(U, x1);
         } else {
             limbs_sub<N>(V, V, U);
-            sub_mod<P>(x2, x1);
+            x2 = x2 - x1;
             strip_twos<P>(V, x2);
         }
     }
-    Mont<P> r, r3;
-    const bool u_one = limbs_is_one<N>(U);
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        r.v[i] = u_one ? x1[i] : x2[i];
-        r3.v[i] = P::r3(i);
-    }
+    Mont<P> r = limbs_is_one<N>(U) ? x1 : x2;
     return r * r3;
 }
 
