@@ -273,15 +273,13 @@ pub fn windows_prepared(
     // SAFETY: same sizes.
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
     // The fullest bucket's count, known before the scatter when it goes by windows (see there).
-    let windowed = windowed_scatter(total, w, m);
-    let max_known = if windowed { Some(bucket_max(module, stream, &offsets, nb)?) } else { None };
+    let max_known = if windowed_scatter(total, w, m) { Some(bucket_max(module, stream, &offsets, nb)?) } else { None };
     scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total, max_known)?;
     drop(cursor);
     prof.mark(stream, "scatter");
 
     // 4. Bucket sums in rounds: first batch-affine rounds for large dense MSMs, then XYZZ.
     let mut entries = Some(entries);
-    let mut acc_bases = bases;
     let mut acc_total = total;
     let mut reduced_points = None;
     let mut offsets = offsets;
@@ -296,7 +294,6 @@ pub fn windows_prepared(
                 entries = None;
             }
             Ok(r) => {
-                acc_bases = r.points.ptr;
                 acc_total = r.total;
                 offsets = r.offsets;
                 reduced_points = Some(r.points);
@@ -315,6 +312,8 @@ pub fn windows_prepared(
         drop((entries, offsets, counts));
         (None, points, base)
     } else {
+        // The XYZZ rounds read the bases through the entries, or the batch-affine rounds' points.
+        let acc_bases = reduced_points.as_ref().map_or(bases, |p: &DevBuf| p.ptr);
         let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
         let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
         let mut cur_count = counts;
@@ -483,25 +482,20 @@ fn affine_plan(
     if !on {
         return Ok(None);
     }
-    let fixed = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r));
-    let mut plan = match fixed {
-        Some(rounds) => return Ok(Some(AffinePlan { rounds, full: false })),
-        None => {
-            let max = max_count()?.max(1);
-            let needed = max.next_power_of_two().ilog2();
-            if needed <= AFFINE_FULL_MAX_ROUNDS && std::env::var("CUZK_MSM_AFFINE_FULL").ok().as_deref() != Some("0") {
-                AffinePlan { rounds: needed.max(1), full: true }
-            } else {
-                let mean = (total / nb.max(1) as usize).max(1);
-                AffinePlan { rounds: (mean.ilog2().saturating_sub(1)).clamp(2, 6), full: false }
-            }
-        }
-    };
-    // (A full plan leaves at most one point per bucket.)
-    while !plan.full && plan.rounds < 16 && (total >> plan.rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
-        plan.rounds += 1;
+    if let Some(rounds) = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)) {
+        return Ok(Some(AffinePlan { rounds, full: false }));
     }
-    Ok(Some(plan))
+    let needed = max_count()?.max(1).next_power_of_two().ilog2();
+    if needed <= AFFINE_FULL_MAX_ROUNDS && std::env::var("CUZK_MSM_AFFINE_FULL").ok().as_deref() != Some("0") {
+        // At most one point per bucket is left, whatever the memory.
+        return Ok(Some(AffinePlan { rounds: needed.max(1), full: true }));
+    }
+    let mean = (total / nb.max(1) as usize).max(1);
+    let mut rounds = (mean.ilog2().saturating_sub(1)).clamp(2, 6);
+    while rounds < 16 && (total >> rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
+        rounds += 1;
+    }
+    Ok(Some(AffinePlan { rounds, full: false }))
 }
 
 /// Rounds the full plan may take (the fullest bucket holds at most 2^this many points).
@@ -698,11 +692,6 @@ fn affine_round(
 /// L2, so that the sectors fill up there before they go to DRAM.
 const SCATTER_SPAN_BYTES: usize = 24 << 20;
 
-/// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
-/// (the buckets' offsets). Small or sparse sorts scatter from the scalars in one launch. Large
-/// dense ones go one window at a time: the window's keys first, then one launch per bucket
-/// range whose entries span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
-#[allow(clippy::too_many_arguments)]
 /// The fullest bucket's entry count (from the offsets; at least 1 is not guaranteed: 0 and 1
 /// both read as 0 when no bucket holds two entries).
 fn bucket_max(module: &Module, stream: &Stream, offsets: &DevBuf, nb: u32) -> Result<u32, CudaError> {
@@ -726,6 +715,11 @@ fn windowed_scatter(total: usize, w: u32, m: usize) -> bool {
 /// scalars) with the warp-aggregated ones, which cost ~2x more when nothing aggregates.
 const SCATTER_PLAIN_MAX: u32 = 4096;
 
+/// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
+/// (the buckets' offsets). Small or sparse sorts (`windowed_max` None, see `windowed_scatter`)
+/// scatter from the scalars in one launch. Large dense ones (`windowed_max` the fullest bucket's
+/// count) go one window at a time: the window's keys first, then one launch per bucket range
+/// whose entries span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
 #[allow(clippy::too_many_arguments)]
 fn scatter(
     module: &Module,
@@ -737,18 +731,17 @@ fn scatter(
     cursor: u64,
     entries: u64,
     total: usize,
-    max_count: Option<u32>,
+    windowed_max: Option<u32>,
 ) -> Result<(), CudaError> {
     let g = grid(m as usize, 256)?;
     let direct = || {
         // SAFETY: arguments match msm_scatter; entries holds total slots.
         unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) }
     };
-    if !windowed_scatter(total, w, m as usize) {
+    let Some(max_count) = windowed_max else {
         return direct();
-    }
-    #[allow(clippy::unnecessary_map_or)] // is_none_or is newer than our MSRV
-    let aggregate = u32::from(max_count.map_or(true, |mc| mc > SCATTER_PLAIN_MAX));
+    };
+    let aggregate = u32::from(max_count > SCATTER_PLAIN_MAX);
     // The keys take 4 bytes per scalar; without room for them, scatter directly.
     let keys = match DevBuf::new(stream, 4 * m as usize) {
         Ok(k) => k,
