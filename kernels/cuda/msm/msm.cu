@@ -357,37 +357,49 @@ DEV int pair_case(const Affine<F>& p, const Affine<F>& q, F& d, F& num) {
     return PAIR_DBL;
 }
 
-// Level 0 of the trick: prefix[o] = d_o·d_(o-T)·... over thread t's outputs, totals[t] = all of them.
-template <class F>
-DEV void affine_prefix(const Affine<F>* src, const u32* entries, const u32* pairs, u32 n, u32 T, F* prefix, F* totals) {
+// One level of the trick: thread t's elements are d(o) for o = t, t + T, ... < n;
+// prefix[o] = d_o·d_(o-T)·..., totals[t] = all of them.
+template <class F, class Elem>
+DEV void prefix_products(Elem d_of, u32 n, u32 T, F* prefix, F* totals) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
     F acc = F::one();
     for (u32 o = t; o < n; o += T) {
-        u32 pr = pairs[o];
-        F d = F::one();
-        if (!(pr & PAIR_SINGLE)) {
-            u32 pos = pr & ~PAIR_SINGLE;
-            // Most pairs need only the x coordinates.
-            F x1, x2;
-            if (entries) {
-                x1 = load_elem<F>(&src[entries[pos] & ~SIGN_BIT].x);
-                x2 = load_elem<F>(&src[entries[pos + 1] & ~SIGN_BIT].x);
-            } else {
-                x1 = load_elem<F>(&src[pos].x);
-                x2 = load_elem<F>(&src[pos + 1].x);
-            }
-            if (!x1.is_zero() && !x2.is_zero() && !x1.eq(x2)) {
-                d = x2 - x1;
-            } else {
-                F num;
-                pair_case<F, false>(load_point(src, entries, pos), load_point(src, entries, pos + 1), d, num);
-            }
-        }
+        F d = d_of(o);
         acc = o == t ? d : acc * d;
         store_elem<F>(prefix + o, acc);
     }
     store_elem<F>(totals + t, acc);
+}
+
+// Level 0: the elements are the pairs' slope denominators.
+template <class F>
+DEV void affine_prefix(const Affine<F>* src, const u32* entries, const u32* pairs, u32 n, u32 T, F* prefix, F* totals) {
+    prefix_products<F>(
+        [&](u32 o) {
+            u32 pr = pairs[o];
+            F d = F::one();
+            if (!(pr & PAIR_SINGLE)) {
+                u32 pos = pr & ~PAIR_SINGLE;
+                // Most pairs need only the x coordinates.
+                F x1, x2;
+                if (entries) {
+                    x1 = load_elem<F>(&src[entries[pos] & ~SIGN_BIT].x);
+                    x2 = load_elem<F>(&src[entries[pos + 1] & ~SIGN_BIT].x);
+                } else {
+                    x1 = load_elem<F>(&src[pos].x);
+                    x2 = load_elem<F>(&src[pos + 1].x);
+                }
+                if (!x1.is_zero() && !x2.is_zero() && !x1.eq(x2)) {
+                    d = x2 - x1;
+                } else {
+                    F num;
+                    pair_case<F, false>(load_point(src, entries, pos), load_point(src, entries, pos + 1), d, num);
+                }
+            }
+            return d;
+        },
+        n, T, prefix, totals);
 }
 
 // Level 0 back down, fused with the additions: with inv = (this thread's total)^(-1), walks
@@ -429,15 +441,7 @@ DEV void affine_finish(const Affine<F>* src, const u32* entries, const u32* pair
 // Upper levels: the same trick over plain elements.
 template <class F>
 DEV void inv_prefix(const F* e, u32 n, u32 T, F* prefix, F* totals) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= T) return;
-    F acc = F::one();
-    for (u32 o = t; o < n; o += T) {
-        F d = load_elem<F>(e + o);
-        acc = o == t ? d : acc * d;
-        store_elem<F>(prefix + o, acc);
-    }
-    store_elem<F>(totals + t, acc);
+    prefix_products<F>([&](u32 o) { return load_elem<F>(e + o); }, n, T, prefix, totals);
 }
 
 // e[o] <- e[o]^(-1), given the inverses of the threads' totals.
