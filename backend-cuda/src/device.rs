@@ -93,6 +93,23 @@ impl Event {
         Ok(Event { raw: stream.record()?, ctx: stream.inner.ctx.clone() })
     }
 
+    /// Records a new event on `stream` that keeps its completion time (profiling).
+    pub fn record_timed(stream: &Stream) -> Result<Self, CudaError> {
+        stream.inner.ctx.bind_to_thread()?;
+        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
+        let ev = Event { raw, ctx: stream.inner.ctx.clone() };
+        // SAFETY: live event and stream.
+        unsafe { result::event::record(raw, stream.raw()) }?;
+        Ok(ev)
+    }
+
+    /// Milliseconds from `earlier` to this event; both must be timed and completed.
+    pub fn ms_since(&self, earlier: &Event) -> Result<f32, CudaError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: live events.
+        Ok(unsafe { result::event::elapsed(earlier.raw, self.raw) }?)
+    }
+
     /// Makes `stream` wait (on the device) until this event has completed.
     pub fn wait_on(&self, stream: &Stream) -> Result<(), CudaError> {
         self.ctx.bind_to_thread()?;

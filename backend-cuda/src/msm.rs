@@ -71,11 +71,15 @@ struct Profile {
     parts: Vec<(String, f64)>,
 }
 
+/// Whether `CUZK_MSM_PROFILE` is set.
+fn profiling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("CUZK_MSM_PROFILE").is_some())
+}
+
 impl Profile {
     fn new() -> Self {
-        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let on = *ON.get_or_init(|| std::env::var_os("CUZK_MSM_PROFILE").is_some());
-        Profile { on, t: std::time::Instant::now(), parts: Vec::new() }
+        Profile { on: profiling(), t: std::time::Instant::now(), parts: Vec::new() }
     }
     fn mark(&mut self, stream: &Stream, what: &str) {
         if self.on {
@@ -121,11 +125,18 @@ fn c_override() -> Option<u32> {
 }
 
 fn scan(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32) -> Result<(), CudaError> {
+    scan_above(module, stream, input, out, n, ceil_div, 0)
+}
+
+/// Exclusive scan of `ceil(in[i] / ceil_div)` (`in[i]` when `ceil_div` is 0), where values up
+/// to `drop_upto` count as 0.
+fn scan_above(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32, drop_upto: u32) -> Result<(), CudaError> {
     const B: u32 = 1024;
     let nblocks = n.div_ceil(B);
     let sums = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
+    let args = Args::new().push(input).push(out).push(n).push(sums.ptr).push(ceil_div).push(drop_upto);
     // SAFETY: arguments match scan_block; buffers hold n (resp. nblocks) u32.
-    unsafe { module.launch("scan_block", nblocks, B, 0, stream, Args::new().push(input).push(out).push(n).push(sums.ptr).push(ceil_div))? };
+    unsafe { module.launch("scan_block", nblocks, B, 0, stream, args)? };
     if nblocks > 1 {
         let offs = DevBuf::new(stream, 4 * (nblocks as usize + 1))?;
         scan(module, stream, sums.ptr, offs.ptr, nblocks, 0)?;
@@ -290,15 +301,21 @@ pub fn windows_prepared(
         match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, plan.rounds) {
             Ok(r) if plan.full => {
                 prof.mark(stream, &format!("affine({} rounds to one point per bucket)", plan.rounds));
+                if prof.on {
+                    eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
+                }
                 affine_buckets = Some((r.points, r.offsets));
                 entries = None;
             }
             Ok(r) => {
+                prof.mark(stream, &format!("affine({} rounds, {} left)", plan.rounds, r.total));
+                if prof.on {
+                    eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
+                }
                 acc_total = r.total;
                 offsets = r.offsets;
                 reduced_points = Some(r.points);
                 entries = None;
-                prof.mark(stream, &format!("affine({} rounds, {acc_total} left)", plan.rounds));
             }
             Err(CudaError::OutOfMemory(what)) => {
                 tracing::debug!(%what, "no room for the batch-affine rounds; XYZZ rounds only");
@@ -406,7 +423,8 @@ pub fn windows_prepared(
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
     // least ~2^14 threads in all (large windows have 2^19 buckets each). Bucket b is the last
     // round's partial[final_base[b]] when final_count[b] is 1, else empty.
-    let nseg = (16384 / w).next_power_of_two().max(half / 64).min(half).max(1);
+    let seg_len = std::env::var("CUZK_MSM_WSEG").ok().and_then(|v| v.parse::<u32>().ok()).filter(|v| v.is_power_of_two()).unwrap_or(64);
+    let nseg = (16384 / w).next_power_of_two().max(half / seg_len).min(half).max(1);
     let seg = half / nseg;
     let xb = group.xyzz_bytes();
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
@@ -536,10 +554,30 @@ struct Reduced {
     points: DevBuf,
     offsets: DevBuf,
     total: usize,
+    /// With `CUZK_MSM_PROFILE`: per group, per round, timed events at the round's start and
+    /// after its pair index, prefix pass, inversion and finish pass.
+    clock: Vec<Vec<[Event; 5]>>,
+}
+
+impl Reduced {
+    /// The rounds' times per group (ms: pairs/prefix/inversion/finish), once they completed.
+    fn clock_report(&self) -> String {
+        let mut out = Vec::new();
+        for (g, rounds) in self.clock.iter().enumerate() {
+            let mut line = format!("group {g}:");
+            for (r, ev) in rounds.iter().enumerate() {
+                let d: Vec<String> = (1..5).map(|i| ev[i].ms_since(&ev[i - 1]).map_or("?".into(), |t| format!("{t:.2}"))).collect();
+                line += &format!(" r{r} {}", d.join("/"));
+            }
+            out.push(line);
+        }
+        out.join("\n")
+    }
 }
 
 /// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
 /// entries, in groups of consecutive buckets with at most about `affine_group_entries` entries.
+/// A bucket leaves the rounds once it is down to one point, which goes straight to the output.
 /// The groups alternate between `stream` and a second stream, so that one group's
 /// memory-bound passes and the latency of its last inversions overlap another's additions.
 #[allow(clippy::too_many_arguments)]
@@ -558,70 +596,119 @@ fn affine_rounds(
     let sfx = group.suffix();
     let (ab, fb) = (group.affine_bytes(), group.field_bytes());
     let nb1 = nb as usize + 1;
-    // After round r, bucket b holds ceil(count[b] / 2^r) points from layout[r][b].
-    let mut later = Vec::with_capacity(rounds as usize);
-    for r in 1..=rounds {
+    let layout = |ceil_div: u32, drop_upto: u32| -> Result<DevBuf, CudaError> {
         let off = DevBuf::new(stream, 4 * nb1)?;
-        scan(module, stream, counts.ptr, off.ptr, nb + 1, 1 << r)?;
-        later.push(off);
+        scan_above(module, stream, counts.ptr, off.ptr, nb + 1, ceil_div, drop_upto)?;
+        Ok(off)
+    };
+    // Round r's input: ceil(count / 2^r) points for the buckets that hold two or more (round 0:
+    // the sorted entries); its output slots: half as many, rounded up; the final points:
+    // ceil(count / 2^rounds) per bucket.
+    let mut owned = Vec::with_capacity(2 * rounds as usize + 1);
+    for r in 0..rounds {
+        if r > 0 {
+            owned.push(layout(1 << r, 1 << r)?);
+        }
+        owned.push(layout(2 << r, if r == 0 { 0 } else { 1 << r })?);
     }
-    let layout: Vec<u64> = std::iter::once(offsets.ptr).chain(later.iter().map(|o| o.ptr)).collect();
+    let fin = layout(1 << rounds, 0)?;
+    let mut inputs = vec![offsets.ptr];
+    let mut slots = Vec::with_capacity(rounds as usize);
+    for (i, o) in owned.iter().enumerate() {
+        // owned: slots 0, inputs 1, slots 1, inputs 2, slots 2, ...
+        if i % 2 == 0 {
+            slots.push(o.ptr)
+        } else {
+            inputs.push(o.ptr)
+        }
+    }
     let ngroups = total.div_ceil(affine_group_entries(group)?).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
-    let addrs: Vec<u64> = layout.iter().flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
+    let all: Vec<u64> = inputs.iter().chain(&slots).chain(std::iter::once(&fin.ptr)).copied().collect();
+    let addrs: Vec<u64> = all.iter().flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
     let flat = read_u32s(module, stream, &addrs)?;
     let at: Vec<&[u32]> = flat.chunks_exact(bounds.len()).collect();
-    let red_total = at[rounds as usize][ngroups] as usize;
+    let (in_at, rest) = at.split_at(rounds as usize);
+    let (slot_at, fin_at) = (&rest[..rounds as usize], rest[rounds as usize]);
+    let red_total = fin_at[ngroups] as usize;
     let red = DevBuf::new(stream, ab * red_total)?;
     let side = stream.sibling()?;
     Event::record(stream)?.wait_on(&side)?;
-    // Returns an event after the group's first memory-bound pass (its first prefix pass).
-    let run = |g: usize, s: &Stream| -> Result<Option<Event>, CudaError> {
+    let timed = profiling();
+    // Returns an event after the group's first memory-bound pass (its first prefix pass), and
+    // the rounds' timed events when profiling.
+    let run = |g: usize, s: &Stream| -> Result<(Option<Event>, Vec<[Event; 5]>), CudaError> {
         let (b_lo, nbg) = (bounds[g], bounds[g + 1] - bounds[g]);
-        if at[0][g + 1] == at[0][g] {
-            return Ok(None);
-        }
+        let bo = 4 * b_lo as u64;
         let mut first_prefix = None;
         let cnt = counts.at(4 * b_lo as usize);
+        let fin_out = red.at(ab * fin_at[g] as usize);
         let mut src = bases;
-        let mut ents = entries + 4 * at[0][g] as u64;
+        let mut ents = entries + 4 * in_at[0][g] as u64;
         let mut cur: Option<DevBuf>; // the previous round's output, freed once this round is queued
+        let mut clock = Vec::new();
         for r in 0..rounds as usize {
-            let n_out = (at[r + 1][g + 1] - at[r + 1][g]) as usize;
+            let n_out = (slot_at[r][g + 1] - slot_at[r][g]) as usize;
+            if n_out == 0 {
+                break; // every bucket of the group is down to one point
+            }
+            let last = r + 1 == rounds as usize;
+            let n_next = if last { 0 } else { (in_at[r + 1][g + 1] - in_at[r + 1][g]) as usize };
+            let (next_off, next_base) = if last { (0, 0) } else { (inputs[r + 1] + bo, in_at[r + 1][g]) };
             let pairs = DevBuf::new(s, 4 * n_out)?;
+            let dest = DevBuf::new(s, 4 * n_out)?;
             let args = Args::new()
                 .push(cnt)
                 .push(nbg)
                 .push(r as u32)
-                .push(layout[r] + 4 * b_lo as u64)
-                .push(at[r][g])
-                .push(layout[r + 1] + 4 * b_lo as u64)
-                .push(at[r + 1][g])
-                .push(pairs.ptr);
-            // SAFETY: arguments match msm_pair_index; pairs holds the group's n_out outputs.
+                .push(inputs[r] + bo)
+                .push(in_at[r][g])
+                .push(slots[r] + bo)
+                .push(slot_at[r][g])
+                .push(next_off)
+                .push(next_base)
+                .push(fin.ptr + bo)
+                .push(fin_at[g])
+                .push(pairs.ptr)
+                .push(dest.ptr);
+            let mut marks = Vec::new();
+            if timed {
+                marks.push(Event::record_timed(s)?);
+            }
+            // SAFETY: arguments match msm_pair_index; pairs and dest hold the group's n_out slots.
             unsafe { module.launch("msm_pair_index", grid(nbg as usize, 256)?, 256, 0, s, args)? };
-            let last = r + 1 == rounds as usize;
-            let fresh = if last { None } else { Some(DevBuf::new(s, ab * n_out)?) };
-            let out = fresh.as_ref().map_or(red.at(ab * at[rounds as usize][g] as usize), |b| b.ptr);
-            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, n_out, out, r == 0)?;
+            if timed {
+                marks.push(Event::record_timed(s)?);
+            }
+            let next = if n_next > 0 { Some(DevBuf::new(s, ab * n_next)?) } else { None };
+            let next_ptr = next.as_ref().map_or(0, |b| b.ptr);
+            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, dest.ptr, n_out, next_ptr, fin_out, r == 0, timed.then_some(&mut marks))?;
+            if let Ok(m) = <[Event; 5]>::try_from(marks) {
+                clock.push(m);
+            }
             first_prefix = first_prefix.or(ev);
-            cur = fresh;
+            cur = next;
             src = cur.as_ref().map_or(0, |b| b.ptr);
             ents = 0;
         }
-        Ok(first_prefix)
+        Ok((first_prefix, clock))
     };
     // The second group starts once the first one's first prefix pass is done, so that the two
     // streams stay half a round apart: one's memory-bound prefix passes then run beside the
     // other's product-bound additions instead of beside its own kind.
     let stagger = std::env::var("CUZK_MSM_AFFINE_STAGGER").ok().as_deref() != Some("0");
     let mut result = Ok(());
+    let mut clock = Vec::new();
     for g in 0..ngroups {
         let s = if g % 2 == 0 { stream } else { &side };
         match run(g, s) {
-            Ok(Some(ev)) if g == 0 && stagger => ev.wait_on(&side)?,
-            Ok(_) => {}
+            Ok((ev, c)) => {
+                clock.push(c);
+                if let (Some(ev), true) = (ev, g == 0 && stagger) {
+                    ev.wait_on(&side)?;
+                }
+            }
             Err(e) => {
                 result = Err(e);
                 break;
@@ -631,13 +718,13 @@ fn affine_rounds(
     // The main stream (and the frees below) wait for the side stream's groups, also on error.
     Event::record(&side)?.wait_on(stream)?;
     result?;
-    let offsets = later.pop().ok_or_else(|| CudaError::Invalid("batch-affine rounds need at least one round".into()))?;
-    Ok(Reduced { points: red, offsets, total: red_total })
+    Ok(Reduced { points: red, offsets: fin, total: red_total, clock })
 }
 
 /// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when
-/// not 0) added into `out`, their slopes' denominators inverted together. With `mark_prefix`,
-/// returns an event recorded after the first (prefix) pass.
+/// not 0) added, their slopes' denominators inverted together; each sum goes where `dest`
+/// says, into `next` or `fin`. With `mark_prefix`, returns an event recorded after the first
+/// (prefix) pass.
 #[allow(clippy::too_many_arguments)]
 fn affine_round(
     module: &Module,
@@ -647,10 +734,19 @@ fn affine_round(
     src: u64,
     entries: u64,
     pairs: u64,
+    dest: u64,
     n: usize,
-    out: u64,
+    next: u64,
+    fin: u64,
     mark_prefix: bool,
+    mut marks: Option<&mut Vec<Event>>,
 ) -> Result<Option<Event>, CudaError> {
+    let mut mark = |s: &Stream| -> Result<(), CudaError> {
+        if let Some(m) = marks.as_deref_mut() {
+            m.push(Event::record_timed(s)?);
+        }
+        Ok(())
+    };
     // Small rounds take fewer elements per thread: enough threads to fill the GPU, and shorter
     // serial product chains (the rounds near the end are latency-bound).
     let t0 = n.div_ceil((n >> 17).clamp(1, AFFINE_BATCH));
@@ -660,6 +756,7 @@ fn affine_round(
     // SAFETY: arguments match msm_affine_prefix_*; prefix0 holds n elements, totals t0.
     unsafe { module.launch(&format!("msm_affine_prefix_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
     let prefix_done = if mark_prefix { Some(Event::record(stream)?) } else { None };
+    mark(stream)?;
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
@@ -682,9 +779,16 @@ fn affine_round(
         unsafe { module.launch(&format!("msm_inv_down_{sfx}"), grid(t, 128)?, 128, 0, stream, args)? };
         totals = vals;
     }
-    let args = Args::new().push(src).push(entries).push(pairs).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(out);
-    // SAFETY: arguments match msm_affine_finish_*; out holds n points.
-    unsafe { module.launch(&format!("msm_affine_finish_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    mark(stream)?;
+    let args =
+        Args::new().push(src).push(entries).push(pairs).push(dest).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(next).push(fin);
+    // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
+    // The finish compiled for 4 blocks of 128 threads per SM (128 registers, a few spilled) beat
+    // the unbounded one (168 registers, 3 blocks): G1 2^24 100.7 against 104.0 ms on the H200.
+    // `CUZK_MSM_FINISH=plain` picks the unbounded one.
+    let finish = if std::env::var("CUZK_MSM_FINISH").ok().as_deref() == Some("plain") { "msm_affine_finish" } else { "msm_affine_finish_lb" };
+    unsafe { module.launch(&format!("{finish}_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    mark(stream)?;
     Ok(prefix_done)
 }
 

@@ -146,14 +146,16 @@ extern "C" __global__ void read_u32s(const u64* addr, u32 n, u32* out) {
 #define SCAN_BLOCK 1024
 
 // out[i] = sum of in[0..i) within each block of SCAN_BLOCK; block_sums[b] = block total.
-// 'ceil_div' > 0 scans ceil(in[i] / ceil_div) instead of in[i] (chunk counts).
-extern "C" __global__ void scan_block(const u32* in, u32* out, u32 n, u32* block_sums, u32 ceil_div) {
+// 'ceil_div' > 0 scans ceil(in[i] / ceil_div) instead of in[i] (chunk counts), and values
+// in[i] <= 'drop_upto' count as 0 (buckets that have left the batch-affine rounds).
+extern "C" __global__ void scan_block(const u32* in, u32* out, u32 n, u32* block_sums, u32 ceil_div, u32 drop_upto) {
     __shared__ u32 sh[SCAN_BLOCK];
     u32 i = blockIdx.x * SCAN_BLOCK + threadIdx.x;
     u32 v = 0;
     if (i < n) {
         v = in[i];
-        if (ceil_div) v = (v + ceil_div - 1) / ceil_div;
+        if (v <= drop_upto) v = 0;
+        if (ceil_div) v = (u32)(((u64)v + ceil_div - 1) / ceil_div);
     }
     sh[threadIdx.x] = v;
     __syncthreads();
@@ -298,28 +300,43 @@ DEV void accumulate_xyzz(const Xyzz<F>* in, const u32* task_start, const u32* ta
 //
 // A round's outputs o = t + k·T (thread t, k = 0, 1, ...) are interleaved so that a warp reads
 // consecutive pairs; pairs[o] is the position of the pair's first point, with PAIR_SINGLE set
-// when it has no second one.
+// when it has no second one, and dest[o] where the sum goes: the next round's input, or with
+// DEST_FINAL set the rounds' final points. A bucket leaves the rounds as soon as it is down to
+// one point, so the late rounds only touch the few buckets still holding several.
 #define PAIR_SINGLE 0x80000000u
+#define DEST_FINAL 0x80000000u
 
-// pairs for one round over nb buckets: bucket b holds ceil(count[b] / 2^shift) points from
-// in_off[b] - in_base and gets half as many (rounded up) from out_off[b] - out_base. Each warp
-// takes 32 buckets and writes them one after the other with all its lanes, so a heavy bucket
-// (equal scalars, or the top window's carries) costs 1/32 of its length in steps.
+// pairs and dest for round 'shift' over nb buckets. Bucket b holds n = ceil(count[b] / 2^shift)
+// points and takes part when n >= 2 (round 0: n >= 1), with its points from in_off[b] - in_base.
+// Its ceil(n / 2) outputs take slots from slot_off[b] - slot_base. They are final when there is
+// one of them or no next round (next_off null): they then go to fin_off[b] - fin_base + j,
+// otherwise to the next round's next_off[b] - next_base + j. Each warp takes 32 buckets and
+// writes them one after the other with all its lanes, so a heavy bucket (equal scalars, or the
+// top window's carries) costs 1/32 of its length in steps.
 extern "C" __global__ void msm_pair_index(const u32* count, u32 nb, u32 shift, const u32* in_off, u32 in_base,
-                                          const u32* out_off, u32 out_base, u32* pairs) {
+                                          const u32* slot_off, u32 slot_base, const u32* next_off, u32 next_base,
+                                          const u32* fin_off, u32 fin_base, u32* pairs, u32* dest) {
     const u32 lane = threadIdx.x & 31;
     const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    u32 c = 0, in = 0, out = 0;
+    u32 n = 0, in = 0, slot = 0, to = 0;
     if (b < nb) {
-        c = (u32)(((u64)count[b] + (1ull << shift) - 1) >> shift);
-        in = in_off[b] - in_base;
-        out = out_off[b] - out_base;
+        u32 cnt = count[b];
+        if (cnt > (shift ? 1u << shift : 0u)) {
+            n = (u32)(((u64)cnt + (1ull << shift) - 1) >> shift);
+            in = in_off[b] - in_base;
+            slot = slot_off[b] - slot_base;
+            to = n <= 2 || !next_off ? DEST_FINAL | (fin_off[b] - fin_base) : next_off[b] - next_base;
+        }
     }
     for (u32 k = 0; k < 32; k++) {
-        u32 ck = __shfl_sync(0xffffffffu, c, k);
+        u32 nk = __shfl_sync(0xffffffffu, n, k);
         u32 ink = __shfl_sync(0xffffffffu, in, k);
-        u32 outk = __shfl_sync(0xffffffffu, out, k);
-        for (u32 j = lane; 2 * j < ck; j += 32) pairs[outk + j] = (ink + 2 * j) | (2 * j + 1 < ck ? 0u : PAIR_SINGLE);
+        u32 slotk = __shfl_sync(0xffffffffu, slot, k);
+        u32 tok = __shfl_sync(0xffffffffu, to, k);
+        for (u32 j = lane; 2 * j < nk; j += 32) {
+            pairs[slotk + j] = (ink + 2 * j) | (2 * j + 1 < nk ? 0u : PAIR_SINGLE);
+            dest[slotk + j] = tok + j;
+        }
     }
 }
 
@@ -405,8 +422,8 @@ DEV void affine_prefix(const Affine<F>* src, const u32* entries, const u32* pair
 // Level 0 back down, fused with the additions: with inv = (this thread's total)^(-1), walks
 // the outputs backwards; 1/d_o = inv·prefix[o - T], then inv·d_o is the inverse for the rest.
 template <class F>
-DEV void affine_finish(const Affine<F>* src, const u32* entries, const u32* pairs, u32 n, u32 T, const F* prefix,
-                       const F* inv_totals, Affine<F>* out) {
+DEV void affine_finish(const Affine<F>* src, const u32* entries, const u32* pairs, const u32* dest, u32 n, u32 T,
+                       const F* prefix, const F* inv_totals, Affine<F>* next, Affine<F>* fin) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T || t >= n) return;
     F inv = load_elem<F>(inv_totals + t);
@@ -432,8 +449,10 @@ DEV void affine_finish(const Affine<F>* src, const u32* entries, const u32* pair
                 r.y = F::zero();
             }
         }
-        store_elem<F>(&out[o].x, r.x);
-        store_elem<F>(&out[o].y, r.y);
+        u32 to = dest[o];
+        Affine<F>* out = to & DEST_FINAL ? fin + (to & ~DEST_FINAL) : next + to;
+        store_elem<F>(&out->x, r.x);
+        store_elem<F>(&out->y, r.y);
         if (o < T) break;
     }
 }
@@ -572,8 +591,14 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
         affine_prefix<F>(src, entries, pairs, n, T, prefix, totals);                                                  \
     }                                                                                                                 \
     extern "C" __global__ void msm_affine_finish_##SUF(const Affine<F>* src, const u32* entries, const u32* pairs,    \
-                                                       u32 n, u32 T, const F* prefix, const F* inv, Affine<F>* out) { \
-        affine_finish<F>(src, entries, pairs, n, T, prefix, inv, out);                                                \
+                                                       const u32* dest, u32 n, u32 T, const F* prefix, const F* inv,   \
+                                                       Affine<F>* next, Affine<F>* fin) {                             \
+        affine_finish<F>(src, entries, pairs, dest, n, T, prefix, inv, next, fin);                                    \
+    }                                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(128, 4)                                                              \
+        msm_affine_finish_lb_##SUF(const Affine<F>* src, const u32* entries, const u32* pairs, const u32* dest, u32 n, \
+                                   u32 T, const F* prefix, const F* inv, Affine<F>* next, Affine<F>* fin) {           \
+        affine_finish<F>(src, entries, pairs, dest, n, T, prefix, inv, next, fin);                                    \
     }                                                                                                                 \
     extern "C" __global__ void msm_inv_prefix_##SUF(const F* e, u32 n, u32 T, F* prefix, F* totals) {                \
         inv_prefix<F>(e, n, T, prefix, totals);                                                                       \
