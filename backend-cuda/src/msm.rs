@@ -792,6 +792,10 @@ fn affine_round(
     Ok(prefix_done)
 }
 
+/// Bytes of keys the windowed scatter writes per pass over the scalars (2^24 scalars: all 13
+/// windows in one pass, instead of reading the scalars once per window).
+const SCATTER_KEY_BYTES: usize = 1 << 30;
+
 /// Bytes of entries one scatter launch may spread its writes over: well inside the H200's 50 MB
 /// L2, so that the sectors fill up there before they go to DRAM.
 const SCATTER_SPAN_BYTES: usize = 24 << 20;
@@ -846,8 +850,10 @@ fn scatter(
         return direct();
     };
     let aggregate = u32::from(max_count > SCATTER_PLAIN_MAX);
-    // The keys take 4 bytes per scalar; without room for them, scatter directly.
-    let keys = match DevBuf::new(stream, 4 * m as usize) {
+    // The keys take 4 bytes per scalar and window, for up to SCATTER_KEY_BYTES of windows per
+    // pass over the scalars; without room for one window's, scatter directly.
+    let per_pass = (SCATTER_KEY_BYTES / (4 * m as usize)).clamp(1, w as usize) as u32;
+    let keys = match DevBuf::new(stream, 4 * m as usize * per_pass as usize) {
         Ok(k) => k,
         Err(e) => {
             tracing::debug!(error = %e, "no room for the windowed scatter's keys; scattering directly");
@@ -857,13 +863,18 @@ fn scatter(
     let half = 1u32 << (c - 1);
     // Each window holds about total / w entries, spread evenly over its buckets.
     let parts = (4 * total / w as usize).div_ceil(SCATTER_SPAN_BYTES).clamp(1, half as usize) as u32;
-    for win in 0..w {
-        // SAFETY: arguments match msm_window_keys; keys holds m words.
-        unsafe { module.launch("msm_window_keys", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(win).push(keys.ptr))? };
-        for (lo, hi) in bucket_ranges(win * half, half, parts) {
-            let args = Args::new().push(keys.ptr).push(m).push(lo).push(hi).push(cursor).push(entries).push(aggregate);
-            // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
-            unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
+    for w_lo in (0..w).step_by(per_pass as usize) {
+        let w_hi = (w_lo + per_pass).min(w);
+        let args = Args::new().push(prepared).push(m).push(c).push(w_lo).push(w_hi).push(keys.ptr);
+        // SAFETY: arguments match msm_window_keys; keys holds m words per window of the pass.
+        unsafe { module.launch("msm_window_keys", g, 256, 0, stream, args)? };
+        for win in w_lo..w_hi {
+            let win_keys = keys.at(4 * m as usize * (win - w_lo) as usize);
+            for (lo, hi) in bucket_ranges(win * half, half, parts) {
+                let args = Args::new().push(win_keys).push(m).push(lo).push(hi).push(cursor).push(entries).push(aggregate);
+                // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
+                unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
+            }
         }
     }
     Ok(())

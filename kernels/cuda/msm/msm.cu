@@ -106,18 +106,22 @@ extern "C" __global__ void msm_scatter(const Fr* s, u32 m, u32 c, u32 W, u32* cu
 // The scatter for large MSMs. msm_scatter writes 4-byte entries all over the entries array;
 // once that is far larger than L2, most of them cost a read-modify-write of a DRAM sector
 // (18 ms at 2^24 scalars, c = 20, with the warps waiting on memory). Instead, one window at a
-// time: msm_window_keys writes each scalar's bucket key for window w (coalesced), then
-// msm_scatter_range places the keys of one bucket range [lo, hi) per launch, chosen so that the
-// entries it writes fit in L2 and reach DRAM as whole sectors.
+// time: msm_window_keys writes each scalar's bucket keys (coalesced, for several windows per
+// pass over the scalars), then msm_scatter_range places the keys of one window and bucket range
+// [lo, hi) per launch, chosen so that the entries it writes fit in L2 and reach DRAM as whole
+// sectors.
 #define NO_KEY 0xffffffffu
-extern "C" __global__ void msm_window_keys(const Fr* s, u32 m, u32 c, u32 w, u32* keys) {
+// keys[(w - w_lo)·m + i] = scalar i's key in window w, for w in [w_lo, w_hi).
+extern "C" __global__ void msm_window_keys(const Fr* s, u32 m, u32 c, u32 w_lo, u32 w_hi, u32* keys) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
     Fr x = load_elem<Fr>(s + i);
-    u32 carry = 0, d = 0;
-    bool neg = false;
-    for (u32 k = 0; k <= w; k++) d = next_digit(x, k, c, carry, neg);
-    keys[i] = d != 0 ? (w << (c - 1)) + d - 1 + (neg ? SIGN_BIT : 0u) : NO_KEY;
+    u32 carry = 0;
+    for (u32 w = 0; w < w_hi; w++) {
+        bool neg;
+        u32 d = next_digit(x, w, c, carry, neg);
+        if (w >= w_lo) keys[(size_t)(w - w_lo) * m + i] = d != 0 ? (w << (c - 1)) + d - 1 + (neg ? SIGN_BIT : 0u) : NO_KEY;
+    }
 }
 
 // 'aggregate' 0 (the host knows no bucket is heavy): one plain atomic per entry, skipping
