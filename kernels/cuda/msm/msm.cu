@@ -81,6 +81,20 @@ DEV u32 warp_add(u32* counter, u32 key, bool valid) {
 // One pass over the scalars' digits, counting them per bucket (histogram) or placing them
 // (scatter). Every lane runs through all W windows (no early exit), so warp_add sees whole
 // warps; lanes past the end or with a zero scalar contribute nothing.
+// Whether some lanes of the warp that are 1, 2 or 4 apart hold the same valid key: then warp_add
+// aggregates, otherwise (random digits) one plain atomic per lane is cheaper than its
+// __match_any_sync. A cheap test, not an exact one; either way the counts are right.
+DEV bool keys_clash(u32 key, bool valid) {
+    u32 k = valid ? key : 0xffffffffu;
+    bool clash = false;
+#pragma unroll
+    for (u32 x = 1; x <= 4; x <<= 1) {
+        u32 other = __shfl_xor_sync(0xffffffffu, k, x);
+        clash |= valid && other == k;
+    }
+    return __any_sync(0xffffffffu, clash);
+}
+
 template <bool SCATTER>
 DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -90,7 +104,13 @@ DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries
     for (u32 w = 0; w < W; w++) {
         bool neg;
         u32 d = next_digit(x, w, c, carry, neg);
-        u32 pos = warp_add(counter, w * half + d - 1, d != 0);
+        u32 key = w * half + d - 1;
+        u32 pos = 0;
+        if (keys_clash(key, d != 0)) {
+            pos = warp_add(counter, key, d != 0);
+        } else if (d != 0) {
+            pos = atomicAdd(counter + key, 1u);
+        }
         if (SCATTER && d != 0) entries[pos] = i | (neg ? SIGN_BIT : 0u);
     }
 }
