@@ -60,7 +60,6 @@ pub const KERNELS: &[&str] = &[
     "msm_to_jacobian_g2",
     "msm_affine_prefix_g2",
     "msm_affine_finish_g2",
-    "msm_affine_finish_lb_g2",
     "msm_inv_prefix_g2",
     "msm_inv_down_g2",
     "msm_inv_each_g2",

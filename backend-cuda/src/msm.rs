@@ -783,10 +783,10 @@ fn affine_round(
     let args =
         Args::new().push(src).push(entries).push(pairs).push(dest).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(next).push(fin);
     // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
-    // The finish compiled for 4 blocks of 128 threads per SM (128 registers, a few spilled) beat
-    // the unbounded one (168 registers, 3 blocks): G1 2^24 100.7 against 104.0 ms on the H200.
-    // `CUZK_MSM_FINISH=plain` picks the unbounded one.
-    let finish = if std::env::var("CUZK_MSM_FINISH").ok().as_deref() == Some("plain") { "msm_affine_finish" } else { "msm_affine_finish_lb" };
+    // G1 uses the finish compiled for 4 blocks per SM (see msm.cu); `CUZK_MSM_FINISH=plain`
+    // picks the unbounded one, which G2 always uses.
+    let bounded = sfx == "g1" && std::env::var("CUZK_MSM_FINISH").ok().as_deref() != Some("plain");
+    let finish = if bounded { "msm_affine_finish_lb" } else { "msm_affine_finish" };
     unsafe { module.launch(&format!("{finish}_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
     mark(stream)?;
     Ok(prefix_done)
