@@ -423,8 +423,7 @@ pub fn windows_prepared(
     // 5. Window sums: each window's buckets in nseg segments of at most 64 buckets, and at
     // least ~2^14 threads in all (large windows have 2^19 buckets each). Bucket b is the last
     // round's partial[final_base[b]] when final_count[b] is 1, else empty.
-    let seg_len = std::env::var("CUZK_MSM_WSEG").ok().and_then(|v| v.parse::<u32>().ok()).filter(|v| v.is_power_of_two()).unwrap_or(64);
-    let nseg = (16384 / w).next_power_of_two().max(half / seg_len).min(half).max(1);
+    let nseg = (16384 / w).next_power_of_two().max(half / 64).min(half).max(1);
     let seg = half / nseg;
     let xb = group.xyzz_bytes();
     let mut layer = DevBuf::new(stream, xb * (w * nseg) as usize)?;
@@ -604,24 +603,19 @@ fn affine_rounds(
     // Round r's input: ceil(count / 2^r) points for the buckets that hold two or more (round 0:
     // the sorted entries); its output slots: half as many, rounded up; the final points:
     // ceil(count / 2^rounds) per bucket.
-    let mut owned = Vec::with_capacity(2 * rounds as usize + 1);
+    let mut owned = Vec::with_capacity(2 * rounds as usize);
+    let (mut inputs, mut slots) = (vec![offsets.ptr], Vec::with_capacity(rounds as usize));
     for r in 0..rounds {
         if r > 0 {
-            owned.push(layout(1 << r, 1 << r)?);
+            let input = layout(1 << r, 1 << r)?;
+            inputs.push(input.ptr);
+            owned.push(input);
         }
-        owned.push(layout(2 << r, if r == 0 { 0 } else { 1 << r })?);
+        let slot = layout(2 << r, if r == 0 { 0 } else { 1 << r })?;
+        slots.push(slot.ptr);
+        owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    let mut inputs = vec![offsets.ptr];
-    let mut slots = Vec::with_capacity(rounds as usize);
-    for (i, o) in owned.iter().enumerate() {
-        // owned: slots 0, inputs 1, slots 1, inputs 2, slots 2, ...
-        if i % 2 == 0 {
-            slots.push(o.ptr)
-        } else {
-            inputs.push(o.ptr)
-        }
-    }
     let ngroups = total.div_ceil(affine_group_entries(group)?).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
@@ -782,11 +776,11 @@ fn affine_round(
     mark(stream)?;
     let args =
         Args::new().push(src).push(entries).push(pairs).push(dest).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(next).push(fin);
-    // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
     // G1 uses the finish compiled for 4 blocks per SM (see msm.cu); `CUZK_MSM_FINISH=plain`
     // picks the unbounded one, which G2 always uses.
     let bounded = sfx == "g1" && std::env::var("CUZK_MSM_FINISH").ok().as_deref() != Some("plain");
     let finish = if bounded { "msm_affine_finish_lb" } else { "msm_affine_finish" };
+    // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
     unsafe { module.launch(&format!("{finish}_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
     mark(stream)?;
     Ok(prefix_done)
