@@ -336,9 +336,8 @@ impl CudaBackend {
     /// Seconds one launch of the MSM's last-level inversion kernel (`msm_inv_each_g1`: one
     /// Fp inversion per thread) takes on `elements` (48-byte Montgomery-form Fp elements), for
     /// `cuzk-cuda-bench field`. The elements are inverted in place.
-    #[allow(unknown_lints, clippy::manual_is_multiple_of)] // is_multiple_of is newer than our MSRV
     pub fn inversion_seconds(&self, elements: &[u8]) -> Result<f64, CudaError> {
-        if elements.is_empty() || elements.len() % 48 != 0 {
+        if elements.is_empty() || !elements.len().is_multiple_of(48) {
             return Err(CudaError::Invalid("inversion_seconds needs whole 48-byte elements".into()));
         }
         let n = elements.len() / 48;

@@ -41,8 +41,8 @@ impl AdapterSelector {
     }
 
     fn matches(&self, info: &wgpu::AdapterInfo) -> bool {
-        let name_ok = self.name.as_ref().as_ref().map_or(true, |n| info.name.to_lowercase().contains(&n.to_lowercase()));
-        let type_ok = self.device_type.map_or(true, |t| t == info.device_type);
+        let name_ok = self.name.as_ref().as_ref().is_none_or(|n| info.name.to_lowercase().contains(&n.to_lowercase()));
+        let type_ok = self.device_type.is_none_or(|t| t == info.device_type);
         name_ok && type_ok
     }
 }

@@ -172,7 +172,7 @@ fn check_msm(bases_len: usize, offset: usize, s: &MsmScalars<'_, WgpuScalars>) -
         }
     }
     let need = s.bases_needed();
-    if offset.checked_add(need).map_or(true, |end| end > bases_len) {
+    if offset.checked_add(need).is_none_or(|end| end > bases_len) {
         return Err(WgpuError::Invalid(format!("MSM needs {need} bases from offset {offset}, only {bases_len} exist")));
     }
     Ok(())

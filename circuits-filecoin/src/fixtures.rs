@@ -56,7 +56,7 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     ticket[31] &= 0x3f;
     let mut porep_seed: [u8; 32] = rng.gen();
     porep_seed[31] &= 0x3f;
-    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(&config, &cache, &staged, &sealed, prover, sector, ticket, &[piece.clone()]).map_err(io)?;
+    let p1 = seal_pre_commit_phase1::<_, _, _, Tree>(&config, &cache, &staged, &sealed, prover, sector, ticket, std::slice::from_ref(&piece)).map_err(io)?;
     let pre = seal_pre_commit_phase2(&config, p1, &cache, &sealed).map_err(io)?;
     let comm_r = pre.comm_r;
     let c1 = seal_commit_phase1::<_, Tree>(&config, &cache, &sealed, prover, sector, ticket, porep_seed, pre, &[piece]).map_err(io)?;

@@ -154,9 +154,8 @@ pub fn verify_result(vk: &VerifyingKey, r: &AwaitProofResponse) -> Result<usize,
 }
 
 /// Decodes concatenated 32-byte little-endian scalars.
-#[allow(unknown_lints, clippy::manual_is_multiple_of)] // is_multiple_of is newer than our MSRV
 pub fn decode_scalars(b: &[u8]) -> Option<Vec<Scalar>> {
-    if b.len() % 32 != 0 {
+    if !b.len().is_multiple_of(32) {
         return None;
     }
     b.chunks(32)

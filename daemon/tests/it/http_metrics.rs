@@ -1,7 +1,5 @@
 //! `/metrics` is valid Prometheus text and agrees with `/status`.
 
-#![allow(clippy::unnecessary_map_or)] // is_none_or is newer than our MSRV
-
 use crate::common;
 
 use common::*;
@@ -25,7 +23,7 @@ async fn metrics_parse_and_match_status() {
         let s = scrape
             .samples
             .iter()
-            .find(|s| s.metric == name && label.map_or(true, |(k, v)| s.labels.get(k) == Some(v)))
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
             .unwrap_or_else(|| panic!("no sample {name} {label:?}"));
         match s.value {
             prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
