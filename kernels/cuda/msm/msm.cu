@@ -78,9 +78,6 @@ DEV u32 warp_add(u32* counter, u32 key, bool valid) {
     return base + __popc(peers & ((1u << lane) - 1));
 }
 
-// One pass over the scalars' digits, counting them per bucket (histogram) or placing them
-// (scatter). Every lane runs through all W windows (no early exit), so warp_add sees whole
-// warps; lanes past the end or with a zero scalar contribute nothing.
 // Whether some lanes of the warp that are 1, 2 or 4 apart hold the same valid key: then warp_add
 // aggregates, otherwise (random digits) one plain atomic per lane is cheaper than its
 // __match_any_sync. A cheap test, not an exact one; either way the counts are right.
@@ -95,6 +92,9 @@ DEV bool keys_clash(u32 key, bool valid) {
     return __any_sync(0xffffffffu, clash);
 }
 
+// One pass over the scalars' digits, counting them per bucket (histogram) or placing them
+// (scatter). Every lane runs through all W windows (no early exit), so keys_clash and warp_add see whole
+// warps; lanes past the end or with a zero scalar contribute nothing.
 template <bool SCATTER>
 DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
