@@ -93,8 +93,8 @@ DEV bool keys_clash(u32 key, bool valid) {
 }
 
 // One pass over the scalars' digits, counting them per bucket (histogram) or placing them
-// (scatter). Every lane runs through all W windows (no early exit), so keys_clash and warp_add see whole
-// warps; lanes past the end or with a zero scalar contribute nothing.
+// (scatter). Every lane runs through all W windows (no early exit), so keys_clash and warp_add
+// see whole warps; lanes past the end or with a zero scalar contribute nothing.
 template <bool SCATTER>
 DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
