@@ -324,13 +324,9 @@ impl CudaBackend {
         let s = &self.inner.stream;
         let din = self.upload_bytes(input, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
         let out = DevBuf::new(s, threads as usize * (input.len() / 1024))?;
-        s.sync()?;
-        let t = std::time::Instant::now();
         let args = Args::new().push(din.ptr).push(out.ptr).push(iters);
         // SAFETY: the throughput kernels take (in with 1024 elements, out with one per thread, iters).
-        unsafe { self.inner.module.launch(kernel, threads / 256, 256, 0, s, args)? };
-        s.sync()?;
-        Ok(t.elapsed().as_secs_f64())
+        self.time_launch(|| unsafe { self.inner.module.launch(kernel, threads / 256, 256, 0, s, args) })
     }
 
     /// Seconds one launch of the MSM's last-level inversion kernel (`msm_inv_each_g1`: one
@@ -344,10 +340,18 @@ impl CudaBackend {
         let _g = self.enter()?;
         let s = &self.inner.stream;
         let buf = self.upload_bytes(elements, false)?.ok_or_else(|| CudaError::Invalid("empty".into()))?;
+        let args = Args::new().push(buf.ptr).push(n as u32);
+        // SAFETY: msm_inv_each_g1 takes (n elements, n).
+        self.time_launch(|| unsafe { self.inner.module.launch("msm_inv_each_g1", (n as u32).div_ceil(64), 64, 0, s, args) })
+    }
+
+    /// Seconds `launch` takes on the main stream, from the stream's earlier work (uploads)
+    /// finished to the launched work finished.
+    fn time_launch(&self, launch: impl FnOnce() -> Result<(), CudaError>) -> Result<f64, CudaError> {
+        let s = &self.inner.stream;
         s.sync()?;
         let t = std::time::Instant::now();
-        // SAFETY: msm_inv_each_g1 takes (n elements, n).
-        unsafe { self.inner.module.launch("msm_inv_each_g1", (n as u32).div_ceil(64), 64, 0, s, Args::new().push(buf.ptr).push(n as u32))? };
+        launch()?;
         s.sync()?;
         Ok(t.elapsed().as_secs_f64())
     }

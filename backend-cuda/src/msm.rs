@@ -299,23 +299,20 @@ pub fn windows_prepared(
     if let Some(plan) = affine_plan(group, total, nb, w, m, max_count)? {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
         match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, plan.rounds) {
-            Ok(r) if plan.full => {
-                prof.mark(stream, &format!("affine({} rounds to one point per bucket)", plan.rounds));
-                if prof.on {
-                    eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
-                }
-                affine_buckets = Some((r.points, r.offsets));
-                entries = None;
-            }
             Ok(r) => {
-                prof.mark(stream, &format!("affine({} rounds, {} left)", plan.rounds, r.total));
+                let left = if plan.full { " to one point per bucket".to_string() } else { format!(", {} left", r.total) };
+                prof.mark(stream, &format!("affine({} rounds{left})", plan.rounds));
                 if prof.on {
                     eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
                 }
-                acc_total = r.total;
-                offsets = r.offsets;
-                reduced_points = Some(r.points);
                 entries = None;
+                if plan.full {
+                    affine_buckets = Some((r.points, r.offsets));
+                } else {
+                    acc_total = r.total;
+                    offsets = r.offsets;
+                    reduced_points = Some(r.points);
+                }
             }
             Err(CudaError::OutOfMemory(what)) => {
                 tracing::debug!(%what, "no room for the batch-affine rounds; XYZZ rounds only");
@@ -619,8 +616,7 @@ fn affine_rounds(
     let ngroups = total.div_ceil(affine_group_entries(group)?).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
-    let all: Vec<u64> = inputs.iter().chain(&slots).chain(std::iter::once(&fin.ptr)).copied().collect();
-    let addrs: Vec<u64> = all.iter().flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
+    let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
     let flat = read_u32s(module, stream, &addrs)?;
     let at: Vec<&[u32]> = flat.chunks_exact(bounds.len()).collect();
     let (in_at, rest) = at.split_at(rounds as usize);
@@ -667,17 +663,14 @@ fn affine_rounds(
                 .push(pairs.ptr)
                 .push(dest.ptr);
             let mut marks = Vec::new();
-            if timed {
-                marks.push(Event::record_timed(s)?);
-            }
+            let mut marking = timed.then_some(&mut marks);
+            mark(&mut marking, s)?;
             // SAFETY: arguments match msm_pair_index; pairs and dest hold the group's n_out slots.
             unsafe { module.launch("msm_pair_index", grid(nbg as usize, 256)?, 256, 0, s, args)? };
-            if timed {
-                marks.push(Event::record_timed(s)?);
-            }
+            mark(&mut marking, s)?;
             let next = if n_next > 0 { Some(DevBuf::new(s, ab * n_next)?) } else { None };
             let next_ptr = next.as_ref().map_or(0, |b| b.ptr);
-            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, dest.ptr, n_out, next_ptr, fin_out, r == 0, timed.then_some(&mut marks))?;
+            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, dest.ptr, n_out, next_ptr, fin_out, r == 0, marking)?;
             if let Ok(m) = <[Event; 5]>::try_from(marks) {
                 clock.push(m);
             }
@@ -715,6 +708,14 @@ fn affine_rounds(
     Ok(Reduced { points: red, offsets: fin, total: red_total, clock })
 }
 
+/// Records a timed event on `stream` into `marks` when there is one (profiling).
+fn mark(marks: &mut Option<&mut Vec<Event>>, stream: &Stream) -> Result<(), CudaError> {
+    if let Some(m) = marks.as_deref_mut() {
+        m.push(Event::record_timed(stream)?);
+    }
+    Ok(())
+}
+
 /// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when
 /// not 0) added, their slopes' denominators inverted together; each sum goes where `dest`
 /// says, into `next` or `fin`. With `mark_prefix`, returns an event recorded after the first
@@ -735,12 +736,6 @@ fn affine_round(
     mark_prefix: bool,
     mut marks: Option<&mut Vec<Event>>,
 ) -> Result<Option<Event>, CudaError> {
-    let mut mark = |s: &Stream| -> Result<(), CudaError> {
-        if let Some(m) = marks.as_deref_mut() {
-            m.push(Event::record_timed(s)?);
-        }
-        Ok(())
-    };
     // Small rounds take fewer elements per thread: enough threads to fill the GPU, and shorter
     // serial product chains (the rounds near the end are latency-bound).
     let t0 = n.div_ceil((n >> 17).clamp(1, AFFINE_BATCH));
@@ -750,7 +745,7 @@ fn affine_round(
     // SAFETY: arguments match msm_affine_prefix_*; prefix0 holds n elements, totals t0.
     unsafe { module.launch(&format!("msm_affine_prefix_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
     let prefix_done = if mark_prefix { Some(Event::record(stream)?) } else { None };
-    mark(stream)?;
+    mark(&mut marks, stream)?;
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
@@ -773,7 +768,7 @@ fn affine_round(
         unsafe { module.launch(&format!("msm_inv_down_{sfx}"), grid(t, 128)?, 128, 0, stream, args)? };
         totals = vals;
     }
-    mark(stream)?;
+    mark(&mut marks, stream)?;
     let args =
         Args::new().push(src).push(entries).push(pairs).push(dest).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(next).push(fin);
     // G1 uses the finish compiled for 4 blocks per SM (see msm.cu); `CUZK_MSM_FINISH=plain`
@@ -782,7 +777,7 @@ fn affine_round(
     let finish = if bounded { "msm_affine_finish_lb" } else { "msm_affine_finish" };
     // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
     unsafe { module.launch(&format!("{finish}_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
-    mark(stream)?;
+    mark(&mut marks, stream)?;
     Ok(prefix_done)
 }
 
