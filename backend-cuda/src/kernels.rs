@@ -23,6 +23,7 @@ pub const SOURCE: &str = concat!(
 pub const KERNELS: &[&str] = &[
     "ntt_pass",
     "ntt_bitrev",
+    "ntt_bitrev_tiled",
     "ntt_quotient",
     "ntt_pow_table",
     "msm_prepare",

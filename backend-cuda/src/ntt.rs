@@ -11,6 +11,9 @@ use crate::{scalar_words, FrArg};
 /// log2 of the elements one block transforms in shared memory (must match `NTT_LOG_ELEMS`).
 const LOG_ELEMS: u32 = 10;
 
+/// log2 of a bit-reversal tile's side (must match `BR_BITS` in `ntt.cu`).
+const BITREV_TILE_BITS: u32 = 4;
+
 /// Resident tables: powers of the 2^32-th root of unity, of g and of 1/g (2^16 + 2^16 entries
 /// each).
 #[derive(Debug)]
@@ -173,6 +176,12 @@ pub fn bitrev(module: &Module, stream: &Stream, data: u64, log_n: u32) -> Result
         return Ok(());
     }
     let n = 1u32 << log_n;
+    if log_n >= 2 * BITREV_TILE_BITS && std::env::var("CUZK_NTT_BITREV").as_deref() != Ok("naive") {
+        // SAFETY: arguments match ntt_bitrev_tiled; one block per middle-bit value.
+        return unsafe {
+            module.launch("ntt_bitrev_tiled", 1 << (log_n - 2 * BITREV_TILE_BITS), 1 << (2 * BITREV_TILE_BITS), 0, stream, Args::new().push(data).push(log_n))
+        };
+    }
     let block = n.min(256);
     // SAFETY: arguments match ntt_bitrev.
     unsafe { module.launch("ntt_bitrev", n.div_ceil(block), block, 0, stream, Args::new().push(data).push(log_n)) }

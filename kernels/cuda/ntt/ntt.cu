@@ -34,6 +34,8 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #endif
 #ifdef CUZK_NTT_LB
 #define NTT_BOUNDS __launch_bounds__(256, 4)
+#elif defined(CUZK_NTT_LB3)
+#define NTT_BOUNDS __launch_bounds__(256, 3)
 #else
 #define NTT_BOUNDS
 #endif
@@ -73,6 +75,105 @@ DEV Fr fr_from_arg(const FrArg& a) {
     for (int i = 0; i < 8; i++) r.v[i] = a.v[i];
     return r;
 }
+
+// Butterfly stages on the groups of 2^B elements held in shared memory, one radix-2 stage of
+// half-size h = 2^lh (DIF: Gentleman-Sande, the twiddle after the difference; DIT: Cooley-Tukey,
+// the twiddle before). Each ends with __syncthreads().
+DEV Fr stage_twiddle(const Fr* tw_hi, u32 t, u32 lh, u32 dir_inv) {
+    // w_(2^(lh+1))^t = w^(t·2^(31-lh)), w the 2^32-th root; lh <= 15, so the exponent's low 16 bits are 0.
+    u32 E = t << (31 - lh);
+    if (dir_inv) E = 0u - E;
+    return load_elem<Fr>(tw_hi + (E >> 16));
+}
+
+DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
+    const u32 h = 1u << lh, half = 1u << (B - 1);
+    for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
+        u32 g = q >> (B - 1), r = q & (half - 1);
+        u32 t = r & (h - 1);
+        u32 i0 = (g << B) + ((r >> lh) << (lh + 1)) + t;
+        u32 i1 = i0 + h;
+        Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
+        store_elem<Fr>(sm + i0, u + v);
+        Fr d = u - v;
+        if (t) d = TW_MUL(d, stage_twiddle(tw_hi, t, lh, dir_inv));
+        store_elem<Fr>(sm + i1, d);
+    }
+    __syncthreads();
+}
+
+DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
+    const u32 h = 1u << lh, half = 1u << (B - 1);
+    for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
+        u32 g = q >> (B - 1), r = q & (half - 1);
+        u32 t = r & (h - 1);
+        u32 i0 = (g << B) + ((r >> lh) << (lh + 1)) + t;
+        u32 i1 = i0 + h;
+        Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
+        if (t) v = TW_MUL(v, stage_twiddle(tw_hi, t, lh, dir_inv));
+        store_elem<Fr>(sm + i0, u + v);
+        store_elem<Fr>(sm + i1, u - v);
+    }
+    __syncthreads();
+}
+
+#ifdef CUZK_NTT_R4
+// Two stages at once (half-sizes 2^(lo+1) then 2^lo for DIF, 2^lo then 2^(lo+1) for DIT): each
+// thread takes four elements {x, x + h, x + 2h, x + 3h}, h = 2^lo, through both stages in
+// registers, so shared memory is read, written and synchronized once per two stages.
+DEV void dif_stage_pair(Fr* sm, u32 lo, u32 B, u32 nunits, u32 dir_inv, const Fr* tw_hi) {
+    const u32 h = 1u << lo, quarter = 1u << (B - 2);
+    for (u32 q = threadIdx.x; q < nunits; q += blockDim.x) {
+        u32 g = q >> (B - 2), r = q & (quarter - 1);
+        u32 t = r & (h - 1);
+        u32 i0 = (g << B) + ((r >> lo) << (lo + 2)) + t;
+        Fr x0 = load_elem<Fr>(sm + i0), x1 = load_elem<Fr>(sm + i0 + h);
+        Fr x2 = load_elem<Fr>(sm + i0 + 2 * h), x3 = load_elem<Fr>(sm + i0 + 3 * h);
+        // Stage lo + 1: pairs (x0, x2) at position t and (x1, x3) at t + h.
+        Fr y0 = x0 + x2, y2 = x0 - x2, y1 = x1 + x3, y3 = x1 - x3;
+        if (t) y2 = TW_MUL(y2, stage_twiddle(tw_hi, t, lo + 1, dir_inv));
+        y3 = TW_MUL(y3, stage_twiddle(tw_hi, t + h, lo + 1, dir_inv));
+        // Stage lo: pairs (y0, y1) and (y2, y3), both at position t.
+        Fr z1 = y0 - y1, z3 = y2 - y3;
+        if (t) {
+            Fr w = stage_twiddle(tw_hi, t, lo, dir_inv);
+            z1 = TW_MUL(z1, w);
+            z3 = TW_MUL(z3, w);
+        }
+        store_elem<Fr>(sm + i0, y0 + y1);
+        store_elem<Fr>(sm + i0 + h, z1);
+        store_elem<Fr>(sm + i0 + 2 * h, y2 + y3);
+        store_elem<Fr>(sm + i0 + 3 * h, z3);
+    }
+    __syncthreads();
+}
+
+DEV void dit_stage_pair(Fr* sm, u32 lo, u32 B, u32 nunits, u32 dir_inv, const Fr* tw_hi) {
+    const u32 h = 1u << lo, quarter = 1u << (B - 2);
+    for (u32 q = threadIdx.x; q < nunits; q += blockDim.x) {
+        u32 g = q >> (B - 2), r = q & (quarter - 1);
+        u32 t = r & (h - 1);
+        u32 i0 = (g << B) + ((r >> lo) << (lo + 2)) + t;
+        Fr x0 = load_elem<Fr>(sm + i0), x1 = load_elem<Fr>(sm + i0 + h);
+        Fr x2 = load_elem<Fr>(sm + i0 + 2 * h), x3 = load_elem<Fr>(sm + i0 + 3 * h);
+        // Stage lo: pairs (x0, x1) and (x2, x3), both at position t.
+        if (t) {
+            Fr w = stage_twiddle(tw_hi, t, lo, dir_inv);
+            x1 = TW_MUL(x1, w);
+            x3 = TW_MUL(x3, w);
+        }
+        Fr y0 = x0 + x1, y1 = x0 - x1, y2 = x2 + x3, y3 = x2 - x3;
+        // Stage lo + 1: pairs (y0, y2) at position t and (y1, y3) at t + h.
+        if (t) y2 = TW_MUL(y2, stage_twiddle(tw_hi, t, lo + 1, dir_inv));
+        y3 = TW_MUL(y3, stage_twiddle(tw_hi, t + h, lo + 1, dir_inv));
+        store_elem<Fr>(sm + i0, y0 + y2);
+        store_elem<Fr>(sm + i0 + h, y1 + y3);
+        store_elem<Fr>(sm + i0 + 2 * h, y0 - y2);
+        store_elem<Fr>(sm + i0 + 3 * h, y1 - y3);
+    }
+    __syncthreads();
+}
+#endif
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
 // dir_inv selects the inverse root; dit selects decimation in time.
@@ -116,46 +217,24 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
 
     const u32 half = gsize >> 1;
     const u32 nbfly = G * half;
+#ifdef CUZK_NTT_R4
     if (!dit) {
-        for (u32 lh = B; lh-- > 0;) {
-            u32 h = 1u << lh;
-            for (u32 q = tid; q < nbfly; q += nthreads) {
-                u32 g = q >> (B - 1), r = q & (half - 1);
-                u32 t = r & (h - 1);
-                u32 i0 = g * gsize + ((r >> lh) << (lh + 1)) + t;
-                u32 i1 = i0 + h;
-                Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
-                store_elem<Fr>(sm + i0, u + v);
-                Fr d = u - v;
-                if (t) {
-                    u32 E = t << (31 - lh);
-                    if (dir_inv) E = 0u - E;
-                    d = TW_MUL(d, load_elem<Fr>(tw_hi + (E >> 16)));
-                }
-                store_elem<Fr>(sm + i1, d);
-            }
-            __syncthreads();
-        }
+        // Stages left: lh - 1 down to 0.
+        u32 lh = B;
+        if (B & 1) dif_stage(sm, --lh, B, nbfly, dir_inv, tw_hi);
+        for (; lh >= 2; lh -= 2) dif_stage_pair(sm, lh - 2, B, G << (B - 2), dir_inv, tw_hi);
     } else {
-        for (u32 lh = 0; lh < B; lh++) {
-            u32 h = 1u << lh;
-            for (u32 q = tid; q < nbfly; q += nthreads) {
-                u32 g = q >> (B - 1), r = q & (half - 1);
-                u32 t = r & (h - 1);
-                u32 i0 = g * gsize + ((r >> lh) << (lh + 1)) + t;
-                u32 i1 = i0 + h;
-                Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
-                if (t) {
-                    u32 E = t << (31 - lh);
-                    if (dir_inv) E = 0u - E;
-                    v = TW_MUL(v, load_elem<Fr>(tw_hi + (E >> 16)));
-                }
-                store_elem<Fr>(sm + i0, u + v);
-                store_elem<Fr>(sm + i1, u - v);
-            }
-            __syncthreads();
-        }
+        u32 lh = 0;
+        for (; lh + 2 <= B; lh += 2) dit_stage_pair(sm, lh, B, G << (B - 2), dir_inv, tw_hi);
+        if (lh < B) dit_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
     }
+#else
+    if (!dit) {
+        for (u32 lh = B; lh-- > 0;) dif_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
+    } else {
+        for (u32 lh = 0; lh < B; lh++) dit_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
+    }
+#endif
 
     for (u32 e = tid; e < elems; e += nthreads) {
         u32 g = e % G, j = e / G;
@@ -186,6 +265,38 @@ extern "C" __global__ void ntt_bitrev(Fr* data, u32 K) {
         Fr a = load_elem<Fr>(data + i), b = load_elem<Fr>(data + j);
         store_elem<Fr>(data + i, b);
         store_elem<Fr>(data + j, a);
+    }
+}
+
+// In-place bit-reversal permutation of 2^K elements, K >= 2·BR_BITS, by tiles: write a position
+// as (a, b, c) with a and c of BR_BITS bits; it goes to (brev c, brev b, brev a). The 2^(2·BR_BITS)
+// elements with middle bits b form a tile, read and written in runs of 2^BR_BITS consecutive
+// elements; block b swaps tile b with tile brev(b) (or permutes tile b within itself). Launch:
+// 2^(K - 2·BR_BITS) blocks of 2^(2·BR_BITS) threads; blocks with b > brev(b) have nothing to do.
+#define BR_BITS 4
+#define BR_SIDE (1u << BR_BITS)
+extern "C" __global__ void __launch_bounds__(BR_SIDE* BR_SIDE) ntt_bitrev_tiled(Fr* data, u32 K) {
+    // Rows padded by one element, so a column walk does not fall on the same banks.
+    __shared__ uint4 tiles[2][BR_SIDE][BR_SIDE + 1][2];
+    const u32 mb = K - 2 * BR_BITS;
+    const u32 b = blockIdx.x, b2 = brev_bits(b, mb);
+    if (b > b2) return;
+    const u32 t = threadIdx.x, row = t >> BR_BITS, col = t & (BR_SIDE - 1);
+    const u32 src[2] = {b, b2};
+    const u32 ntiles = b == b2 ? 1 : 2;
+    for (u32 k = 0; k < ntiles; k++) {
+        const uint4* p = reinterpret_cast<const uint4*>(data + ((row << (K - BR_BITS)) | (src[k] << BR_BITS) | col));
+        tiles[k][row][col][0] = p[0];
+        tiles[k][row][col][1] = p[1];
+    }
+    __syncthreads();
+    // Thread (row, col) writes position (row, b', col) of tile b' = brev(src): its source is
+    // (brev col, src, brev row).
+    const u32 sr = brev_bits(col, BR_BITS), sc = brev_bits(row, BR_BITS);
+    for (u32 k = 0; k < ntiles; k++) {
+        uint4* p = reinterpret_cast<uint4*>(data + ((row << (K - BR_BITS)) | (src[ntiles - 1 - k] << BR_BITS) | col));
+        p[0] = tiles[k][sr][sc][0];
+        p[1] = tiles[k][sr][sc][1];
     }
 }
 
