@@ -176,7 +176,7 @@ pub fn bitrev(module: &Module, stream: &Stream, data: u64, log_n: u32) -> Result
         return Ok(());
     }
     let n = 1u32 << log_n;
-    if log_n >= 2 * BITREV_TILE_BITS && std::env::var("CUZK_NTT_BITREV").as_deref() != Ok("naive") {
+    if log_n >= 2 * BITREV_TILE_BITS {
         // SAFETY: arguments match ntt_bitrev_tiled; one block per middle-bit value.
         return unsafe {
             module.launch("ntt_bitrev_tiled", 1 << (log_n - 2 * BITREV_TILE_BITS), 1 << (2 * BITREV_TILE_BITS), 0, stream, Args::new().push(data).push(log_n))

@@ -34,8 +34,6 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #endif
 #ifdef CUZK_NTT_LB
 #define NTT_BOUNDS __launch_bounds__(256, 4)
-#elif defined(CUZK_NTT_LB3)
-#define NTT_BOUNDS __launch_bounds__(256, 3)
 #else
 #define NTT_BOUNDS
 #endif
@@ -117,63 +115,6 @@ DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
     __syncthreads();
 }
 
-#ifdef CUZK_NTT_R4
-// Two stages at once (half-sizes 2^(lo+1) then 2^lo for DIF, 2^lo then 2^(lo+1) for DIT): each
-// thread takes four elements {x, x + h, x + 2h, x + 3h}, h = 2^lo, through both stages in
-// registers, so shared memory is read, written and synchronized once per two stages.
-DEV void dif_stage_pair(Fr* sm, u32 lo, u32 B, u32 nunits, u32 dir_inv, const Fr* tw_hi) {
-    const u32 h = 1u << lo, quarter = 1u << (B - 2);
-    for (u32 q = threadIdx.x; q < nunits; q += blockDim.x) {
-        u32 g = q >> (B - 2), r = q & (quarter - 1);
-        u32 t = r & (h - 1);
-        u32 i0 = (g << B) + ((r >> lo) << (lo + 2)) + t;
-        Fr x0 = load_elem<Fr>(sm + i0), x1 = load_elem<Fr>(sm + i0 + h);
-        Fr x2 = load_elem<Fr>(sm + i0 + 2 * h), x3 = load_elem<Fr>(sm + i0 + 3 * h);
-        // Stage lo + 1: pairs (x0, x2) at position t and (x1, x3) at t + h.
-        Fr y0 = x0 + x2, y2 = x0 - x2, y1 = x1 + x3, y3 = x1 - x3;
-        if (t) y2 = TW_MUL(y2, stage_twiddle(tw_hi, t, lo + 1, dir_inv));
-        y3 = TW_MUL(y3, stage_twiddle(tw_hi, t + h, lo + 1, dir_inv));
-        // Stage lo: pairs (y0, y1) and (y2, y3), both at position t.
-        Fr z1 = y0 - y1, z3 = y2 - y3;
-        if (t) {
-            Fr w = stage_twiddle(tw_hi, t, lo, dir_inv);
-            z1 = TW_MUL(z1, w);
-            z3 = TW_MUL(z3, w);
-        }
-        store_elem<Fr>(sm + i0, y0 + y1);
-        store_elem<Fr>(sm + i0 + h, z1);
-        store_elem<Fr>(sm + i0 + 2 * h, y2 + y3);
-        store_elem<Fr>(sm + i0 + 3 * h, z3);
-    }
-    __syncthreads();
-}
-
-DEV void dit_stage_pair(Fr* sm, u32 lo, u32 B, u32 nunits, u32 dir_inv, const Fr* tw_hi) {
-    const u32 h = 1u << lo, quarter = 1u << (B - 2);
-    for (u32 q = threadIdx.x; q < nunits; q += blockDim.x) {
-        u32 g = q >> (B - 2), r = q & (quarter - 1);
-        u32 t = r & (h - 1);
-        u32 i0 = (g << B) + ((r >> lo) << (lo + 2)) + t;
-        Fr x0 = load_elem<Fr>(sm + i0), x1 = load_elem<Fr>(sm + i0 + h);
-        Fr x2 = load_elem<Fr>(sm + i0 + 2 * h), x3 = load_elem<Fr>(sm + i0 + 3 * h);
-        // Stage lo: pairs (x0, x1) and (x2, x3), both at position t.
-        if (t) {
-            Fr w = stage_twiddle(tw_hi, t, lo, dir_inv);
-            x1 = TW_MUL(x1, w);
-            x3 = TW_MUL(x3, w);
-        }
-        Fr y0 = x0 + x1, y1 = x0 - x1, y2 = x2 + x3, y3 = x2 - x3;
-        // Stage lo + 1: pairs (y0, y2) at position t and (y1, y3) at t + h.
-        if (t) y2 = TW_MUL(y2, stage_twiddle(tw_hi, t, lo + 1, dir_inv));
-        y3 = TW_MUL(y3, stage_twiddle(tw_hi, t + h, lo + 1, dir_inv));
-        store_elem<Fr>(sm + i0, y0 + y2);
-        store_elem<Fr>(sm + i0 + h, y1 + y3);
-        store_elem<Fr>(sm + i0 + 2 * h, y0 - y2);
-        store_elem<Fr>(sm + i0 + 3 * h, y1 - y3);
-    }
-    __syncthreads();
-}
-#endif
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
 // dir_inv selects the inverse root; dit selects decimation in time.
@@ -217,24 +158,11 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
 
     const u32 half = gsize >> 1;
     const u32 nbfly = G * half;
-#ifdef CUZK_NTT_R4
-    if (!dit) {
-        // Stages left: lh - 1 down to 0.
-        u32 lh = B;
-        if (B & 1) dif_stage(sm, --lh, B, nbfly, dir_inv, tw_hi);
-        for (; lh >= 2; lh -= 2) dif_stage_pair(sm, lh - 2, B, G << (B - 2), dir_inv, tw_hi);
-    } else {
-        u32 lh = 0;
-        for (; lh + 2 <= B; lh += 2) dit_stage_pair(sm, lh, B, G << (B - 2), dir_inv, tw_hi);
-        if (lh < B) dit_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
-    }
-#else
     if (!dit) {
         for (u32 lh = B; lh-- > 0;) dif_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
     } else {
         for (u32 lh = 0; lh < B; lh++) dit_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
     }
-#endif
 
     for (u32 e = tid; e < elems; e += nthreads) {
         u32 g = e % G, j = e / G;
