@@ -38,11 +38,29 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #define NTT_BOUNDS
 #endif
 
-// w^E, w the 2^32-th root of unity (E taken mod 2^32).
-DEV Fr root_pow(const Fr* tw_lo, const Fr* tw_hi, u32 E) {
-    Fr hi = load_elem<Fr>(tw_hi + (E >> 16));
-    if ((E & 0xffffu) == 0) return hi;
-    return TW_MUL(hi, load_elem<Fr>(tw_lo + (E & 0xffffu)));
+// Root tables. With CUZK_NTT_PRE (FP64 builds only) an entry is held as the FP64 product's five
+// 52-bit limbs in doubles, padded to six (48 bytes, three 16-byte loads; ntt_limbs_table builds
+// them), so the products by twiddles skip converting that operand.
+#if defined(CUZK_NTT_FP64) && defined(CUZK_NTT_PRE)
+typedef double TwEntry;
+#define TW_WORDS 6
+DEV Fr tw_mul(const Fr& x, const TwEntry* table, u32 i) {
+    const double2* p = reinterpret_cast<const double2*>(table + TW_WORDS * i);
+    double2 a = p[0], b = p[1], c = p[2];
+    double B[5] = {a.x, a.y, b.x, b.y, c.x};
+    return mont_mul_fp64_limbs<FrParams>(x, B);
+}
+#else
+typedef Fr TwEntry;
+DEV Fr tw_mul(const Fr& x, const TwEntry* table, u32 i) { return TW_MUL(x, load_elem<Fr>(table + i)); }
+#endif
+
+// x·w^E, w the 2^32-th root of unity (E taken mod 2^32), as x·w^(E_hi·2^16)·w^(E_lo): one
+// product per nonzero half of E.
+DEV Fr mul_root_pow(Fr x, const TwEntry* tw_lo, const TwEntry* tw_hi, u32 E) {
+    if (E >> 16) x = tw_mul(x, tw_hi, E >> 16);
+    if (E & 0xffffu) x = tw_mul(x, tw_lo, E & 0xffffu);
+    return x;
 }
 
 // Scaling applied on load / store: bit 0: multiply by the constant c; bit 1: multiply by
@@ -77,14 +95,15 @@ DEV Fr fr_from_arg(const FrArg& a) {
 // Butterfly stages on the groups of 2^B elements held in shared memory, one radix-2 stage of
 // half-size h = 2^lh (DIF: Gentleman-Sande, the twiddle after the difference; DIT: Cooley-Tukey,
 // the twiddle before). Each ends with __syncthreads().
-DEV Fr stage_twiddle(const Fr* tw_hi, u32 t, u32 lh, u32 dir_inv) {
-    // w_(2^(lh+1))^t = w^(t·2^(31-lh)), w the 2^32-th root; lh <= 15, so the exponent's low 16 bits are 0.
+// x·w_(2^(lh+1))^t = x·w^(t·2^(31-lh)), w the 2^32-th root; lh <= 15, so the exponent's low 16
+// bits are 0 and tw_hi alone holds the root.
+DEV Fr mul_stage_twiddle(const Fr& x, const TwEntry* tw_hi, u32 t, u32 lh, u32 dir_inv) {
     u32 E = t << (31 - lh);
     if (dir_inv) E = 0u - E;
-    return load_elem<Fr>(tw_hi + (E >> 16));
+    return tw_mul(x, tw_hi, E >> 16);
 }
 
-DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
+DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
         u32 g = q >> (B - 1), r = q & (half - 1);
@@ -94,13 +113,13 @@ DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
         Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
         store_elem<Fr>(sm + i0, u + v);
         Fr d = u - v;
-        if (t) d = TW_MUL(d, stage_twiddle(tw_hi, t, lh, dir_inv));
+        if (t) d = mul_stage_twiddle(d, tw_hi, t, lh, dir_inv);
         store_elem<Fr>(sm + i1, d);
     }
     __syncthreads();
 }
 
-DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
+DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
         u32 g = q >> (B - 1), r = q & (half - 1);
@@ -108,7 +127,7 @@ DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
         u32 i0 = (g << B) + ((r >> lh) << (lh + 1)) + t;
         u32 i1 = i0 + h;
         Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
-        if (t) v = TW_MUL(v, stage_twiddle(tw_hi, t, lh, dir_inv));
+        if (t) v = mul_stage_twiddle(v, tw_hi, t, lh, dir_inv);
         store_elem<Fr>(sm + i0, u + v);
         store_elem<Fr>(sm + i1, u - v);
     }
@@ -118,8 +137,8 @@ DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
 // dir_inv selects the inverse root; dit selects decimation in time.
-extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
-                                               const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
+extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const TwEntry* tw_lo,
+                                               const TwEntry* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
                                                FrArg c_store, const Fr* g_lo, const Fr* g_hi) {
     extern __shared__ uint4 smem_raw[];
     Fr* sm = reinterpret_cast<Fr*>(smem_raw);
@@ -149,7 +168,7 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
             if (ex) {
                 u32 E = ex << (32 - L);
                 if (dir_inv) E = 0u - E;
-                x = TW_MUL(x, root_pow(tw_lo, tw_hi, E));
+                x = mul_root_pow(x, tw_lo, tw_hi, E);
             }
         }
         store_elem<Fr>(sm + g * gsize + j, x);
@@ -176,12 +195,22 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
             if (ex) {
                 u32 E = ex << (32 - L);
                 if (dir_inv) E = 0u - E;
-                x = TW_MUL(x, root_pow(tw_lo, tw_hi, E));
+                x = mul_root_pow(x, tw_lo, tw_hi, E);
             }
         }
         if (store_mode) x = apply_scale(x, store_mode, idx, K, cs, g_lo, g_hi);
         store_elem<Fr>(data + idx, x);
     }
+}
+
+// out[6i .. 6i+5] = the five 52-bit limbs of in[i] as doubles, then 0 (the CUZK_NTT_PRE tables).
+extern "C" __global__ void ntt_limbs_table(const Fr* in, double* out, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr x = load_elem<Fr>(in + i);
+#pragma unroll
+    for (int k = 0; k < 5; k++) out[6 * i + k] = limb52<8>(x.v, 52 * k);
+    out[6 * i + 5] = 0.0;
 }
 
 // In-place bit-reversal permutation of 2^K elements.
