@@ -296,12 +296,6 @@ impl Module {
         self.defines.iter().any(|d| d == "CUZK_NTT_FP64")
     }
 
-    /// Built with `CUZK_NTT_FP64` and `CUZK_NTT_PRE`: the NTT's root tables hold each entry as
-    /// the FP64 product's limbs (six doubles, `ntt_limbs_table`) instead of a scalar.
-    pub fn ntt_limb_tables(&self) -> bool {
-        self.ntt_fp64() && self.defines.iter().any(|d| d == "CUZK_NTT_PRE")
-    }
-
     /// Launches kernel `name` with the given argument pointers.
     ///
     /// # Safety

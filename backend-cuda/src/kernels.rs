@@ -26,7 +26,6 @@ pub const KERNELS: &[&str] = &[
     "ntt_bitrev_tiled",
     "ntt_quotient",
     "ntt_pow_table",
-    "ntt_limbs_table",
     "msm_prepare",
     "msm_histogram",
     "msm_scatter",

@@ -15,8 +15,7 @@ const LOG_ELEMS: u32 = 10;
 const BITREV_TILE_BITS: u32 = 4;
 
 /// Resident tables: powers of the 2^32-th root of unity, of g and of 1/g (2^16 + 2^16 entries
-/// each). The roots are held as limbs for the FP64 product when the module says so
-/// (`Module::ntt_limb_tables`).
+/// each).
 #[derive(Debug)]
 pub struct NttTables {
     tw_lo: DevBuf,
@@ -56,19 +55,7 @@ impl NttTables {
             Ok((lo, hi))
         };
         let all16 = module.ntt_fp64();
-        let (mut tw_lo, mut tw_hi) = mk(Scalar::ROOT_OF_UNITY, all16)?;
-        if module.ntt_limb_tables() {
-            // The roots as limbs for the FP64 product (`TwEntry` in ntt.cu): six doubles each.
-            let limbs = |t: &DevBuf| -> Result<DevBuf, CudaError> {
-                let out = DevBuf::new(stream, 48 << 16)?;
-                // SAFETY: arguments match ntt_limbs_table; t holds 2^16 scalars, out 2^16 × 48 bytes.
-                unsafe { module.launch("ntt_limbs_table", 256, 256, 0, stream, Args::new().push(t.ptr).push(out.ptr).push(1u32 << 16))? };
-                Ok(out)
-            };
-            let (lo, hi) = (limbs(&tw_lo)?, limbs(&tw_hi)?);
-            stream.sync()?;
-            (tw_lo, tw_hi) = (lo, hi);
-        }
+        let (tw_lo, tw_hi) = mk(Scalar::ROOT_OF_UNITY, all16)?;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let (g_lo, g_hi) = mk(g, all16)?;
         let (ginv_lo, ginv_hi) = mk(g.invert().unwrap(), all16)?;

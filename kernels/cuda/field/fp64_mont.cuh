@@ -80,15 +80,17 @@ DEV void fma_split_add(double a, double b, u64* t, u64* corr, int k) {
     corr[k + 1] += FP64_HI_BITS;
 }
 
-// a·b·2^(-52L) mod p, for a < p and b < p given as its L 52-bit limbs (limb52): a caller that
-// multiplies by the same b many times (a twiddle table) converts it once.
+// a·b·2^(-52L) mod p, for a, b < p.
 template <class P>
-DEV Mont<P> mont_mul_fp64_limbs(const Mont<P>& a, const double* B) {
+DEV Mont<P> mont_mul_fp64(const Mont<P>& a, const Mont<P>& b) {
     constexpr int N = P::N;
     constexpr int L = Fp64Params<P>::L;
-    double A[L];
+    double A[L], B[L];
 #pragma unroll
-    for (int k = 0; k < L; k++) A[k] = limb52<N>(a.v, 52 * k);
+    for (int k = 0; k < L; k++) {
+        A[k] = limb52<N>(a.v, 52 * k);
+        B[k] = limb52<N>(b.v, 52 * k);
+    }
     u64 t[2 * L], corr[2 * L];
 #pragma unroll
     for (int k = 0; k < 2 * L; k++) {
@@ -132,14 +134,4 @@ DEV Mont<P> mont_mul_fp64_limbs(const Mont<P>& a, const double* B) {
     }
     mont_reduce_once<P>(r.v);
     return r;
-}
-
-// a·b·2^(-52L) mod p, for a, b < p.
-template <class P>
-DEV Mont<P> mont_mul_fp64(const Mont<P>& a, const Mont<P>& b) {
-    constexpr int L = Fp64Params<P>::L;
-    double B[L];
-#pragma unroll
-    for (int k = 0; k < L; k++) B[k] = limb52<P::N>(b.v, 52 * k);
-    return mont_mul_fp64_limbs<P>(a, B);
 }

@@ -9,9 +9,14 @@
 // twiddles first and then running the transposed (Cooley-Tukey) butterflies.
 //
 // Roots: tw_lo[j] = w^j and tw_hi[j] = w^(j·2^16) for j < 2^16, w a primitive 2^32-th root of
-// unity (blstrs' ROOT_OF_UNITY), so w_(2^L)^e = w^(e·2^(32-L)) costs at most one product, and
-// the inverse root uses the negated exponent (mod 2^32) on the same tables. Coset powers come
-// from the same kind of tables for g and 1/g.
+// unity (blstrs' ROOT_OF_UNITY), so a product by w_(2^L)^e = w^(e·2^(32-L)) is at most two
+// products by table entries, and the inverse root uses the negated exponent (mod 2^32) on the
+// same tables. Coset powers come from the same kind of tables for g and 1/g.
+//
+// Measured on the H200 (docs/perf-cuda.md, session 9): holding the tables as the FP64 product's
+// limbs (no conversion of the twiddle operand) and taking two stages per shared-memory round
+// trip (radix 4 in registers) each changed a 2^24 transform by under 1%; the passes are not
+// bound by the products' instruction count alone.
 
 #define NTT_LOG_ELEMS 10  // elements per block: 2^10 Fr = 32 KiB of shared memory
 
@@ -38,26 +43,12 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #define NTT_BOUNDS
 #endif
 
-// Root tables. With CUZK_NTT_PRE (FP64 builds only) an entry is held as the FP64 product's five
-// 52-bit limbs in doubles, padded to six (48 bytes, three 16-byte loads; ntt_limbs_table builds
-// them), so the products by twiddles skip converting that operand.
-#if defined(CUZK_NTT_FP64) && defined(CUZK_NTT_PRE)
-typedef double TwEntry;
-#define TW_WORDS 6
-DEV Fr tw_mul(const Fr& x, const TwEntry* table, u32 i) {
-    const double2* p = reinterpret_cast<const double2*>(table + TW_WORDS * i);
-    double2 a = p[0], b = p[1], c = p[2];
-    double B[5] = {a.x, a.y, b.x, b.y, c.x};
-    return mont_mul_fp64_limbs<FrParams>(x, B);
-}
-#else
-typedef Fr TwEntry;
-DEV Fr tw_mul(const Fr& x, const TwEntry* table, u32 i) { return TW_MUL(x, load_elem<Fr>(table + i)); }
-#endif
+// x·t[i], t a root table.
+DEV Fr tw_mul(const Fr& x, const Fr* table, u32 i) { return TW_MUL(x, load_elem<Fr>(table + i)); }
 
 // x·w^E, w the 2^32-th root of unity (E taken mod 2^32), as x·w^(E_hi·2^16)·w^(E_lo): one
 // product per nonzero half of E.
-DEV Fr mul_root_pow(Fr x, const TwEntry* tw_lo, const TwEntry* tw_hi, u32 E) {
+DEV Fr mul_root_pow(Fr x, const Fr* tw_lo, const Fr* tw_hi, u32 E) {
     if (E >> 16) x = tw_mul(x, tw_hi, E >> 16);
     if (E & 0xffffu) x = tw_mul(x, tw_lo, E & 0xffffu);
     return x;
@@ -97,13 +88,13 @@ DEV Fr fr_from_arg(const FrArg& a) {
 // the twiddle before). Each ends with __syncthreads().
 // x·w_(2^(lh+1))^t = x·w^(t·2^(31-lh)), w the 2^32-th root; lh <= 15, so the exponent's low 16
 // bits are 0 and tw_hi alone holds the root.
-DEV Fr mul_stage_twiddle(const Fr& x, const TwEntry* tw_hi, u32 t, u32 lh, u32 dir_inv) {
+DEV Fr mul_stage_twiddle(const Fr& x, const Fr* tw_hi, u32 t, u32 lh, u32 dir_inv) {
     u32 E = t << (31 - lh);
     if (dir_inv) E = 0u - E;
     return tw_mul(x, tw_hi, E >> 16);
 }
 
-DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry* tw_hi) {
+DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
         u32 g = q >> (B - 1), r = q & (half - 1);
@@ -119,7 +110,7 @@ DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry*
     __syncthreads();
 }
 
-DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry* tw_hi) {
+DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
         u32 g = q >> (B - 1), r = q & (half - 1);
@@ -137,8 +128,8 @@ DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const TwEntry*
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
 // dir_inv selects the inverse root; dit selects decimation in time.
-extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const TwEntry* tw_lo,
-                                               const TwEntry* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
+extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
+                                               const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
                                                FrArg c_store, const Fr* g_lo, const Fr* g_hi) {
     extern __shared__ uint4 smem_raw[];
     Fr* sm = reinterpret_cast<Fr*>(smem_raw);
@@ -201,16 +192,6 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
         if (store_mode) x = apply_scale(x, store_mode, idx, K, cs, g_lo, g_hi);
         store_elem<Fr>(data + idx, x);
     }
-}
-
-// out[6i .. 6i+5] = the five 52-bit limbs of in[i] as doubles, then 0 (the CUZK_NTT_PRE tables).
-extern "C" __global__ void ntt_limbs_table(const Fr* in, double* out, u32 n) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Fr x = load_elem<Fr>(in + i);
-#pragma unroll
-    for (int k = 0; k < 5; k++) out[6 * i + k] = limb52<8>(x.v, 52 * k);
-    out[6 * i + 5] = 0.0;
 }
 
 // In-place bit-reversal permutation of 2^K elements.
