@@ -39,6 +39,10 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #endif
 #ifdef CUZK_NTT_LB
 #define NTT_BOUNDS __launch_bounds__(256, 4)
+#elif defined(CUZK_NTT_LB512)
+#define NTT_BOUNDS __launch_bounds__(512, 2)
+#elif defined(CUZK_NTT_LB128)
+#define NTT_BOUNDS __launch_bounds__(128, 8)
 #else
 #define NTT_BOUNDS
 #endif
