@@ -134,7 +134,7 @@ pub fn transform(
     }
     let eb = log_n.min(LOG_ELEMS);
     let elems = 1u32 << eb;
-    let per_thread: u32 = std::env::var("CUZK_NTT_ELEMS_PER_THREAD").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let per_thread: u32 = std::env::var("CUZK_NTT_ELEMS_PER_THREAD").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let threads = (elems / per_thread).max(1);
     let grid = 1u32 << (log_n - eb);
     let last = sched.len() - 1;

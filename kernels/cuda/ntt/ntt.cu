@@ -38,11 +38,9 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #define TW_MUL(x, t) ((x) * (t))
 #endif
 #ifdef CUZK_NTT_LB
-#define NTT_BOUNDS __launch_bounds__(256, 4)
-#elif defined(CUZK_NTT_LB512)
-#define NTT_BOUNDS __launch_bounds__(512, 2)
-#elif defined(CUZK_NTT_LB128)
 #define NTT_BOUNDS __launch_bounds__(128, 8)
+#elif defined(CUZK_NTT_LB64)
+#define NTT_BOUNDS __launch_bounds__(64, 16)
 #else
 #define NTT_BOUNDS
 #endif
@@ -130,7 +128,7 @@ DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
 }
 
 
-// One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 4).
+// One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 8).
 // dir_inv selects the inverse root; dit selects decimation in time.
 extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u32 dir_inv, u32 dit, const Fr* tw_lo,
                                                const Fr* tw_hi, u32 load_mode, u32 store_mode, FrArg c_load,
