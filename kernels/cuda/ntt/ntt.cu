@@ -28,9 +28,9 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 // the constants), which that product divides out again. Products of two table entries stay
 // scaled, products with data come out unscaled.
 // The backend builds sm_90 images this way (device::kernel_defines): on the H200, 2^24
-// transforms take 6.85 against 7.10 ms. The FP64 product alone needs 72 registers, which
-// leaves room for three blocks of 256 threads per multiprocessor, and is then no faster:
-// CUZK_NTT_LB caps ntt_pass at 64 registers (four blocks, as the IMAD build has with 60).
+// transforms took 6.85 against 7.10 ms (session 6). The FP64 product alone needs 72 registers,
+// and is then no faster: CUZK_NTT_LB caps ntt_pass at 64 registers, as many as the IMAD build
+// uses (60), for 8 blocks of 128 threads per multiprocessor (shared memory allows 7).
 // (Macros, so that the IMAD build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
 #define TW_MUL(x, t) mont_mul_fp64((x), (t))
@@ -39,8 +39,6 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 #endif
 #ifdef CUZK_NTT_LB
 #define NTT_BOUNDS __launch_bounds__(128, 8)
-#elif defined(CUZK_NTT_LB64)
-#define NTT_BOUNDS __launch_bounds__(64, 16)
 #else
 #define NTT_BOUNDS
 #endif
