@@ -83,9 +83,6 @@ DEV Fr fr_from_arg(const FrArg& a) {
     return r;
 }
 
-// Butterfly stages on the groups of 2^B elements held in shared memory, one radix-2 stage of
-// half-size h = 2^lh (DIF: Gentleman-Sande, the twiddle after the difference; DIT: Cooley-Tukey,
-// the twiddle before). Each ends with __syncthreads().
 // x·w_(2^(lh+1))^t = x·w^(t·2^(31-lh)), w the 2^32-th root; lh <= 15, so the exponent's low 16
 // bits are 0 and tw_hi alone holds the root.
 DEV Fr mul_stage_twiddle(const Fr& x, const Fr* tw_hi, u32 t, u32 lh, u32 dir_inv) {
@@ -94,6 +91,9 @@ DEV Fr mul_stage_twiddle(const Fr& x, const Fr* tw_hi, u32 t, u32 lh, u32 dir_in
     return tw_mul(x, tw_hi, E >> 16);
 }
 
+// Butterfly stages on the groups of 2^B elements held in shared memory, one radix-2 stage of
+// half-size h = 2^lh (DIF: Gentleman-Sande, the twiddle after the difference; DIT: Cooley-Tukey,
+// the twiddle before). Each ends with __syncthreads().
 DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
