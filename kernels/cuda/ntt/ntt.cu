@@ -91,10 +91,11 @@ DEV Fr mul_stage_twiddle(const Fr& x, const Fr* tw_hi, u32 t, u32 lh, u32 dir_in
     return tw_mul(x, tw_hi, E >> 16);
 }
 
-// Butterfly stages on the groups of 2^B elements held in shared memory, one radix-2 stage of
-// half-size h = 2^lh (DIF: Gentleman-Sande, the twiddle after the difference; DIT: Cooley-Tukey,
-// the twiddle before). Each ends with __syncthreads().
-DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
+// One radix-2 butterfly stage of half-size h = 2^lh on the groups of 2^B elements held in shared
+// memory: DIF (Gentleman-Sande) multiplies the difference by the twiddle, DIT (Cooley-Tukey)
+// multiplies the upper input first. Ends with __syncthreads().
+template <bool DIT>
+DEV void butterfly_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
     const u32 h = 1u << lh, half = 1u << (B - 1);
     for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
         u32 g = q >> (B - 1), r = q & (half - 1);
@@ -102,29 +103,19 @@ DEV void dif_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_h
         u32 i0 = (g << B) + ((r >> lh) << (lh + 1)) + t;
         u32 i1 = i0 + h;
         Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
-        store_elem<Fr>(sm + i0, u + v);
-        Fr d = u - v;
-        if (t) d = mul_stage_twiddle(d, tw_hi, t, lh, dir_inv);
-        store_elem<Fr>(sm + i1, d);
+        if (DIT) {
+            if (t) v = mul_stage_twiddle(v, tw_hi, t, lh, dir_inv);
+            store_elem<Fr>(sm + i0, u + v);
+            store_elem<Fr>(sm + i1, u - v);
+        } else {
+            store_elem<Fr>(sm + i0, u + v);
+            Fr d = u - v;
+            if (t) d = mul_stage_twiddle(d, tw_hi, t, lh, dir_inv);
+            store_elem<Fr>(sm + i1, d);
+        }
     }
     __syncthreads();
 }
-
-DEV void dit_stage(Fr* sm, u32 lh, u32 B, u32 nbfly, u32 dir_inv, const Fr* tw_hi) {
-    const u32 h = 1u << lh, half = 1u << (B - 1);
-    for (u32 q = threadIdx.x; q < nbfly; q += blockDim.x) {
-        u32 g = q >> (B - 1), r = q & (half - 1);
-        u32 t = r & (h - 1);
-        u32 i0 = (g << B) + ((r >> lh) << (lh + 1)) + t;
-        u32 i1 = i0 + h;
-        Fr u = load_elem<Fr>(sm + i0), v = load_elem<Fr>(sm + i1);
-        if (t) v = mul_stage_twiddle(v, tw_hi, t, lh, dir_inv);
-        store_elem<Fr>(sm + i0, u + v);
-        store_elem<Fr>(sm + i1, u - v);
-    }
-    __syncthreads();
-}
-
 
 // One pass. Launch: blocks = n / 2^EB with EB = min(NTT_LOG_ELEMS, K); threads = max(1, 2^EB / 8).
 // dir_inv selects the inverse root; dit selects decimation in time.
@@ -169,9 +160,9 @@ extern "C" __global__ void NTT_BOUNDS ntt_pass(Fr* data, u32 K, u32 L, u32 B, u3
     const u32 half = gsize >> 1;
     const u32 nbfly = G * half;
     if (!dit) {
-        for (u32 lh = B; lh-- > 0;) dif_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
+        for (u32 lh = B; lh-- > 0;) butterfly_stage<false>(sm, lh, B, nbfly, dir_inv, tw_hi);
     } else {
-        for (u32 lh = 0; lh < B; lh++) dit_stage(sm, lh, B, nbfly, dir_inv, tw_hi);
+        for (u32 lh = 0; lh < B; lh++) butterfly_stage<true>(sm, lh, B, nbfly, dir_inv, tw_hi);
     }
 
     for (u32 e = tid; e < elems; e += nthreads) {
