@@ -69,7 +69,12 @@ impl Stream {
 
     /// Records a new event (no timing) on the stream and returns it; the caller owns it.
     pub fn record(&self) -> Result<sys::CUevent, CudaError> {
-        let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        self.record_with(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+    }
+
+    /// Records a new event created with `flags`; the caller owns it.
+    fn record_with(&self, flags: sys::CUevent_flags) -> Result<sys::CUevent, CudaError> {
+        let ev = result::event::create(flags)?;
         // SAFETY: live event and stream.
         unsafe { result::event::record(ev, self.raw()) }?;
         Ok(ev)
@@ -96,11 +101,7 @@ impl Event {
     /// Records a new event on `stream` that keeps its completion time (profiling).
     pub fn record_timed(stream: &Stream) -> Result<Self, CudaError> {
         stream.inner.ctx.bind_to_thread()?;
-        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
-        let ev = Event { raw, ctx: stream.inner.ctx.clone() };
-        // SAFETY: live event and stream.
-        unsafe { result::event::record(raw, stream.raw()) }?;
-        Ok(ev)
+        Ok(Event { raw: stream.record_with(sys::CUevent_flags::CU_EVENT_DEFAULT)?, ctx: stream.inner.ctx.clone() })
     }
 
     /// Milliseconds from `earlier` to this event; both must be timed and completed.
