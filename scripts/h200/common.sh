@@ -1,0 +1,40 @@
+# Shared preamble of the GPU-host scripts (sourced, not run; see README.md).
+#
+#   ROOT  the repository root            BIN  the binaries ($CUZK_BIN_DIR, default $ROOT/gpu-bin)
+#   OUT   where logs go ($OUT, default /tmp/cuzk-<script>); $OUT/summary.txt collects the results
+#
+# Exports the CUDA kernel cache and the test-vector directory the binaries read. Helpers:
+#   note TEXT...            print TEXT and append it to the summary
+#   need NAME...            stop unless $BIN/NAME exists (a binary or a directory)
+#   step NAME SECS CMD...   run CMD under a time limit, all output to $OUT/NAME.txt, and note its
+#                           exit status and duration; variables set before `step` reach CMD
+#   pick FILE REGEX         append FILE's lines matching REGEX to the summary
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${CUZK_BIN_DIR:-$ROOT/gpu-bin}
+OUT=${OUT:-/tmp/cuzk-$(basename "$0" .sh)}
+mkdir -p "$OUT"
+S=$OUT/summary.txt
+export CUZK_CUDA_CACHE=${CUZK_CUDA_CACHE:-$BIN/cache}
+export CUZK_VECTORS=${CUZK_VECTORS:-$BIN/vectors}
+SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+
+note() { echo "$*" | tee -a "$S"; }
+need() {
+  local b
+  for b in "$@"; do
+    [ -e "$BIN/$b" ] || { echo "missing $BIN/$b (build it as scripts/h200/README.md says)" >&2; exit 2; }
+  done
+}
+step() {
+  local name=$1 secs=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  timeout "$secs" "$@" > "$OUT/$name.txt" 2>&1
+  rc=$?
+  note "$name: rc=$rc, $(( $(date +%s) - t0 )) s"
+  return $rc
+}
+pick() { grep -E "$2" "$1" | tee -a "$S"; }
+
+note "== $(basename "$0") $(date -u '+%F %T') UTC on $(hostname): $(nproc) cores, $(nvidia-smi -L 2>/dev/null | head -1)"
