@@ -2,7 +2,7 @@
 //! sleeps a thread, or names an async runtime; neither its manifest nor its resolved
 //! (non-dev) dependency graph contains one.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Code (not comments) that would read the clock, own threads or use a runtime.
@@ -80,41 +80,49 @@ fn manifest_names_no_runtime() {
     }
 }
 
-#[test]
-fn resolved_dependencies_contain_no_runtime() {
+/// The packages `manifest`'s crate links into a build for the host: its normal and build
+/// dependencies, transitively, as `cargo tree` resolves them. Works offline once a plain
+/// `cargo build` has fetched what the host needs (unlike `cargo metadata`, which wants the
+/// manifest of every package in the lock file, for every platform).
+fn host_dependencies(manifest: &Path) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .args(["tree", "--offline", "--edges", "normal,build", "--prefix", "none", "--format", "{p}", "--manifest-path"])
+        .arg(manifest)
         .output()
-        .expect("run cargo metadata");
-    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
-    let name_of = |id: &str| -> String {
-        meta["packages"].as_array().and_then(|ps| ps.iter().find(|p| p["id"] == id)).and_then(|p| p["name"].as_str()).unwrap_or("?").to_string()
-    };
-    let nodes = meta["resolve"]["nodes"].as_array().expect("resolve graph");
-    let root = nodes.iter().map(|n| n["id"].as_str().unwrap_or("")).find(|id| name_of(id) == "cuzk-core").expect("cuzk-core in the graph").to_string();
-    // Walk normal and build edges only (dev-dependencies are for tests).
-    let mut seen = BTreeSet::new();
-    let mut queue = VecDeque::from([root]);
-    while let Some(id) = queue.pop_front() {
-        if !seen.insert(id.clone()) {
-            continue;
-        }
-        let Some(node) = nodes.iter().find(|n| n["id"] == id.as_str()) else { continue };
-        for dep in node["deps"].as_array().into_iter().flatten() {
-            let kinds = dep["dep_kinds"].as_array().cloned().unwrap_or_default();
-            let runtime = kinds.iter().any(|k| k["kind"].is_null() || k["kind"] == "build");
-            if runtime {
-                if let Some(pkg) = dep["pkg"].as_str() {
-                    queue.push_back(pkg.to_string());
-                }
-            }
-        }
-    }
-    let names: BTreeSet<String> = seen.iter().map(|id| name_of(id)).collect();
-    let bad: Vec<_> = names.iter().filter(|n| FORBIDDEN_CRATES.contains(&n.as_str())).collect();
-    assert!(bad.is_empty(), "cuzk-core pulls in {bad:?}");
+        .expect("run cargo tree");
+    assert!(out.status.success(), "cargo tree --offline for {}: {}", manifest.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
+}
+
+fn runtimes_in(names: &BTreeSet<String>) -> Vec<&String> {
+    names.iter().filter(|n| FORBIDDEN_CRATES.contains(&n.as_str())).collect()
+}
+
+#[test]
+fn resolved_dependencies_contain_no_runtime() {
+    let names = host_dependencies(&Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
     assert!(names.contains("blstrs"), "the walk reaches real dependencies: {names:?}");
+    assert!(!names.contains("criterion"), "dev-dependencies are not walked: {names:?}");
+    let bad = runtimes_in(&names);
+    assert!(bad.is_empty(), "cuzk-core pulls in {bad:?}");
+}
+
+/// The check above can fail: a crate with tokio planted among its normal dependencies (resolved
+/// offline against the workspace's lock file) is caught.
+#[test]
+fn the_dependency_check_catches_a_planted_runtime() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+    let dir = std::env::temp_dir().join(format!("cuzk-planted-runtime-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("src")).expect("temp crate");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"planted\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\nblstrs = \"0.7\"\ntokio = \"1\"\n\n[workspace]\n",
+    )
+    .expect("write manifest");
+    std::fs::write(dir.join("src/lib.rs"), "").expect("write lib");
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy the lock file");
+    let names = host_dependencies(&dir.join("Cargo.toml"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(runtimes_in(&names), vec!["tokio"], "the planted runtime is reported: {names:?}");
 }
