@@ -15,7 +15,8 @@
 #   sanitizer  memcheck on the small field, curve, NTT, MSM and pool tests (default sizes, and
 #              forced batch-affine rounds to 2^10), racecheck on the NTT to 2^10
 #   bench      cuzk-cuda-bench h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
-#              G2 2^24 phases (CUZK_MSM_PROFILE=1); overlap 24 4; g1s 22 24 (streamed bases)
+#              G2 2^24 phases (CUZK_MSM_PROFILE=1); overlap 24 4, h 27 27 (upload overlapping
+#              compute_h), g1 22 24 g1s 22 24 (resident against streamed bases)
 #   windows    the window-size sweep: CUZK_BENCH_CS=16,18,20 cuzk-cuda-bench g1c 24 26 g2c 22 24
 # Needs gpu-bin/{gpu,cuzk-cuda-bench} and gpu-bin/vectors/. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
@@ -67,8 +68,8 @@ for part in $PARTS; do
       pick "$OUT/bench.txt" '^(# device|# kernel|h2d|ntt|compute_h|upload|Fr|Fp|msm)'
       CUZK_MSM_PROFILE=1 step msm-profile 120 "$B" g1 24 24 g2 24 24
       pick "$OUT/msm-profile.txt" '^msm'
-      step overlap 200 "$B" overlap 24 4 g1 22 24 g1s 22 24
-      pick "$OUT/overlap.txt" '^(overlap|msm)'
+      step overlap 300 "$B" overlap 24 4 h 27 27 g1 22 24 g1s 22 24
+      pick "$OUT/overlap.txt" '^(overlap|upload|compute_h|msm)'
       ;;
     windows)
       CUZK_BENCH_CS=16,18,20 step windows 400 "$B" g1c 24 26 g2c 22 24
