@@ -13,10 +13,10 @@
 // products by table entries, and the inverse root uses the negated exponent (mod 2^32) on the
 // same tables. Coset powers come from the same kind of tables for g and 1/g.
 //
-// Measured on the H200 (docs/perf-cuda.md, session 9): holding the tables as the FP64 product's
-// limbs (no conversion of the twiddle operand) and taking two stages per shared-memory round
-// trip (radix 4 in registers) each changed a 2^24 transform by under 1%; the passes are not
-// bound by the products' instruction count alone.
+// Measured on the H200 (docs/perf-cuda.md, "Decisions"): holding the tables as the FP64
+// product's limbs (no conversion of the twiddle operand) and taking two stages per shared-memory
+// round trip (radix 4 in registers) each changed a 2^24 transform by under 1%; the passes are
+// not bound by the products' instruction count alone.
 
 #define NTT_LOG_ELEMS 10  // elements per block: 2^10 Fr = 32 KiB of shared memory
 
@@ -28,9 +28,10 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 // the constants), which that product divides out again. Products of two table entries stay
 // scaled, products with data come out unscaled.
 // The backend builds sm_90 images this way (device::kernel_defines): on the H200, 2^24
-// transforms took 6.85 against 7.10 ms (session 6). The FP64 product alone needs 72 registers,
-// and is then no faster: CUZK_NTT_LB caps ntt_pass at 64 registers, as many as the IMAD build
-// uses (60), for 8 blocks of 128 threads per multiprocessor (shared memory allows 7).
+// transforms took 6.85 against 7.10 ms (docs/perf-cuda.md, "Decisions"). The FP64 product
+// alone needs 72 registers, and is then no faster: CUZK_NTT_LB caps ntt_pass at 64 registers,
+// as many as the IMAD build uses (60), for 8 blocks of 128 threads per multiprocessor (shared
+// memory allows 7).
 // (Macros, so that the IMAD build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
 #define TW_MUL(x, t) mont_mul_fp64((x), (t))
