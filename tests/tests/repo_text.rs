@@ -161,7 +161,7 @@ fn j(parts: &[&str]) -> String {
 fn matcher_flags_history() {
     for line in [
         j(&["see sess", "ion 9"]),
-        j(&["scripts/h200/sess", "ion8-call3.sh"]),
+        j(&["scripts/h200/sess", "ion8-cal", "l3.sh"]),
         j(&["Sess", "ion-5 figures"]),
         j(&["sess", "ions 5 to 9"]),
         j(&["cal", "l 7's run"]),
