@@ -65,7 +65,8 @@ pub struct SubmitArgs {
     /// log2 of the domain size.
     #[arg(long, required_unless_present = "request")]
     pub log_size: Option<u32>,
-    /// A Filecoin request file (JSON from `cuzk gen-vanilla`) instead of a built-in circuit.
+    /// A Filecoin request file (JSON from `cuzk gen-vanilla`) instead of a built-in circuit; sent
+    /// as Curio's client sends it (its request id, priority and fields).
     #[arg(long, conflicts_with = "circuit")]
     pub request: Option<PathBuf>,
     /// Witness seed (partition i uses seed + i).
@@ -77,7 +78,7 @@ pub struct SubmitArgs {
     /// Priority.
     #[arg(long, value_enum, default_value_t = PriorityArg::Default)]
     pub priority: PriorityArg,
-    /// Idempotency key.
+    /// Idempotency key (default for a Filecoin request: the id Curio would send).
     #[arg(long, default_value = "")]
     pub request_id: String,
     /// Fail the job if not done this many ms after acceptance (0: none).
@@ -95,7 +96,7 @@ impl SubmitArgs {
     /// The request.
     pub fn request(&self) -> Result<proto::SubmitProofRequest, CliError> {
         let mut r = match &self.request {
-            Some(path) => crate::request::filecoin_submission(&crate::filecoin::read_request(path)?),
+            Some(path) => crate::curio::submission(&crate::filecoin::read_request(path)?),
             None => proto::SubmitProofRequest {
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob {
@@ -107,8 +108,12 @@ impl SubmitArgs {
                 ..Default::default()
             },
         };
-        r.request_id = self.request_id.clone();
-        r.priority = self.priority.proto() as i32;
+        if !self.request_id.is_empty() {
+            r.request_id = self.request_id.clone();
+        }
+        if self.priority != PriorityArg::Default {
+            r.priority = self.priority.proto() as i32;
+        }
         r.deadline_ms = self.deadline_ms;
         Ok(r)
     }

@@ -68,6 +68,9 @@ pub fn gen_vanilla(out: &Path, size: u64, seed: u64) -> Result<Vec<PathBuf>, Cli
     eprintln!("sealed a {size}-byte sector and made the vanilla proofs in {:.1} s", t.elapsed().as_secs_f64());
     let mut paths = Vec::new();
     for r in reqs {
+        // In the encodings Curio sends: the C1 output in Curio's wrapper, bincode elements, raw
+        // commitments.
+        let r = crate::curio::from_fixture(r);
         let id = cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_err(fil)?;
         let path = out.join(format!("{}.json", id.id()));
         let text = serde_json::to_vec_pretty(&r).map_err(|e| CliError::Usage(e.to_string()))?;

@@ -3,7 +3,8 @@
 //! The daemon is a thin tokio layer over the sans-io engine of `cuzk-core`: [`driver`] owns
 //! the engine and executes its actions; [`service`] is the `cuzk.v1.ProvingEngine` gRPC API
 //! ([`proto`]); [`http`] serves the status page, `/status` and `/metrics`; [`server`] wires the
-//! listeners and the shutdown. [`client`], [`commands`] and [`loadgen`] are the client side.
+//! listeners and the shutdown. [`client`], [`commands`], [`loadgen`] and [`curio`] (requests as
+//! Curio's Go client builds them) are the client side.
 
 #![warn(missing_docs)]
 // gRPC handlers return `tonic::Status` (176 bytes) by design; boxing it everywhere buys nothing.
@@ -15,6 +16,7 @@ pub mod client;
 pub mod codec;
 pub mod commands;
 pub mod config;
+pub mod curio;
 pub mod driver;
 pub mod filecoin;
 pub mod http;

@@ -149,7 +149,13 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let k = schedule[i % schedule.len()];
         let m = &mix[k];
         let mut submit = match (&m.filecoin, m.circuit) {
-            (Some(f), _) => crate::request::filecoin_submission(f),
+            (Some(f), _) => {
+                // As Curio sends it, under a request id of its own (Curio's id is per sector:
+                // repeating it would join the first job instead of proving again).
+                let mut s = crate::curio::submission(f);
+                s.request_id = format!("{}-bench-{i}", s.request_id);
+                s
+            }
             (None, CircuitKey::Builtin(c)) => proto::SubmitProofRequest {
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob { circuit: c.kind.name().into(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
@@ -157,7 +163,9 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             },
             (None, CircuitKey::Filecoin(_)) => return Err(CliError::Usage("a Filecoin mix entry needs its request file".into())),
         };
-        submit.priority = m.priority.proto() as i32;
+        if m.priority != PriorityArg::Default {
+            submit.priority = m.priority.proto() as i32;
+        }
         let req = proto::ProveRequest { submit: Some(submit), timeout_ms: 0 };
         let mut c = client.clone();
         let vk = vks.get(&k).cloned();

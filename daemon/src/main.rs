@@ -15,7 +15,7 @@ use cuzk_core::proof::verify;
 use cuzk_core::prover::{prove, ProveError, ProvingKey, Stage};
 use cuzk_core::synth::{synthesize, SizeHint};
 use cuzk_daemon::commands::{self, Conn, SubmitArgs};
-use cuzk_daemon::config::{Config, ShutdownMode};
+use cuzk_daemon::config::{Config, LogFormat, ShutdownMode};
 use cuzk_daemon::loadgen::BenchArgs;
 use cuzk_daemon::{data_dir, prover_bench, read_params, server, setup, CliError};
 use ff::Field;
@@ -61,9 +61,12 @@ struct ServeArgs {
     /// gRPC unix socket path ("" disables it).
     #[arg(long)]
     socket: Option<PathBuf>,
-    /// gRPC TCP address (needs --token or server.token).
+    /// gRPC TCP address (needs --token or server.token, or --tcp-insecure).
     #[arg(long)]
     tcp: Option<SocketAddr>,
+    /// Serve TCP without authentication, as Curio's client connects (trusted networks only).
+    #[arg(long)]
+    tcp_insecure: bool,
     /// HTTP status address ("" disables it).
     #[arg(long)]
     http: Option<String>,
@@ -296,6 +299,7 @@ fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliEr
     if let Some(t) = args.tcp {
         cfg.server.tcp = Some(t);
     }
+    cfg.server.tcp_insecure |= args.tcp_insecure;
     if let Some(h) = &args.http {
         cfg.server.http = h.clone();
     }
@@ -328,10 +332,15 @@ fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliEr
     Ok(cfg)
 }
 
-fn init_logging(filter: &str, json: bool) {
+fn init_logging(filter: &str, format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if json { b.json().try_init() } else { b.try_init() };
+    // Colour codes only on a terminal: a log file or journald gets plain text.
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::stderr().is_terminal());
+    let _ = match format {
+        LogFormat::Json => b.json().try_init(),
+        LogFormat::Text => b.try_init(),
+    };
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -388,7 +397,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::BenchProver { circuits, log_sizes, reps } => prover_bench::bench_prover(&dir, &circuits, &log_sizes, reps),
         Command::Serve(args) => {
             let cfg = serve_config(&args, cli.token.clone())?;
-            init_logging(&cfg.log.filter, cfg.log.json);
+            init_logging(&cfg.log.filter, cfg.log.format);
             runtime()?.block_on(server::serve(cfg, dir.clone()))?;
             Ok(())
         }

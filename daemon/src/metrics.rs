@@ -64,6 +64,7 @@ pub fn render(s: &Snapshot) -> String {
     for st in &s.stages {
         let _ = writeln!(o, "cuzk_stage_runs_total{{stage=\"{}\"}} {}", st.stage, st.count);
     }
+    curio_metrics(&mut o, s);
     head(&mut o, "cuzk_job_latency_seconds", "histogram", "Submission to completion of completed jobs, per circuit.");
     for h in &s.latency {
         let c = esc(&h.circuit);
@@ -75,4 +76,32 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "cuzk_job_latency_seconds_count{{circuit=\"{c}\"}} {}", h.count);
     }
     o
+}
+
+/// The metrics Curio's own cuzk daemon exports, under its names and labels, so an operator's
+/// dashboards keep working when the daemons are swapped.
+fn curio_metrics(o: &mut String, s: &Snapshot) {
+    head(o, "cuzk_proofs_completed_total", "counter", "Proofs completed.");
+    let _ = writeln!(o, "cuzk_proofs_completed_total {}", s.jobs.completed);
+    head(o, "cuzk_proofs_failed_total", "counter", "Proofs failed.");
+    let _ = writeln!(o, "cuzk_proofs_failed_total {}", s.jobs.failed);
+    head(o, "cuzk_queue_depth", "gauge", "Jobs accepted and not yet started.");
+    let _ = writeln!(o, "cuzk_queue_depth {}", s.kinds.iter().map(|k| u64::from(k.pending)).sum::<u64>());
+    head(o, "cuzk_proofs_completed", "counter", "Proofs completed, per proof kind.");
+    for k in &s.kinds {
+        let _ = writeln!(o, "cuzk_proofs_completed{{proof_kind=\"{}\"}} {}", k.label, k.completed);
+    }
+    head(o, "cuzk_proofs_failed", "counter", "Proofs failed, per proof kind.");
+    for k in &s.kinds {
+        let _ = writeln!(o, "cuzk_proofs_failed{{proof_kind=\"{}\"}} {}", k.label, k.failed);
+    }
+    head(o, "cuzk_proof_duration_seconds", "summary", "Submission to completion of completed proofs, per proof kind.");
+    for k in &s.kinds {
+        let _ = writeln!(o, "cuzk_proof_duration_seconds_count{{proof_kind=\"{}\"}} {}", k.label, k.completed);
+        let _ = writeln!(o, "cuzk_proof_duration_seconds_sum{{proof_kind=\"{}\"}} {:.3}", k.label, k.completed_seconds);
+    }
+    head(o, "cuzk_running_jobs", "gauge", "Jobs with a stage running.");
+    let _ = writeln!(o, "cuzk_running_jobs {}", s.kinds.iter().map(|k| u64::from(k.running)).sum::<u64>());
+    head(o, "cuzk_gpu_workers", "gauge", "Devices the engine schedules on.");
+    let _ = writeln!(o, "cuzk_gpu_workers {}", s.devices.len());
 }

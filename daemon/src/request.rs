@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_circuits::{CircuitError, CircuitKind};
-use cuzk_circuits_filecoin::{FilCircuitId, FilError, FilKind, FilRequest, Prepared};
+use cuzk_circuits_filecoin::{FilError, FilKind, FilRequest, Prepared};
 use cuzk_core::engine::Priority;
 use prost::Message;
 use tonic::{Code, Status};
@@ -45,6 +45,8 @@ pub struct JobRequest {
     pub partitions: u32,
     /// Deadline after acceptance.
     pub deadline: Option<Duration>,
+    /// [`payload_digest`] of the submission.
+    pub payload: [u8; 32],
 }
 
 /// Why a request was refused.
@@ -80,6 +82,9 @@ pub enum RequestError {
     /// The request id is too long.
     #[error("request_id longer than {MAX_REQUEST_ID} bytes")]
     RequestIdTooLong,
+    /// The request id could be taken for a job id.
+    #[error("request_id {0:?} is a bare number, which this daemon uses for its own job ids: add a prefix")]
+    RequestIdNumeric(String),
 }
 
 impl RequestError {
@@ -125,6 +130,10 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
     if req.request_id.len() > MAX_REQUEST_ID {
         return Err(RequestError::RequestIdTooLong);
     }
+    if !req.request_id.is_empty() && req.request_id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(RequestError::RequestIdNumeric(req.request_id.clone()));
+    }
+    let payload = payload_digest(req);
     let kind = proto::ProofKind::try_from(req.proof_kind).map_err(|_| RequestError::UnknownKind(req.proof_kind))?;
     let fil_kind = match kind {
         proto::ProofKind::Unspecified => return Err(RequestError::NoKind),
@@ -155,6 +164,7 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
             seed: 0,
             partitions: 1,
             deadline,
+            payload,
         });
     }
     let g = req.generic.as_ref().ok_or(RequestError::MissingGeneric)?;
@@ -163,7 +173,7 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
     }
-    Ok(JobRequest { request_id: req.request_id.clone(), kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline })
+    Ok(JobRequest { request_id: req.request_id.clone(), kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline, payload })
 }
 
 /// The Filecoin fields of a submission.
@@ -172,38 +182,68 @@ pub fn filecoin_request(req: &proto::SubmitProofRequest, kind: FilKind) -> FilRe
         kind,
         registered_proof: req.registered_proof,
         vanilla_proof: req.vanilla_proof.clone(),
+        vanilla_proofs: req.vanilla_proofs.clone(),
         sector_number: req.sector_number,
         miner_id: req.miner_id,
         randomness: req.randomness.clone(),
         partition_index: req.partition_index,
-        sector_key_cid: req.sector_key_cid.clone(),
-        new_sealed_cid: req.new_sealed_cid.clone(),
-        new_unsealed_cid: req.new_unsealed_cid.clone(),
+        comm_r_old: req.comm_r_old.clone(),
+        comm_r_new: req.comm_r_new.clone(),
+        comm_d_new: req.comm_d_new.clone(),
     }
 }
 
-/// The submission of a Filecoin request (the inverse of [`filecoin_request`]).
-pub fn filecoin_submission(r: &FilRequest) -> proto::SubmitProofRequest {
-    let kind = match r.kind {
+/// The API proof kind of a Filecoin kind.
+pub fn proto_kind(kind: FilKind) -> proto::ProofKind {
+    match kind {
         FilKind::PoRep => proto::ProofKind::PorepSealCommit,
         FilKind::SnapDeals => proto::ProofKind::SnapDealsUpdate,
         FilKind::WindowPoSt => proto::ProofKind::WindowPostPartition,
         FilKind::WinningPoSt => proto::ProofKind::WinningPost,
-    };
-    proto::SubmitProofRequest {
-        proof_kind: kind as i32,
-        registered_proof: r.registered_proof,
-        sector_size: cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_or(0, |c: FilCircuitId| c.sector_size),
-        vanilla_proof: r.vanilla_proof.clone(),
-        sector_number: r.sector_number,
-        miner_id: r.miner_id,
-        randomness: r.randomness.clone(),
-        partition_index: r.partition_index,
-        sector_key_cid: r.sector_key_cid.clone(),
-        new_sealed_cid: r.new_sealed_cid.clone(),
-        new_unsealed_cid: r.new_unsealed_cid.clone(),
-        ..Default::default()
     }
+}
+
+/// A proof kind as Curio's daemon names it in `GetStatus` (`porep-c2`, `snap-update`,
+/// `window-post`, `winning-post`; `generic` for cuzk's own circuits).
+pub fn kind_name(kind: proto::ProofKind) -> &'static str {
+    match kind {
+        proto::ProofKind::PorepSealCommit => "porep-c2",
+        proto::ProofKind::SnapDealsUpdate => "snap-update",
+        proto::ProofKind::WindowPostPartition => "window-post",
+        proto::ProofKind::WinningPost => "winning-post",
+        proto::ProofKind::Generic | proto::ProofKind::Unspecified => "generic",
+    }
+}
+
+/// A proof kind as Curio's daemon labels it in metrics (`porep_c2`, …, `generic`).
+pub fn kind_label(kind: proto::ProofKind) -> &'static str {
+    match kind {
+        proto::ProofKind::PorepSealCommit => "porep_c2",
+        proto::ProofKind::SnapDealsUpdate => "snap_update",
+        proto::ProofKind::WindowPostPartition => "window_post",
+        proto::ProofKind::WinningPost => "winning_post",
+        proto::ProofKind::Generic | proto::ProofKind::Unspecified => "generic",
+    }
+}
+
+/// The API kind of a circuit.
+pub fn circuit_kind(c: CircuitKey) -> proto::ProofKind {
+    match c {
+        CircuitKey::Filecoin(f) => proto_kind(f.kind),
+        CircuitKey::Builtin(_) => proto::ProofKind::Generic,
+    }
+}
+
+/// What identifies a submission's work: a digest of every field except the request id, the
+/// priority and the deadline. Two submissions under one request id with the same payload are
+/// the same job.
+pub fn payload_digest(req: &proto::SubmitProofRequest) -> [u8; 32] {
+    use sha2::Digest;
+    let mut r = req.clone();
+    r.request_id.clear();
+    r.priority = 0;
+    r.deadline_ms = 0;
+    sha2::Sha256::digest(r.encode_to_vec()).into()
 }
 
 /// Parses a Filecoin job's vanilla proofs, verifies them against its public data and builds

@@ -111,7 +111,7 @@ pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError>
     }
     let cuda = match cfg.engine.backend.as_str() {
         "cpu" => None,
-        choice => match cuzk_backend_cuda::CudaBackend::first() {
+        choice => match cuzk_backend_cuda::CudaBackend::new(cfg.engine.cuda_device as usize) {
             Ok(b) => Some(b),
             Err(e) if choice == "cuda" => return Err(ConfigError::Invalid(format!("engine.backend = \"cuda\" but no CUDA device is usable: {e}")).into()),
             Err(e) => {
@@ -175,6 +175,15 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 /// Starts the daemon over the given backends (one per device).
 pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
     cfg.validate()?;
+    for n in &cfg.notes {
+        tracing::warn!("{n}");
+    }
+    if cfg.engine.cpu_threads > 0 {
+        // The pool synthesis and the constraint-matrix products run in; once per process.
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(cfg.engine.cpu_threads as usize).build_global() {
+            tracing::warn!("engine.cpu_threads = {} not applied: {e}", cfg.engine.cpu_threads);
+        }
+    }
     let token = cfg.token()?;
     let data_dir = cfg.params.data_dir.clone().unwrap_or(data_dir);
     let ec = engine_config(&cfg, &backends);
@@ -207,7 +216,16 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         None => None,
     };
     let tcp = match cfg.server.tcp {
-        Some(a) => Some(TcpListener::bind(a).await.map_err(io(format!("binding gRPC TCP {a}")))?),
+        Some(a) => {
+            if cfg.server.tcp_insecure && !a.ip().is_loopback() {
+                tracing::warn!(
+                    "gRPC on {a} WITHOUT AUTHENTICATION (server.tcp_insecure): anyone who can reach this port can submit and cancel proofs; keep it on a trusted network or firewall it"
+                );
+            } else if cfg.server.tcp_insecure {
+                tracing::warn!("gRPC on {a} without authentication (server.tcp_insecure)");
+            }
+            Some(TcpListener::bind(a).await.map_err(io(format!("binding gRPC TCP {a}")))?)
+        }
         None => None,
     };
     let http = if cfg.server.http.trim().is_empty() {
@@ -222,15 +240,18 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
     let listening =
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
+    let devices = backends.len();
     let backends: Vec<Arc<B>> = backends.into_iter().map(Arc::new).collect();
     let (handle, driver_task) = driver::spawn(dcfg, backends, pool)?;
-    let service =
-        Service::new(handle.clone(), ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing });
+    let service = Service::new(
+        handle.clone(),
+        ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing, devices },
+    );
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers: Vec<JoinHandle<Result<(), ServeError>>> = Vec::new();
     if let Some(l) = uds {
-        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max);
+        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
         let stop = stopped(stop_rx.clone());
         servers.push(tokio::spawn(async move {
             tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(UnixListenerStream::new(l), stop).await?;
@@ -238,15 +259,24 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         }));
     }
     if let Some(l) = tcp {
-        let Some(t) = token.clone() else {
-            return Err(ConfigError::Invalid("TCP needs a token".into()).into());
-        };
-        let svc = InterceptedService::new(ProvingEngineServer::new(service.clone()).max_decoding_message_size(max), RequireToken(t.into()));
+        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
         let stop = stopped(stop_rx.clone());
-        servers.push(tokio::spawn(async move {
-            tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(TcpListenerStream::new(l), stop).await?;
-            Ok(())
-        }));
+        let incoming = TcpListenerStream::new(l);
+        if cfg.server.tcp_insecure {
+            servers.push(tokio::spawn(async move {
+                tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
+                Ok(())
+            }));
+        } else {
+            let Some(t) = token.clone() else {
+                return Err(ConfigError::Invalid("TCP needs a token".into()).into());
+            };
+            let svc = InterceptedService::new(svc, RequireToken(t.into()));
+            servers.push(tokio::spawn(async move {
+                tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
+                Ok(())
+            }));
+        }
     }
     if let Some(l) = http {
         let local = l.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(false);

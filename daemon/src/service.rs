@@ -4,19 +4,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_core::engine::JobId;
 use tonic::{Request, Response, Status};
 
 use crate::circuits::{key_params_path, CircuitKey};
-use crate::driver::{DriverHandle, FinalStatus, JobResult};
+use crate::driver::{DriverHandle, FinalStatus, JobRef, JobResult};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
 use crate::request::{prepare_filecoin, validate, JobRequest};
 use crate::setup::ensure_params;
 use crate::status::Snapshot;
 
-/// Parses a job id as this daemon issues them (a decimal number).
-pub fn parse_job_id(s: &str) -> Result<JobId, Status> {
-    s.trim().parse::<u64>().map(JobId).map_err(|_| Status::invalid_argument(format!("invalid job_id {s:?}: expected the id SubmitProof returned")))
+/// Parses an API job id (the daemon's number or a request id).
+pub fn parse_job_id(s: &str) -> Result<JobRef, Status> {
+    JobRef::parse(s)
 }
 
 /// Service settings.
@@ -28,6 +27,8 @@ pub struct ServiceConfig {
     pub fil_dir: PathBuf,
     /// Generate missing parameter files.
     pub generate_missing: bool,
+    /// Devices the engine schedules on.
+    pub devices: usize,
 }
 
 /// The gRPC service.
@@ -35,20 +36,23 @@ pub struct ServiceConfig {
 pub struct Service {
     handle: DriverHandle,
     cfg: Arc<ServiceConfig>,
+    /// `SubmitProofResponse.assigned_gpu`: the ordinal when the daemon has one device (every
+    /// job runs there), else empty (the engine picks per partition, later).
+    assigned_gpu: String,
 }
 
 fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
-fn to_proto(job: JobId, r: &JobResult) -> proto::AwaitProofResponse {
+fn to_proto(r: &JobResult) -> proto::AwaitProofResponse {
     let status = match r.status {
         FinalStatus::Completed => AwaitStatus::Completed,
         FinalStatus::Failed => AwaitStatus::Failed,
         FinalStatus::Cancelled => AwaitStatus::Cancelled,
     };
     proto::AwaitProofResponse {
-        job_id: job.0.to_string(),
+        job_id: r.job_id.clone(),
         status: status as i32,
         proof: r.proof.clone(),
         error_message: r.error.clone(),
@@ -64,7 +68,8 @@ fn to_proto(job: JobId, r: &JobResult) -> proto::AwaitProofResponse {
 impl Service {
     /// A service over a running driver.
     pub fn new(handle: DriverHandle, cfg: ServiceConfig) -> Service {
-        Service { handle, cfg: Arc::new(cfg) }
+        let assigned_gpu = if cfg.devices == 1 { "0".into() } else { String::new() };
+        Service { handle, cfg: Arc::new(cfg), assigned_gpu }
     }
 
     async fn accept(&self, req: &proto::SubmitProofRequest) -> Result<crate::driver::Submitted, Status> {
@@ -93,10 +98,10 @@ impl Service {
         self.handle.submit(job).await
     }
 
-    async fn await_job(&self, job: JobId, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
+    async fn await_job(&self, job: JobRef, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
         let watch = match watch {
             Some(w) => w,
-            None => self.handle.watch(job).await?.ok_or_else(|| Status::not_found(format!("no job {} (never submitted, or its result was dropped)", job.0)))?,
+            None => self.handle.watch(job.clone()).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?,
         };
         let mut w = watch;
         let wait = async move {
@@ -116,7 +121,7 @@ impl Service {
                 Ok(r) => r,
                 Err(_) => {
                     return Ok(proto::AwaitProofResponse {
-                        job_id: job.0.to_string(),
+                        job_id: job.to_string(),
                         status: AwaitStatus::Timeout as i32,
                         error_message: format!("not finished after {timeout_ms} ms"),
                         ..Default::default()
@@ -124,7 +129,7 @@ impl Service {
                 }
             }
         };
-        r.map(|r| to_proto(job, &r)).ok_or_else(|| Status::unavailable("the daemon stopped before the job ended"))
+        r.map(|r| to_proto(&r)).ok_or_else(|| Status::unavailable("the daemon stopped before the job ended"))
     }
 }
 
@@ -133,16 +138,13 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
     let gpus = s
         .devices
         .iter()
-        .map(|d| {
-            let cur = d.spans.iter().find(|v| v.end_ms.is_none() && v.stage != "load-params");
-            proto::GpuStatus {
-                ordinal: d.id,
-                name: d.name.clone(),
-                vram_total_bytes: d.memory.capacity,
-                vram_free_bytes: d.memory.capacity.saturating_sub(d.memory.used),
-                current_job_id: cur.map(|v| v.job.to_string()).unwrap_or_default(),
-                current_proof_kind: cur.map(|_| "GENERIC".to_string()).unwrap_or_default(),
-            }
+        .map(|d| proto::GpuStatus {
+            ordinal: d.id,
+            name: d.name.clone(),
+            vram_total_bytes: d.memory.capacity,
+            vram_free_bytes: d.memory.capacity.saturating_sub(d.memory.used),
+            current_job_id: d.current_job.clone(),
+            current_proof_kind: d.current_kind.clone(),
         })
         .collect();
     let loaded_srs = s
@@ -156,9 +158,9 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
             ref_count: p.ref_count,
         })
         .collect();
-    let (pending, running) = s.queues.iter().fold((0, 0), |(p, r), q| (p + q.pending, r + q.running));
-    let mut queues = vec![proto::QueueStatus { proof_kind: "GENERIC".into(), pending, in_progress: running }];
-    queues.extend(s.queues.iter().map(|q| proto::QueueStatus { proof_kind: format!("priority:{}", q.priority), pending: q.pending, in_progress: q.running }));
+    // One row per kind: Curio sums `pending + in_progress` over all rows for its backpressure.
+    let queues = s.kinds.iter().map(|k| proto::QueueStatus { proof_kind: k.kind.clone(), pending: k.pending, in_progress: k.running }).collect();
+    let priority_queues = s.queues.iter().map(|q| proto::QueueStatus { proof_kind: q.priority.clone(), pending: q.pending, in_progress: q.running }).collect();
     proto::GetStatusResponse {
         gpus,
         loaded_srs,
@@ -169,6 +171,7 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
         pinned_memory_bytes: s.memory.host.used,
         pinned_memory_limit_bytes: s.memory.host.capacity,
         total_proofs_cancelled: s.jobs.cancelled,
+        priority_queues,
     }
 }
 
@@ -176,7 +179,7 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
 impl ProvingEngine for Service {
     async fn submit_proof(&self, req: Request<proto::SubmitProofRequest>) -> Result<Response<proto::SubmitProofResponse>, Status> {
         let s = self.accept(req.get_ref()).await?;
-        Ok(Response::new(proto::SubmitProofResponse { job_id: s.job.0.to_string(), queue_position: s.queue_position, assigned_gpu: String::new() }))
+        Ok(Response::new(proto::SubmitProofResponse { job_id: s.job_id, queue_position: s.queue_position, assigned_gpu: self.assigned_gpu.clone() }))
     }
 
     async fn await_proof(&self, req: Request<proto::AwaitProofRequest>) -> Result<Response<proto::AwaitProofResponse>, Status> {
@@ -189,7 +192,7 @@ impl ProvingEngine for Service {
         let r = req.into_inner();
         let submit = r.submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
         let s = self.accept(&submit).await?;
-        let result = self.await_job(s.job, Some(s.watch), r.timeout_ms).await?;
+        let result = self.await_job(JobRef::Request(s.job_id), Some(s.watch), r.timeout_ms).await?;
         Ok(Response::new(proto::ProveResponse { result: Some(result) }))
     }
 

@@ -20,6 +20,8 @@ pub struct Snapshot {
     pub jobs: JobCounts,
     /// Queue depths per priority, highest first.
     pub queues: Vec<QueueDepth>,
+    /// Live jobs and totals per proof kind.
+    pub kinds: Vec<KindStatus>,
     /// Memory budgets.
     pub memory: Memory,
     /// Parameter residency per registered circuit.
@@ -58,6 +60,26 @@ pub struct QueueDepth {
     pub pending: u32,
     /// Live jobs with a stage started.
     pub running: u32,
+}
+
+/// Jobs of one proof kind.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KindStatus {
+    /// The kind as Curio's daemon names it: `porep-c2`, `snap-update`, `window-post`,
+    /// `winning-post`, or `generic`.
+    pub kind: String,
+    /// Its metric label: `porep_c2`, `snap_update`, `window_post`, `winning_post`, `generic`.
+    pub label: String,
+    /// Live jobs with no stage started yet.
+    pub pending: u32,
+    /// Live jobs with a stage started.
+    pub running: u32,
+    /// Jobs completed since start.
+    pub completed: u64,
+    /// Jobs failed since start.
+    pub failed: u64,
+    /// Summed submission-to-end seconds of the completed jobs.
+    pub completed_seconds: f64,
 }
 
 /// A memory budget.
@@ -138,6 +160,10 @@ pub struct DeviceStatus {
     pub memory: Budget,
     /// Partitions on it now (upload through MSM).
     pub active: u32,
+    /// API id of the job with a stage running on it now (empty when idle).
+    pub current_job: String,
+    /// That job's proof kind, as in [`KindStatus::kind`].
+    pub current_kind: String,
     /// Recent spans (finished in the window, and running).
     pub spans: Vec<SpanView>,
 }

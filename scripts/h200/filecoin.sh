@@ -4,7 +4,11 @@
 # cache (cuzk fil-synth-bench), then PoRep C2, SnapDeals, WindowPoSt and WinningPoSt proved by
 # `cuzk serve` on the CUDA and on the CPU backend, each proof checked by Filecoin's own
 # verifier (cuzk fil-verify), and filecoin-proofs' own CPU prover timed on the same requests
-# (cuzk fil-reference). The figures are in docs/perf.md, "Filecoin proof kinds".
+# (cuzk fil-reference). Requests are sent as Curio's Go client sends them (cuzk gen-vanilla
+# writes Curio's encodings; cuzk submit uses its request ids and priorities): rep 1 with
+# Curio's request id over the unix socket, later reps under ids of their own over plain TCP
+# (server.tcp_insecure, as Curio connects). The figures are in docs/perf.md, "Filecoin proof
+# kinds".
 #
 #   REPS=1 OUT=/tmp/fil bash scripts/h200/filecoin.sh
 #
@@ -31,7 +35,7 @@ for k in porep-2k snap-2k; do
 done
 
 for backend in $BACKENDS; do
-  "$CUZK" serve --backend "$backend" --trust-params --http "" > "$OUT/serve-$backend.log" 2>&1 &
+  "$CUZK" serve --backend "$backend" --trust-params --http "" --tcp 127.0.0.1:9820 --tcp-insecure > "$OUT/serve-$backend.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
   note "== backend $backend"
@@ -39,12 +43,13 @@ for backend in $BACKENDS; do
     for rep in $(seq 1 "$REPS"); do
       log=$OUT/$k-$backend-$rep.log
       t=$(date +%s%N)
-      timeout 300 "$CUZK" submit --request "$W/req/$k.json" --wait --out "$OUT/$k-$backend.proof" > "$log" 2>&1
+      if [ "$rep" = 1 ]; then via=(); else via=(--addr http://127.0.0.1:9820 --request-id "$k-$backend-$rep"); fi
+      timeout 300 "$CUZK" "${via[@]}" submit --request "$W/req/$k.json" --wait --out "$OUT/$k-$backend.proof" > "$log" 2>&1
       rc=$?
       wall=$(secs "$t")
       if [ $rc -ne 0 ]; then note "$k $backend rep $rep: FAILED ($(tail -2 "$log" | tr '\n' ' '))"; continue; fi
       v=$("$CUZK" fil-verify --request "$W/req/$k.json" --proof "$OUT/$k-$backend.proof" 2>&1 | grep -o "VALID\|INVALID\|error.*" | head -1)
-      note "$k $backend rep $rep: client wall $wall s; $(grep -o "timing:.*" "$log"); Filecoin verifier: $v"
+      note "$k $backend rep $rep ($(head -1 "$log" | grep -o "job [^ ]*")${via[0]:+, plain TCP}): client wall $wall s; $(grep -o "timing:.*" "$log"); Filecoin verifier: $v"
     done
   done
   kill -TERM $pid; wait $pid; note "serve ($backend) exited $?"

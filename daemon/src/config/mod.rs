@@ -1,5 +1,8 @@
 //! The daemon's configuration: a TOML file (every key optional, documented in
-//! `docs/daemon.md`), then command-line flags on top.
+//! `docs/daemon.md`), then command-line flags on top. A Curio `cuzk.toml` (the configuration
+//! of the daemon that ships inside Curio) is accepted too and mapped onto this one ([`curio`]).
+
+pub mod curio;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,6 +30,16 @@ pub enum ConfigError {
         #[source]
         source: Box<toml::de::Error>,
     },
+    /// A key of a Curio `cuzk.toml` that cannot be honoured here.
+    #[error("{path}: {key}: {reason}")]
+    CurioKey {
+        /// The file.
+        path: PathBuf,
+        /// The key, as `section.key`.
+        key: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// A value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]
     Invalid(String),
@@ -46,6 +59,9 @@ pub struct Config {
     pub shutdown: ShutdownSection,
     /// Logging.
     pub log: LogSection,
+    /// What loading the file noticed (Curio keys with no effect here); logged at start.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// `[server]`
@@ -54,15 +70,22 @@ pub struct Config {
 pub struct ServerConfig {
     /// gRPC unix socket path; empty disables it. Default: `<data_dir>/cuzk.sock`.
     pub socket: Option<PathBuf>,
-    /// gRPC TCP address (e.g. `127.0.0.1:9821`); off unless set, and then a token is required.
+    /// gRPC TCP address (e.g. `127.0.0.1:9820`); off unless set, and then a token is required
+    /// unless `tcp_insecure` is set.
     pub tcp: Option<SocketAddr>,
+    /// Serve TCP without any authentication, as Curio's client expects (plaintext gRPC, no
+    /// credentials). Only for a trusted network: anyone who reaches the port can submit and
+    /// cancel jobs. Logged as a warning, loudly when the address is not loopback.
+    pub tcp_insecure: bool,
     /// Bearer token required on TCP (and on HTTP when it listens beyond loopback).
     pub token: Option<String>,
     /// File holding the token (first line), instead of `token`.
     pub token_file: Option<PathBuf>,
-    /// HTTP status/metrics address; empty string disables it.
+    /// HTTP status/metrics address; empty string disables it. (9820 is the gRPC port Curio's
+    /// documentation gives its daemon, so the status listener stays off it.)
     pub http: String,
-    /// Largest accepted gRPC request, bytes.
+    /// Largest gRPC message accepted or sent, bytes (Curio's client sends and receives up to
+    /// 256 MiB: a 32 GiB C1 output is ~51 MB).
     pub max_request_bytes: usize,
     /// Finished jobs whose results are kept for AwaitProof.
     pub keep_results: usize,
@@ -74,9 +97,10 @@ impl Default for ServerConfig {
             socket: None,
             tcp: None,
             token: None,
+            tcp_insecure: false,
             token_file: None,
-            http: "127.0.0.1:9820".into(),
-            max_request_bytes: 64 << 20,
+            http: "127.0.0.1:9821".into(),
+            max_request_bytes: 256 << 20,
             keep_results: 10_000,
         }
     }
@@ -86,6 +110,11 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineSection {
+    /// Threads of the CPU pool used inside synthesis and the constraint-matrix products (0:
+    /// one per core).
+    pub cpu_threads: u32,
+    /// CUDA device ordinal the `cuda`/`auto` backend opens.
+    pub cuda_device: u32,
     /// Compute backend: `cpu`, `cuda` (the first CUDA device; an error without one), `wgpu`
     /// (a Vulkan/Metal/DX12 adapter; an error without one) or `auto` (CUDA when a device is
     /// present, else the CPU).
@@ -117,6 +146,8 @@ pub struct EngineSection {
 impl Default for EngineSection {
     fn default() -> Self {
         EngineSection {
+            cpu_threads: 0,
+            cuda_device: 0,
             backend: "auto".into(),
             synth_workers: 0,
             finalize_workers: 0,
@@ -179,27 +210,42 @@ impl Default for ShutdownSection {
     }
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines (colours only when standard error is a terminal).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// `[log]`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSection {
     /// `tracing` filter (e.g. `info`, `cuzk_daemon=debug`); `RUST_LOG` overrides.
     pub filter: String,
-    /// JSON lines instead of text.
-    pub json: bool,
+    /// `text` or `json`.
+    pub format: LogFormat,
 }
 
 impl Default for LogSection {
     fn default() -> Self {
-        LogSection { filter: "info".into(), json: false }
+        LogSection { filter: "info".into(), format: LogFormat::Text }
     }
 }
 
 impl Config {
-    /// Reads a TOML file.
+    /// Reads a TOML file: this daemon's schema, or a Curio `cuzk.toml` ([`curio::is_curio`]).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        Config::parse(&text).map_err(|source| ConfigError::Parse { path: path.into(), source: Box::new(source) })
+        let parse_err = |source| ConfigError::Parse { path: path.into(), source: Box::new(source) };
+        let value: toml::Table = toml::from_str(&text).map_err(parse_err)?;
+        if curio::is_curio(&value) {
+            return curio::map(&text, path);
+        }
+        Config::parse(&text).map_err(parse_err)
     }
 
     /// Parses TOML text.
@@ -220,10 +266,12 @@ impl Config {
         Ok(None)
     }
 
-    /// Checks consistency: TCP needs a token, sizes are positive.
+    /// Checks consistency: TCP needs a token (or `tcp_insecure`), sizes are positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.server.tcp.is_some() && self.token()?.is_none() {
-            return Err(ConfigError::Invalid("server.tcp is set but no server.token or server.token_file: TCP needs a bearer token".into()));
+        if self.server.tcp.is_some() && !self.server.tcp_insecure && self.token()?.is_none() {
+            return Err(ConfigError::Invalid(
+                "server.tcp is set but no server.token or server.token_file: TCP needs a bearer token (or server.tcp_insecure = true for a trusted network, as Curio's client connects without credentials)".into(),
+            ));
         }
         if self.server.max_request_bytes < 1024 {
             return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));

@@ -7,7 +7,7 @@ use cuzk_core::engine::JobId;
 use tokio::sync::{mpsc, oneshot, watch};
 use tonic::Status;
 
-use crate::circuits::CircuitKey as CircuitSpec;
+use crate::circuits::CircuitKey;
 use crate::config::ShutdownMode;
 use crate::request::JobRequest;
 use crate::status::Snapshot;
@@ -23,9 +23,48 @@ pub enum FinalStatus {
     Cancelled,
 }
 
+/// A job as the API names it: the daemon's own number, or the request id it was submitted
+/// under (the newest job of that id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum JobRef {
+    /// The daemon's job number.
+    Id(JobId),
+    /// A request id.
+    Request(String),
+}
+
+impl JobRef {
+    /// Parses an API job id: a decimal number is the daemon's own id, anything else a request
+    /// id (request ids may not be bare numbers).
+    pub fn parse(s: &str) -> Result<JobRef, Status> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(Status::invalid_argument("job_id is empty: pass the id SubmitProof returned, or the request id"));
+        }
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            return s.parse::<u64>().map(|n| JobRef::Id(JobId(n))).map_err(|_| Status::invalid_argument(format!("job_id {s:?} is out of range")));
+        }
+        if s.len() > crate::request::MAX_REQUEST_ID {
+            return Err(Status::invalid_argument(format!("job_id longer than {} bytes", crate::request::MAX_REQUEST_ID)));
+        }
+        Ok(JobRef::Request(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for JobRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobRef::Id(j) => write!(f, "{}", j.0),
+            JobRef::Request(r) => f.write_str(r),
+        }
+    }
+}
+
 /// The final result of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobResult {
+    /// The job's API id (its request id, or its number).
+    pub job_id: String,
     /// How it ended.
     pub status: FinalStatus,
     /// 192-byte proofs, concatenated in partition order (empty unless completed).
@@ -54,6 +93,10 @@ pub type ResultWatch = watch::Receiver<Option<Arc<JobResult>>>;
 pub struct Submitted {
     /// The job.
     pub job: JobId,
+    /// Its API id: the request id when one was given, else the number.
+    pub job_id: String,
+    /// Whether this submission joined an existing job with the same request id and payload.
+    pub joined: bool,
     /// Live jobs ahead of it at submission.
     pub queue_position: u32,
     /// Its result.
@@ -83,13 +126,13 @@ pub enum Command {
     /// Accept a job.
     Submit(JobRequest, oneshot::Sender<Result<Submitted, Status>>),
     /// Subscribe to a job's result.
-    Watch(JobId, oneshot::Sender<Option<ResultWatch>>),
+    Watch(JobRef, oneshot::Sender<Option<ResultWatch>>),
     /// Cancel a job; answers whether a stage had started.
-    Cancel(JobId, oneshot::Sender<Result<bool, Status>>),
+    Cancel(JobRef, oneshot::Sender<Result<bool, Status>>),
     /// Load parameters onto a device.
-    Preload(CircuitSpec, oneshot::Sender<Result<Preloaded, Status>>),
+    Preload(CircuitKey, oneshot::Sender<Result<Preloaded, Status>>),
     /// Drop parameters.
-    Evict(CircuitSpec, oneshot::Sender<Result<Evicted, Status>>),
+    Evict(CircuitKey, oneshot::Sender<Result<Evicted, Status>>),
     /// A snapshot of the state.
     Snapshot(oneshot::Sender<Snapshot>),
     /// The Chrome trace of the timeline.
@@ -121,22 +164,22 @@ impl DriverHandle {
     }
 
     /// The result watch of a job, if it is known.
-    pub async fn watch(&self, job: JobId) -> Result<Option<ResultWatch>, Status> {
+    pub async fn watch(&self, job: JobRef) -> Result<Option<ResultWatch>, Status> {
         self.ask(|t| Command::Watch(job, t)).await
     }
 
     /// Cancels a job.
-    pub async fn cancel(&self, job: JobId) -> Result<bool, Status> {
+    pub async fn cancel(&self, job: JobRef) -> Result<bool, Status> {
         self.ask(|t| Command::Cancel(job, t)).await?
     }
 
     /// Preloads parameters.
-    pub async fn preload(&self, spec: CircuitSpec) -> Result<Preloaded, Status> {
+    pub async fn preload(&self, spec: CircuitKey) -> Result<Preloaded, Status> {
         self.ask(|t| Command::Preload(spec, t)).await?
     }
 
     /// Evicts parameters.
-    pub async fn evict(&self, spec: CircuitSpec) -> Result<Evicted, Status> {
+    pub async fn evict(&self, spec: CircuitKey) -> Result<Evicted, Status> {
         self.ask(|t| Command::Evict(spec, t)).await?
     }
 

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tonic::Status;
 
-pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
+pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobRef, JobResult, Preloaded, ResultWatch, Submitted};
 pub use work::{Completion, Loaded, PartData, Work};
 
 use crate::circuits::{params_log_size, CircuitKey, Registry};
@@ -92,7 +92,10 @@ pub struct Driver<B: Backend> {
     jobs: HashMap<JobId, LiveJob>,
     results: HashMap<JobId, watch::Sender<Option<Arc<JobResult>>>>,
     ended: VecDeque<(JobId, String)>,
-    request_ids: HashMap<String, JobId>,
+    /// Per request id, its newest job and that job's payload digest.
+    request_ids: HashMap<String, (JobId, [u8; 32])>,
+    /// Per API proof kind: completed, failed, and the summed seconds of the completed.
+    kind_totals: HashMap<&'static str, KindTotals>,
     parts: HashMap<PartitionId, PartData<B>>,
     host_params: HashMap<CircuitId, Arc<Parameters>>,
     keys: HashMap<(CircuitId, u32), Arc<ProvingKey<B>>>,
@@ -104,6 +107,24 @@ pub struct Driver<B: Backend> {
     stage_totals: [(u64, f64); 5],
     latency: HashMap<CircuitId, Histogram>,
     draining: Option<(ShutdownMode, Instant)>,
+}
+
+/// Completed and failed jobs of one proof kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct KindTotals {
+    pub(crate) completed: u64,
+    pub(crate) failed: u64,
+    /// Summed submission-to-end seconds of the completed jobs.
+    pub(crate) seconds: f64,
+}
+
+/// A job's API id: its request id, or its number when it has none.
+fn api_id(job: JobId, req: &JobRequest) -> String {
+    if req.request_id.is_empty() {
+        job.0.to_string()
+    } else {
+        req.request_id.clone()
+    }
 }
 
 fn stage_index(s: Stage) -> usize {
@@ -136,6 +157,7 @@ pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, poo
         results: HashMap::new(),
         ended: VecDeque::new(),
         request_ids: HashMap::new(),
+        kind_totals: HashMap::new(),
         parts: HashMap::new(),
         host_params: HashMap::new(),
         keys: HashMap::new(),
@@ -224,10 +246,14 @@ impl<B: Backend + 'static> Driver<B> {
                 let _ = reply.send(r);
             }
             Command::Watch(job, reply) => {
-                let _ = reply.send(self.results.get(&job).map(|t| t.subscribe()));
+                let w = self.resolve(&job).and_then(|j| self.results.get(&j)).map(|t| t.subscribe());
+                let _ = reply.send(w);
             }
             Command::Cancel(job, reply) => {
-                let r = self.cancel(job);
+                let r = match self.resolve(&job) {
+                    Some(j) => self.cancel(j),
+                    None => Err(Status::not_found(format!("no job {job}"))),
+                };
                 let _ = reply.send(r);
             }
             Command::Preload(spec, reply) => self.preload(spec, reply),
@@ -472,6 +498,7 @@ impl<B: Backend + 'static> Driver<B> {
         let queue_wait = self.engine.timeline().job(job).and_then(|r| r.queue_wait()).map_or(Duration::ZERO, |n| Duration::from_nanos(n.0));
         let total = j.submitted.elapsed();
         let mut res = JobResult {
+            job_id: api_id(job, &j.req),
             status: FinalStatus::Completed,
             proof: Vec::new(),
             public_inputs: j.publics.iter().map(|p| scalar_bytes(p)).collect(),
@@ -511,7 +538,16 @@ impl<B: Backend + 'static> Driver<B> {
                 self.counts.cancelled += 1;
             }
         }
-        tracing::info!(job = job.0, status = ?res.status, total_ms = total.as_millis() as u64, error = %res.error, "job ended");
+        let totals = self.kind_totals.entry(crate::request::kind_name(j.req.kind)).or_default();
+        match res.status {
+            FinalStatus::Completed => {
+                totals.completed += 1;
+                totals.seconds += total.as_secs_f64();
+            }
+            FinalStatus::Failed => totals.failed += 1,
+            FinalStatus::Cancelled => {}
+        }
+        tracing::info!(job = job.0, job_id = %res.job_id, status = ?res.status, total_ms = total.as_millis() as u64, error = %res.error, "job ended");
         if let Some(tx) = self.results.get(&job) {
             tx.send_replace(Some(Arc::new(res)));
         }
@@ -519,7 +555,7 @@ impl<B: Backend + 'static> Driver<B> {
         while self.ended.len() > self.cfg.keep_results.max(1) {
             if let Some((old, rid)) = self.ended.pop_front() {
                 self.results.remove(&old);
-                if self.request_ids.get(&rid) == Some(&old) {
+                if self.request_ids.get(&rid).map(|e| e.0) == Some(old) {
                     self.request_ids.remove(&rid);
                 }
             }
@@ -562,11 +598,25 @@ impl<B: Backend + 'static> Driver<B> {
         if self.draining.is_some() {
             return Err(Status::unavailable("the daemon is shutting down and accepts no new jobs"));
         }
-        if !req.request_id.is_empty() {
-            if let Some(&job) = self.request_ids.get(&req.request_id) {
-                if let Some(tx) = self.results.get(&job) {
-                    return Ok(Submitted { job, queue_position: 0, watch: tx.subscribe() });
+        if let Some(&(job, payload)) = self.request_ids.get(&req.request_id).filter(|_| !req.request_id.is_empty()) {
+            // Curio reuses a request id on every retry: the same payload joins a live or
+            // completed job; a failed or cancelled one, or another payload, is proved again.
+            let ended = self.results.get(&job).and_then(|tx| tx.borrow().as_ref().map(|r| r.status));
+            let live = self.jobs.contains_key(&job);
+            match (payload == req.payload, live, ended) {
+                (true, true, _) | (true, false, Some(FinalStatus::Completed)) => {
+                    if let Some(tx) = self.results.get(&job) {
+                        tracing::info!(job = job.0, request_id = %req.request_id, "joined the job of the same request id and payload");
+                        return Ok(Submitted { job, job_id: req.request_id.clone(), joined: true, queue_position: 0, watch: tx.subscribe() });
+                    }
                 }
+                (true, _, Some(status)) => {
+                    tracing::info!(job = job.0, request_id = %req.request_id, previous = ?status, "request id retried after its job ended {status:?}: proving again");
+                }
+                (false, _, _) => {
+                    tracing::warn!(job = job.0, request_id = %req.request_id, "another payload under a used request id: proving it as a new job");
+                }
+                _ => {}
             }
         }
         let circuit = self.circuit_id(req.circuit)?;
@@ -584,8 +634,9 @@ impl<B: Backend + 'static> Driver<B> {
         let (tx, rx) = watch::channel(None);
         self.results.insert(job, tx);
         if !req.request_id.is_empty() {
-            self.request_ids.insert(req.request_id.clone(), job);
+            self.request_ids.insert(req.request_id.clone(), (job, req.payload));
         }
+        let job_id = api_id(job, &req);
         tracing::info!(job = job.0, circuit = %req.circuit.id(), priority = priority_name(req.priority), partitions = req.partitions, "job accepted");
         let n = req.partitions as usize;
         self.jobs.insert(
@@ -605,7 +656,15 @@ impl<B: Backend + 'static> Driver<B> {
         );
         self.counts.submitted += 1;
         self.drain();
-        Ok(Submitted { job, queue_position, watch: rx })
+        Ok(Submitted { job, job_id, joined: false, queue_position, watch: rx })
+    }
+
+    /// The job an API id names: a request id's newest job, or a number.
+    fn resolve(&self, r: &JobRef) -> Option<JobId> {
+        match r {
+            JobRef::Id(j) => Some(*j),
+            JobRef::Request(rid) => self.request_ids.get(rid).map(|e| e.0),
+        }
     }
 
     fn cancel(&mut self, job: JobId) -> Result<bool, Status> {

@@ -4,8 +4,9 @@ use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind, Tier};
 
 use super::Driver;
-use crate::request::priority_name;
-use crate::status::{Budget, DeviceStatus, JobCounts, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
+use crate::proto::ProofKind;
+use crate::request::{kind_label, kind_name, priority_name};
+use crate::status::{Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
 
 /// How far back the timeline on the status page reaches.
 pub const TIMELINE_WINDOW: Nanos = Nanos::from_secs(120);
@@ -102,6 +103,12 @@ impl<B: Backend + 'static> Driver<B> {
                 let id = DeviceId(d as u32);
                 let busy = self.engine.device_report(id, Nanos::ZERO, now).map_or(Nanos::ZERO, |r| r.busy);
                 let active = self.running.values().filter(|r| r.location == Location::Device(id)).count() as u32;
+                let current = self
+                    .running
+                    .iter()
+                    .filter(|(_, r)| r.location == Location::Device(id))
+                    .min_by_key(|(_, r)| r.start)
+                    .and_then(|(p, _)| self.jobs.get(&p.job).map(|j| (super::api_id(p.job, &j.req), kind_name(j.req.kind))));
                 DeviceStatus {
                     id: d as u32,
                     name: self.backends[d].name(),
@@ -109,6 +116,8 @@ impl<B: Backend + 'static> Driver<B> {
                     busy_fraction: if now.0 == 0 { 0.0 } else { busy.0 as f64 / now.0 as f64 },
                     memory: budget(Location::Device(id)),
                     active,
+                    current_job: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
+                    current_kind: current.map(|c| c.1.to_string()).unwrap_or_default(),
                     spans,
                 }
             })
@@ -126,6 +135,31 @@ impl<B: Backend + 'static> Driver<B> {
                     }
                 }
                 QueueDepth { priority: priority_name(p).into(), pending, running }
+            })
+            .collect();
+        let kinds = [ProofKind::PorepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WindowPostPartition, ProofKind::WinningPost, ProofKind::Generic]
+            .into_iter()
+            .map(|k| {
+                let name = kind_name(k);
+                let live = self.jobs.values().filter(|j| kind_name(j.req.kind) == name);
+                let (mut pending, mut running) = (0, 0);
+                for j in live {
+                    if j.started {
+                        running += 1
+                    } else {
+                        pending += 1
+                    }
+                }
+                let t = self.kind_totals.get(name).copied().unwrap_or_default();
+                KindStatus {
+                    kind: name.into(),
+                    label: kind_label(k).into(),
+                    pending,
+                    running,
+                    completed: t.completed,
+                    failed: t.failed,
+                    completed_seconds: t.seconds,
+                }
             })
             .collect();
         let params = self
@@ -160,6 +194,7 @@ impl<B: Backend + 'static> Driver<B> {
             draining: self.draining.is_some(),
             jobs: JobCounts { live: self.jobs.len() as u64, ..self.counts },
             queues,
+            kinds,
             memory: Memory { host: budget(Location::Host), devices: (0..n_dev).map(|d| budget(Location::Device(DeviceId(d as u32)))).collect() },
             params,
             host,

@@ -120,8 +120,10 @@ async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
     let e = submit(r).await;
     assert!(matches!(e.code(), Code::OutOfRange | Code::ResourceExhausted), "{:?} {}", e.code(), e.message());
     // Bad ids.
-    let e = c.await_proof(proto::AwaitProofRequest { job_id: "not-a-job".into(), timeout_ms: 0 }).await.unwrap_err();
+    let e = c.await_proof(proto::AwaitProofRequest { job_id: "".into(), timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
+    let e = c.await_proof(proto::AwaitProofRequest { job_id: "no-such-request".into(), timeout_ms: 0 }).await.unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
     let e = c.await_proof(proto::AwaitProofRequest { job_id: "424242".into(), timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     let e = c.preload_srs(proto::PreloadSrsRequest { circuit_id: "nonsense".into() }).await.unwrap_err();

@@ -95,7 +95,7 @@ async fn serve_bench_and_sigterm() {
             let mut c = c.clone();
             async move {
                 match c.get_status(proto::GetStatusRequest {}).await {
-                    Ok(s) => s.get_ref().queues.first().is_some_and(|q| q.pending + q.in_progress >= 3),
+                    Ok(s) => s.get_ref().queues.iter().map(|q| q.pending + q.in_progress).sum::<u32>() >= 3,
                     Err(_) => false,
                 }
             }

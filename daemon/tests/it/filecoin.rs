@@ -12,13 +12,13 @@ use std::sync::OnceLock;
 use common::{config, stop, Daemon};
 use cuzk_circuits_filecoin::{fixtures, params, verify, FilCircuitId, FilKind, FilRequest};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
-use cuzk_daemon::request::filecoin_submission;
+use cuzk_daemon::curio::submission as filecoin_submission;
 use tonic::Code;
 
 const KIB2: u64 = 2048;
 
 /// The Filecoin parameter cache of this test build; `filecoin-proofs` reads it.
-fn cache() -> PathBuf {
+pub fn cache() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fil-params");
@@ -35,29 +35,51 @@ fn requests() -> Vec<FilRequest> {
     F.get_or_init(|| fixtures::generate(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")), KIB2, 11).expect("sealing a 2 KiB sector")).clone()
 }
 
-fn request(kind: FilKind) -> FilRequest {
+/// The fixture of `kind` as `fixtures::generate` makes it (raw C1 JSON for PoRep).
+pub fn raw_request(kind: FilKind) -> FilRequest {
     requests().into_iter().find(|r| r.kind == kind).expect("fixture")
 }
 
-fn ensure_params(kind: FilKind) {
+/// The fixture of `kind` in Curio's encodings (what `cuzk gen-vanilla` writes).
+fn request(kind: FilKind) -> FilRequest {
+    cuzk_daemon::curio::from_fixture(raw_request(kind))
+}
+
+pub fn ensure_params(kind: FilKind) {
     params::generate(&cache(), FilCircuitId::new(kind, KIB2).expect("id"), false, &mut rand::rngs::OsRng).expect("parameters");
 }
 
 async fn daemon() -> Daemon {
+    daemon_with_fil(|_| {}).await
+}
+
+/// A daemon over the Filecoin parameter cache of this test build, with `f` applied to its
+/// configuration.
+pub async fn daemon_with_fil(f: impl FnOnce(&mut cuzk_daemon::config::Config)) -> Daemon {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut cfg = config(tmp.path());
     cfg.params.filecoin_dir = Some(cache());
     // The 2 KiB PoRep parameters alone are 1.1 GB.
     cfg.engine.host_memory_bytes = 6 << 30;
     cfg.engine.device_memory_bytes = 6 << 30;
+    f(&mut cfg);
     let socket = cfg.server.socket.clone().unwrap_or_default();
     let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
     Daemon { server, tmp, socket }
 }
 
 async fn prove(d: &Daemon, req: &FilRequest) -> proto::AwaitProofResponse {
+    prove_as(d, req, None).await
+}
+
+/// Proves `req` under `request_id` instead of Curio's (which would join an earlier job).
+async fn prove_as(d: &Daemon, req: &FilRequest, request_id: Option<&str>) -> proto::AwaitProofResponse {
     let mut c = d.client().await;
-    let s = c.submit_proof(filecoin_submission(req)).await.expect("accepted").into_inner();
+    let mut sub = filecoin_submission(req);
+    if let Some(id) = request_id {
+        sub.request_id = id.into();
+    }
+    let s = c.submit_proof(sub).await.expect("accepted").into_inner();
     c.await_proof(proto::AwaitProofRequest { job_id: s.job_id, timeout_ms: 0 }).await.expect("await").into_inner()
 }
 
@@ -78,8 +100,11 @@ async fn post_kinds_end_to_end_and_bad_requests_are_refused() {
     for k in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
         prove_and_verify(&d, k).await;
     }
-    // The same jobs again: through the constraint-matrix cache this time.
-    prove_and_verify(&d, FilKind::WinningPoSt).await;
+    // The same job again under another request id: through the constraint-matrix cache.
+    let req = request(FilKind::WinningPoSt);
+    let r = prove_as(&d, &req, Some("winning-again")).await;
+    assert_eq!(r.status, AwaitStatus::Completed as i32, "{}", r.error_message);
+    assert!(verify::verify(&req, &r.proof).expect("verifier runs"), "the second WinningPoSt proof does not verify");
 
     let mut c = d.client().await;
     for kind in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
@@ -89,29 +114,21 @@ async fn post_kinds_end_to_end_and_bad_requests_are_refused() {
         let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong randomness accepted");
         assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
         assert!(e.message().contains("vanilla proof rejected"), "{}", e.message());
-        // Another sector's commitment.
+        // Another sector's commitment: comm_r follows the 8-byte sector id in the element.
         let mut r = request(kind);
-        let text = String::from_utf8(r.vanilla_proof.clone()).expect("json");
-        let at = text.find("\"comm_r\"").expect("comm_r");
-        let mut bytes = text.into_bytes();
-        let digit = at + bytes[at..].iter().position(u8::is_ascii_digit).expect("digit");
-        bytes[digit] = if bytes[digit] == b'7' { b'8' } else { b'7' };
-        r.vanilla_proof = bytes;
+        r.vanilla_proofs[0][9] ^= 1;
         let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong comm_r accepted");
         assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
-        // A tampered vanilla proof: one Merkle path element changed.
+        // A tampered vanilla proof: one byte near the end (a Merkle path element) changed.
         let mut r = request(kind);
-        let text = String::from_utf8(r.vanilla_proof.clone()).expect("json");
-        let at = text.find("\"path\"").expect("a path");
-        let mut bytes = text.into_bytes();
-        let digit = at + bytes[at..].iter().position(u8::is_ascii_digit).expect("digit");
-        bytes[digit] = if bytes[digit] == b'7' { b'8' } else { b'7' };
-        r.vanilla_proof = bytes;
+        let n = r.vanilla_proofs[0].len();
+        r.vanilla_proofs[0][n - 40] ^= 1;
         let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("tampered proof accepted");
         assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        assert!(e.message().contains("vanilla proof rejected"), "{}", e.message());
         // Garbage and a wrong registered proof.
         let mut r = request(kind);
-        r.vanilla_proof = b"not json".to_vec();
+        r.vanilla_proofs = vec![b"not bincode".to_vec()];
         let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("garbage accepted");
         assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
         let mut s = filecoin_submission(&request(kind));
@@ -141,7 +158,7 @@ async fn missing_filecoin_parameters_are_a_failed_precondition() {
     stop(d).await;
 }
 
-fn slow() -> bool {
+pub fn slow() -> bool {
     std::env::var_os("CUZK_SLOW_TESTS").is_some_and(|v| v != "0")
 }
 
@@ -170,8 +187,7 @@ async fn porep_and_snapdeals_end_to_end_slow_tier() {
     assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
     // SnapDeals with another new sealed commitment.
     let mut r = request(FilKind::SnapDeals);
-    let n = r.new_sealed_cid.len();
-    r.new_sealed_cid[n - 1] ^= 1;
+    r.comm_r_new[0] ^= 1;
     let e = c.submit_proof(filecoin_submission(&r)).await.expect_err("wrong commitment accepted");
     assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
     stop(d).await;

@@ -130,21 +130,76 @@ async fn await_timeout_returns_timeout() {
     stop(d).await;
 }
 
+/// Request ids with Curio's semantics (it reuses `porep-<miner>-<sector>` and the like on every
+/// retry): the same payload joins a live or completed job; after a failure or a cancellation,
+/// or with another payload, the id is proved again. Job ids are the request ids.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn request_id_is_idempotent_and_deadline_fails_job() {
-    let d = daemon_with(&[4], |_| {}).await;
+async fn request_ids_join_live_and_completed_jobs_and_retry_ended_ones() {
+    let d = daemon_with(&[4, 8], |_| {}).await;
+    let handle = d.server.handle();
+    let submitted = || async { handle.snapshot().await.unwrap().jobs.submitted };
     let mut c = d.client().await;
-    let mut r = job(4, 7, 1, P::Normal);
+    let waiter = c.clone();
+    let await_id = move |id: &str| {
+        let mut c = waiter.clone();
+        let id = id.to_string();
+        async move { c.await_proof(proto::AwaitProofRequest { job_id: id, timeout_ms: 120_000 }).await.unwrap().into_inner() }
+    };
+
+    // A duplicate of a running job joins it.
+    let mut r = job(8, 7, 16, P::Normal);
     r.request_id = "abc-1".into();
-    let a = c.submit_proof(r.clone()).await.unwrap().into_inner().job_id;
-    let b = c.submit_proof(r).await.unwrap().into_inner().job_id;
-    assert_eq!(a, b);
-    let mut r = job(4, 8, 8, P::Low);
+    let a = c.submit_proof(r.clone()).await.unwrap().into_inner();
+    let live = handle.snapshot().await.unwrap().jobs.live;
+    let b = c.submit_proof(r.clone()).await.unwrap().into_inner();
+    assert_eq!((a.job_id.as_str(), b.job_id.as_str()), ("abc-1", "abc-1"));
+    assert_eq!((live, submitted().await), (1, 1), "the duplicate joined the running job");
+    let first = await_id("abc-1").await;
+    check_completed(&first, 8, 7, 16);
+    // Completed, same payload (another priority does not count): the same proof, no new job.
+    r.priority = P::High as i32;
+    let again = c.prove(proto::ProveRequest { submit: Some(r.clone()), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
+    assert_eq!(again.proof, first.proof);
+    assert_eq!(submitted().await, 1);
+    // Another payload under the used id: proved anew, for its own witness.
+    let mut other = job(8, 8, 16, P::Normal);
+    other.request_id = "abc-1".into();
+    let res = c.prove(proto::ProveRequest { submit: Some(other), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
+    check_completed(&res, 8, 8, 16);
+    assert_ne!(res.proof, first.proof);
+    assert_eq!(submitted().await, 2);
+
+    // Failed (deadline), then retried with the same payload: proved again.
+    let mut r = job(4, 9, 8, P::Low);
+    r.request_id = "abc-2".into();
     r.deadline_ms = 1;
-    let id = c.submit_proof(r).await.unwrap().into_inner().job_id;
-    let res = c.await_proof(proto::AwaitProofRequest { job_id: id, timeout_ms: 60_000 }).await.unwrap().into_inner();
+    c.submit_proof(r.clone()).await.unwrap();
+    let res = await_id("abc-2").await;
     assert_eq!(res.status, S::Failed as i32);
     assert!(res.error_message.contains("deadline"), "{}", res.error_message);
+    r.deadline_ms = 0;
+    let res = c.prove(proto::ProveRequest { submit: Some(r), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
+    check_completed(&res, 4, 9, 8);
+    assert_eq!(res.job_id, "abc-2");
+
+    // Cancelled through its request id, then retried: proved again.
+    let mut r = job(8, 10, 16, P::Low);
+    r.request_id = "abc-3".into();
+    c.submit_proof(r.clone()).await.unwrap();
+    c.cancel_proof(proto::CancelProofRequest { job_id: "abc-3".into() }).await.unwrap();
+    assert_eq!(await_id("abc-3").await.status, S::Cancelled as i32);
+    let res = c.prove(proto::ProveRequest { submit: Some(r), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
+    check_completed(&res, 8, 10, 16);
+
+    // Jobs without a request id get the daemon's numbers, which request ids may not look like.
+    let id = c.submit_proof(job(4, 11, 1, P::Normal)).await.unwrap().into_inner().job_id;
+    assert!(id.parse::<u64>().is_ok(), "{id}");
+    check_completed(&await_id(&id).await, 4, 11, 1);
+    let mut r = job(4, 12, 1, P::Normal);
+    r.request_id = "12345".into();
+    let e = c.submit_proof(r).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("bare number"), "{}", e.message());
     stop(d).await;
 }
 
@@ -211,4 +266,47 @@ async fn cancel_shutdown_gives_every_job_a_final_status() {
     }
     assert!(cancelled >= 1);
     tokio::time::timeout(T, d.server.wait()).await.expect("stops").expect("clean");
+}
+
+/// GetStatus as Curio reads it: summing `pending + in_progress` over `queues` (one row per
+/// proof kind) counts every live job once; the busy device names its job and kind; GetMetrics
+/// carries Curio's metric names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counts_each_job_once_and_names_the_running_kind() {
+    let d = daemon_with(&[8], |_| {}).await;
+    let mut c = d.client().await;
+    let mut waits = Vec::new();
+    for i in 0..3 {
+        let mut r = job(8, 100 + i, 24, P::Normal);
+        r.request_id = format!("status-{i}");
+        let sub = c.submit_proof(r).await.unwrap().into_inner();
+        assert_eq!(sub.assigned_gpu, "0", "one device: every job runs there");
+        let mut c = c.clone();
+        waits.push(tokio::spawn(async move { c.await_proof(proto::AwaitProofRequest { job_id: format!("status-{i}"), timeout_ms: 0 }).await }));
+    }
+    let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    let live = d.server.handle().snapshot().await.unwrap().jobs.live as u32;
+    let sum = |q: &[proto::QueueStatus]| q.iter().map(|q| q.pending + q.in_progress).sum::<u32>();
+    assert_eq!(sum(&s.queues), live, "{:?}", s.queues);
+    assert_eq!(sum(&s.priority_queues), live, "{:?}", s.priority_queues);
+    assert!(live >= 1);
+    let kinds: Vec<&str> = s.queues.iter().map(|q| q.proof_kind.as_str()).collect();
+    assert_eq!(kinds, ["porep-c2", "snap-update", "window-post", "winning-post", "generic"]);
+    let named = wait_until(Duration::from_secs(60), || {
+        let mut c = c.clone();
+        async move {
+            let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+            s.gpus.iter().any(|g| g.current_job_id.starts_with("status-") && g.current_proof_kind == "generic")
+        }
+    })
+    .await;
+    assert!(named, "a device names the running job and its kind");
+    for w in waits {
+        assert_eq!(w.await.unwrap().unwrap().into_inner().status, S::Completed as i32);
+    }
+    let text = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    for line in ["cuzk_proofs_completed_total 3", "cuzk_proofs_failed_total 0", "cuzk_queue_depth 0", "cuzk_proofs_completed{proof_kind=\"generic\"} 3", "cuzk_proofs_completed{proof_kind=\"window_post\"} 0", "cuzk_proof_duration_seconds_count{proof_kind=\"generic\"} 3", "cuzk_running_jobs 0", "cuzk_gpu_workers 1"] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
+    stop(d).await;
 }

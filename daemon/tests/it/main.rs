@@ -6,7 +6,9 @@ mod common;
 
 mod bad_requests;
 mod cli;
+mod curio;
 mod filecoin;
 mod grpc;
 mod http_metrics;
 mod status_page;
+mod wire;
