@@ -50,13 +50,21 @@ async fn serve_bench_and_sigterm() {
     std::fs::write(
         &config,
         format!(
-            "[server]\nsocket = {:?}\nhttp = \"\"\n\n[engine]\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\npreload = [\"squaring-chain-2^4\"]\n\n[shutdown]\nmode = \"drain\"\ntimeout_s = 60\nlinger_ms = 300\n\n[log]\nfilter = \"warn\"\n",
+            "[server]\nsocket = {:?}\nhttp = \"\"\n\n[engine]\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\npreload = [\"squaring-chain-2^4\"]\n\n[shutdown]\nmode = \"drain\"\ntimeout_s = 60\nlinger_ms = 300\n\n[log]\nfilter = \"info\"\n",
             socket.display().to_string()
         ),
     )
     .unwrap();
-    let mut server =
-        Command::new(BIN).arg("--data-dir").arg(params_dir()).args(["serve", "--config"]).arg(&config).stdin(Stdio::null()).spawn().expect("serve starts");
+    let log = tmp.path().join("serve.log");
+    let mut server = Command::new(BIN)
+        .arg("--data-dir")
+        .arg(params_dir())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("serve starts");
     let up = wait_until(Duration::from_secs(30), || async { connect(&format!("unix:{}", socket.display()), None).await.is_ok() }).await;
     assert!(up, "daemon socket did not come up");
 
@@ -111,5 +119,9 @@ async fn serve_bench_and_sigterm() {
     let status = wait_exit(&mut server, Duration::from_secs(60));
     assert!(status.success(), "serve exited with {status}");
     assert!(!socket.exists(), "socket removed");
+    // Logged to a file, not a terminal: plain text, no colour escape codes.
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains("cuzk daemon listening") && text.contains("job ended"), "{text}");
+    assert!(!text.contains('\x1b'), "escape codes in a log file:\n{text}");
     let _ = c.get_status(proto::GetStatusRequest {}).await.expect_err("daemon is gone");
 }
