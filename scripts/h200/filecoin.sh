@@ -43,13 +43,13 @@ for backend in $BACKENDS; do
     for rep in $(seq 1 "$REPS"); do
       log=$OUT/$k-$backend-$rep.log
       t=$(date +%s%N)
-      if [ "$rep" = 1 ]; then via=(); else via=(--addr http://127.0.0.1:9820 --request-id "$k-$backend-$rep"); fi
-      timeout 300 "$CUZK" "${via[@]}" submit --request "$W/req/$k.json" --wait --out "$OUT/$k-$backend.proof" > "$log" 2>&1
+      if [ "$rep" = 1 ]; then via=(); id=(); else via=(--addr http://127.0.0.1:9820); id=(--request-id "$k-$backend-$rep"); fi
+      timeout 300 "$CUZK" "${via[@]}" submit --request "$W/req/$k.json" "${id[@]}" --wait --out "$OUT/$k-$backend.proof" > "$log" 2>&1
       rc=$?
       wall=$(secs "$t")
       if [ $rc -ne 0 ]; then note "$k $backend rep $rep: FAILED ($(tail -2 "$log" | tr '\n' ' '))"; continue; fi
       v=$("$CUZK" fil-verify --request "$W/req/$k.json" --proof "$OUT/$k-$backend.proof" 2>&1 | grep -o "VALID\|INVALID\|error.*" | head -1)
-      note "$k $backend rep $rep ($(head -1 "$log" | grep -o "job [^ ]*")${via[0]:+, plain TCP}): client wall $wall s; $(grep -o "timing:.*" "$log"); Filecoin verifier: $v"
+      note "$k $backend rep $rep (job $(sed -n 's/^job \(.*\) accepted.*/\1/p' "$log")${via[0]:+, plain TCP}): client wall $wall s; $(grep -o "timing:.*" "$log"); Filecoin verifier: $v"
     done
   done
   kill -TERM $pid; wait $pid; note "serve ($backend) exited $?"
