@@ -473,7 +473,8 @@ impl CudaBackend {
         Ok(vec![msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)?])
     }
 
-    /// G1 MSM with explicit tunables (benchmarks).
+    /// G1 MSM with forced choices (`cfg`: window size, batch-affine rule; tests and benchmarks);
+    /// [`Backend::msm_g1`] is this with `MsmConfig::default()`.
     pub fn msm_g1_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G1Projective, CudaError> {
         let mut acc = G1Projective::identity();
         for (raw, c, w) in self.msm_raw(msm::Group::G1, bases, offset, sc, cfg)? {
@@ -484,7 +485,7 @@ impl CudaBackend {
         Ok(acc)
     }
 
-    /// G2 MSM with explicit tunables (benchmarks).
+    /// G2 counterpart of [`CudaBackend::msm_g1_with`].
     pub fn msm_g2_with(&self, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: msm::MsmConfig) -> Result<G2Projective, CudaError> {
         let mut acc = G2Projective::identity();
         for (raw, c, w) in self.msm_raw(msm::Group::G2, bases, offset, sc, cfg)? {
@@ -619,10 +620,10 @@ impl Backend for CudaBackend {
     }
 
     fn msm_g1(&self, bases: &Self::G1Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
-        Ok(self.msm_g1_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
+        Ok(self.msm_g1_with(bases, bases_offset, scalars, msm::MsmConfig::default())?)
     }
 
     fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
-        Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig { c: 0 })?)
+        Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig::default())?)
     }
 }

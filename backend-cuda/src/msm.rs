@@ -1,4 +1,9 @@
 //! Host side of the Pippenger MSM (see `kernels/cuda/msm/msm.cu` for the algorithm).
+//!
+//! What an MSM does is decided on the host, from its sizes: the window size by [`window_bits`]
+//! (from the scalar count), then, once the digits are counted, the sort and the bucket rounds by
+//! [`plan`] (a pure function, tested on the host below). [`MsmConfig`] forces a window size or
+//! a batch-affine rule (tests, benchmarks); its default is what the `Backend` MSMs run.
 
 use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
 use crate::error::CudaError;
@@ -46,11 +51,156 @@ pub fn window_bits(m: usize) -> u32 {
     (lg as i64 - 7).clamp(4, 16) as u32
 }
 
-/// Tunables of one MSM run (exposed for benchmarks).
-#[derive(Debug, Clone, Copy)]
+/// Which MSMs run batch-affine bucket rounds before the XYZZ ones (see [`plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AffineRule {
+    /// Large MSMs with mostly nonzero digits: at least 2^24 bucket entries in G1 or 2^22 in G2,
+    /// and at least half as many entries as windows × scalars (below that the rounds were no
+    /// faster on the H200). What the `Backend` MSMs use.
+    #[default]
+    Auto,
+    /// No MSM (XYZZ rounds only).
+    Never,
+    /// Every MSM, run to one point per bucket when the fullest bucket needs at most
+    /// `AFFINE_FULL_MAX_ROUNDS` rounds (tests).
+    Always,
+    /// Every MSM, never to one point per bucket: the XYZZ rounds finish (tests).
+    AlwaysPartial,
+}
+
+/// Choices an MSM can be forced into (tests and benchmarks). The default leaves every decision
+/// to [`window_bits`] and [`plan`], as the `Backend` MSMs do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MsmConfig {
-    /// Window bits (0: choose from the size).
-    pub c: u32,
+    /// Window bits (2..=24); `None`: [`window_bits`] of the scalar count.
+    pub window_bits: Option<u32>,
+    /// Which MSMs run batch-affine rounds.
+    pub affine: AffineRule,
+}
+
+/// The sizes an MSM's plan depends on, known once its digits are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmSizes {
+    /// G1 or G2.
+    pub group: Group,
+    /// Scalars taking part (after the density filter).
+    pub scalars: usize,
+    /// Window bits.
+    pub window_bits: u32,
+    /// Bucket entries: the nonzero digits of all windows (random scalars: about
+    /// windows × scalars; 0/1 scalars: at most the scalar count).
+    pub entries: usize,
+}
+
+impl MsmSizes {
+    /// Windows: ceil(256 / window bits).
+    pub fn windows(&self) -> u32 {
+        256u32.div_ceil(self.window_bits)
+    }
+    /// Buckets: windows × 2^(window bits - 1).
+    pub fn buckets(&self) -> u32 {
+        self.windows() << (self.window_bits - 1)
+    }
+}
+
+/// How the digits are sorted into their buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scatter {
+    /// One launch over the scalars (small MSMs, and mostly-0/1 scalars whose few entries cost
+    /// little wherever they land).
+    Direct,
+    /// One window at a time, one bucket range per launch (large dense MSMs, see `scatter`);
+    /// `aggregate`: some bucket holds more than `SCATTER_PLAIN_MAX` entries, so the atomics
+    /// are aggregated per warp.
+    Windowed {
+        /// Warp-aggregated atomics instead of plain ones.
+        aggregate: bool,
+    },
+}
+
+/// The batch-affine rounds of an MSM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AffinePlan {
+    /// Rounds, each halving every bucket.
+    pub rounds: u32,
+    /// Whether they leave at most one point per bucket: the window sums then read the buckets
+    /// as affine points, with no XYZZ round.
+    pub full: bool,
+}
+
+/// What one MSM does, decided on the host from its sizes (see [`plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// The sort into buckets.
+    pub scatter: Scatter,
+    /// Batch-affine rounds before the XYZZ ones, if any.
+    pub affine: Option<AffinePlan>,
+}
+
+/// Rounds the full plan may take (the fullest bucket holds at most 2^this many points).
+const AFFINE_FULL_MAX_ROUNDS: u32 = 10;
+
+/// The most the batch-affine rounds' output may take (their last round writes it all at once).
+const AFFINE_LEFT_BYTES: usize = 8 << 30;
+
+/// The plan of an MSM of `sizes` under `cfg`: a pure function of the sizes and of the fullest
+/// bucket's entry count, which `fullest` returns (on the device it costs a launch and a read,
+/// so it is asked for at most once, and only when a decision depends on it).
+///
+/// - The scatter goes by windows when the entries outgrow one launch's span
+///   (`SCATTER_SPAN_BYTES`) and the digits are mostly nonzero (2·entries ≥ windows·scalars),
+///   with warp-aggregated atomics when the fullest bucket holds more than `SCATTER_PLAIN_MAX`.
+/// - Batch-affine rounds as `cfg.affine` says (by default the large dense MSMs). They run until
+///   every bucket holds one point when the fullest bucket needs at most
+///   `AFFINE_FULL_MAX_ROUNDS` (not for [`AffineRule::AlwaysPartial`]); otherwise until about
+///   two points per bucket are left (2 to 6 rounds from the mean load), and then more while the
+///   points left would take more than `AFFINE_LEFT_BYTES`.
+pub fn plan<E>(sizes: &MsmSizes, cfg: &MsmConfig, fullest: impl FnOnce() -> Result<u32, E>) -> Result<MsmPlan, E> {
+    let (group, m, total) = (sizes.group, sizes.scalars, sizes.entries);
+    let (w, nb) = (sizes.windows(), sizes.buckets());
+    let mut ask = Some(fullest);
+    let mut known = None;
+    let mut fullest = || -> Result<u32, E> {
+        if let Some(f) = ask.take() {
+            known = Some(f()?);
+        }
+        Ok(known.unwrap_or(0))
+    };
+    let dense = 2 * total >= w as usize * m;
+    let scatter = if 4 * total > SCATTER_SPAN_BYTES && dense { Scatter::Windowed { aggregate: fullest()? > SCATTER_PLAIN_MAX } } else { Scatter::Direct };
+    let least = if group == Group::G1 { 1 << 24 } else { 1 << 22 };
+    let on = match cfg.affine {
+        AffineRule::Auto => total >= least && dense,
+        AffineRule::Never => false,
+        AffineRule::Always | AffineRule::AlwaysPartial => true,
+    };
+    if !on {
+        return Ok(MsmPlan { scatter, affine: None });
+    }
+    let needed = fullest()?.max(1).next_power_of_two().ilog2();
+    if needed <= AFFINE_FULL_MAX_ROUNDS && cfg.affine != AffineRule::AlwaysPartial {
+        // At most one point per bucket is left, whatever the memory.
+        return Ok(MsmPlan { scatter, affine: Some(AffinePlan { rounds: needed.max(1), full: true }) });
+    }
+    let mean = (total / nb.max(1) as usize).max(1);
+    let mut rounds = (mean.ilog2().saturating_sub(1)).clamp(2, 6);
+    while rounds < 16 && (total >> rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
+        rounds += 1;
+    }
+    Ok(MsmPlan { scatter, affine: Some(AffinePlan { rounds, full: false }) })
+}
+
+/// Entries one group of batch-affine rounds takes at most, with `free` bytes of device memory
+/// free: the largest power of two from 2^20 up to 2^27 whose two groups in flight fit in a
+/// quarter of it. A group of E entries holds about E/2 · (ab + fb + 4) bytes in its first round
+/// (2^27 G1 entries: 9.9 GB).
+pub fn affine_group_entries(group: Group, free: usize) -> usize {
+    let per_entry = (group.affine_bytes() + group.field_bytes() + 4) / 2 + 1;
+    let mut log = 27;
+    while log > 20 && 2 * (1usize << log) * per_entry > free / 4 {
+        log -= 1;
+    }
+    1 << log
 }
 
 /// Scalars of an MSM already on the device.
@@ -96,32 +246,6 @@ impl Profile {
             eprintln!("msm-profile {label}: total {total:.2} ms = {}", parts.join(", "));
         }
     }
-}
-
-/// Accumulation kernel variant: `CUZK_MSM_LB=1` picks the one compiled with
-/// `__launch_bounds__(128, 3)` (fewer registers, more resident warps), `0` the unbounded one.
-fn use_lb(group: Group) -> bool {
-    match std::env::var("CUZK_MSM_LB").ok().as_deref() {
-        Some("1") => true,
-        Some("0") => false,
-        _ => {
-            let _ = group;
-            false
-        }
-    }
-}
-
-/// Round-1 scheme: `CUZK_MSM_SEG=0` cuts each bucket into chunks of at most S entries (one
-/// thread per chunk); the default cuts the sorted entries into equal segments of S entries
-/// regardless of bucket boundaries (one thread per segment, every thread does S additions).
-fn use_segments() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CUZK_MSM_SEG").ok().as_deref() != Some("0"))
-}
-
-/// Window size override (`CUZK_MSM_C`), for tuning.
-fn c_override() -> Option<u32> {
-    std::env::var("CUZK_MSM_C").ok().and_then(|v| v.parse().ok()).filter(|c| (2..=24).contains(c))
 }
 
 fn scan(module: &Module, stream: &Stream, input: u64, out: u64, n: u32, ceil_div: u32) -> Result<(), CudaError> {
@@ -257,7 +381,7 @@ pub fn windows_prepared(
     let mut prof = Profile::new();
 
     // 2-3. Digits, histogram, scan, scatter.
-    let c = if cfg.c != 0 { cfg.c } else { c_override().unwrap_or_else(|| window_bits(m)) };
+    let c = cfg.window_bits.unwrap_or_else(|| window_bits(m));
     if !(2..=24).contains(&c) {
         return Err(CudaError::Invalid(format!("window size {c} is outside 2..=24")));
     }
@@ -283,30 +407,29 @@ pub fn windows_prepared(
     let cursor = DevBuf::new(stream, 4 * nb1)?;
     // SAFETY: same sizes.
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
-    // The fullest bucket's count, known before the scatter when it goes by windows (see there).
-    let max_known = if windowed_scatter(total, w, m) { Some(bucket_max(module, stream, &offsets, nb)?) } else { None };
-    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total, max_known)?;
+    let sizes = MsmSizes { group, scalars: m, window_bits: c, entries: total };
+    let plan = plan(&sizes, &cfg, || bucket_max(module, stream, &offsets, nb))?;
+    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total, plan.scatter)?;
     drop(cursor);
     prof.mark(stream, "scatter");
 
-    // 4. Bucket sums in rounds: first batch-affine rounds for large dense MSMs, then XYZZ.
+    // 4. Bucket sums in rounds: first the batch-affine rounds of the plan, then XYZZ.
     let mut entries = Some(entries);
     let mut acc_total = total;
     let mut reduced_points = None;
     let mut offsets = offsets;
     let mut affine_buckets = None;
-    let max_count = || max_known.map_or_else(|| bucket_max(module, stream, &offsets, nb), Ok);
-    if let Some(plan) = affine_plan(group, total, nb, w, m, max_count)? {
+    if let Some(ap) = plan.affine {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
-        match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, plan.rounds) {
+        match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds) {
             Ok(r) => {
-                let left = if plan.full { " to one point per bucket".to_string() } else { format!(", {} left", r.total) };
-                prof.mark(stream, &format!("affine({} rounds{left})", plan.rounds));
+                let left = if ap.full { " to one point per bucket".to_string() } else { format!(", {} left", r.total) };
+                prof.mark(stream, &format!("affine({} rounds{left})", ap.rounds));
                 if prof.on {
                     eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
                 }
                 entries = None;
-                if plan.full {
+                if ap.full {
                     affine_buckets = Some((r.points, r.offsets));
                 } else {
                     acc_total = r.total;
@@ -326,45 +449,40 @@ pub fn windows_prepared(
         drop((entries, offsets, counts));
         (None, points, base)
     } else {
-        // The XYZZ rounds read the bases through the entries, or the batch-affine rounds' points.
+        // Round 1 reads the bases through the entries, or the batch-affine rounds' points.
         let acc_bases = reduced_points.as_ref().map_or(bases, |p: &DevBuf| p.ptr);
         let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
         let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
-        let mut cur_count = counts;
         let mut cur_off = offsets;
-        let mut input: Option<DevBuf> = None; // None: round 1 reads the affine bases through entries
         let max_chunks = DevBuf::new(stream, 4)?;
         let xb = group.xyzz_bytes();
-        let mut done = None;
-        if use_segments() {
-            // Round 1 over equal segments of the sorted entries (see accumulate_segments).
-            max_chunks.memset0(stream)?;
-            let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
-            let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
-            // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
-            unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
-            let part_base = DevBuf::new(stream, 4 * nb1)?;
-            scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
-            let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
-            let out = DevBuf::new(stream, xb * nparts)?;
-            let nseg = acc_total.div_ceil(s_chunk as usize);
-            let args =
-                Args::new().push(acc_bases).push(entries_ptr).push(cur_off.ptr).push(nb).push(acc_total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
-            // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
-            unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
-            let maxc = read_u32(stream, max_chunks.ptr)?;
-            prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
-            if maxc <= 1 {
-                done = Some((new_count, part_base, out));
-            } else {
-                cur_count = new_count;
-                cur_off = part_base;
-                input = Some(out);
-            }
-        }
-        let (final_count, final_base, partial) = match done {
-            Some(d) => d,
-            None => loop {
+        // Round 1 over equal segments of the sorted entries (see accumulate_segments).
+        max_chunks.memset0(stream)?;
+        let new_count = DevBuf::zeroed(stream, 4 * nb1)?;
+        let args = Args::new().push(cur_off.ptr).push(nb).push(s_chunk).push(new_count.ptr).push(max_chunks.ptr);
+        // SAFETY: arguments match msm_seg_counts; offsets holds nb + 1 entries.
+        unsafe { module.launch("msm_seg_counts", grid(nb as usize, 256)?, 256, 0, stream, args)? };
+        let part_base = DevBuf::new(stream, 4 * nb1)?;
+        scan(module, stream, new_count.ptr, part_base.ptr, nb + 1, 0)?;
+        let nparts = read_u32(stream, part_base.at(4 * nb as usize))? as usize;
+        let out = DevBuf::new(stream, xb * nparts)?;
+        let nseg = acc_total.div_ceil(s_chunk as usize);
+        let args =
+            Args::new().push(acc_bases).push(entries_ptr).push(cur_off.ptr).push(nb).push(acc_total as u32).push(s_chunk).push(part_base.ptr).push(out.ptr);
+        // SAFETY: arguments match msm_accumulate_seg_*; out holds nparts points.
+        unsafe { module.launch(&format!("msm_accumulate_seg_{sfx}"), grid(nseg, 128)?, 128, 0, stream, args)? };
+        let maxc = read_u32(stream, max_chunks.ptr)?;
+        prof.mark(stream, &format!("segments({nseg} threads, {nparts} partials)"));
+        // Later rounds: each bucket's partial sums in chunks of at most s_chunk, one thread per
+        // chunk, until every bucket has one.
+        let (final_count, final_base, partial) = if maxc <= 1 {
+            (new_count, part_base, out)
+        } else {
+            drop(counts);
+            let mut cur_count = new_count;
+            cur_off = part_base;
+            let mut input = out;
+            loop {
                 let task_base = DevBuf::new(stream, 4 * nb1)?;
                 scan(module, stream, cur_count.ptr, task_base.ptr, nb + 1, s_chunk)?;
                 let ntasks = read_u32(stream, task_base.at(4 * nb as usize))? as usize;
@@ -387,21 +505,9 @@ pub fn windows_prepared(
                 // SAFETY: arguments match msm_make_tasks.
                 unsafe { module.launch("msm_make_tasks", grid(nb as usize, 256)?, 256, 0, stream, args)? };
                 let out = DevBuf::new(stream, xb * ntasks)?;
-                let nt = ntasks as u32;
-                match &input {
-                    None => {
-                        // Only without segments, and so without batch-affine rounds: entries are set.
-                        let args = Args::new().push(bases).push(entries_ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
-                        // SAFETY: arguments match msm_accumulate_affine_*.
-                        let k = if use_lb(group) { format!("msm_accumulate_affine_lb_{sfx}") } else { format!("msm_accumulate_affine_{sfx}") };
-                        unsafe { module.launch(&k, grid(ntasks, 128)?, 128, 0, stream, args)? };
-                    }
-                    Some(inp) => {
-                        let args = Args::new().push(inp.ptr).push(ts.ptr).push(tl.ptr).push(nt).push(out.ptr);
-                        // SAFETY: arguments match msm_accumulate_xyzz_*.
-                        unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
-                    }
-                }
+                let args = Args::new().push(input.ptr).push(ts.ptr).push(tl.ptr).push(ntasks as u32).push(out.ptr);
+                // SAFETY: arguments match msm_accumulate_xyzz_*.
+                unsafe { module.launch(&format!("msm_accumulate_xyzz_{sfx}"), grid(ntasks, 128)?, 128, 0, stream, args)? };
                 let maxc = read_u32(stream, max_chunks.ptr)?;
                 prof.mark(stream, &format!("round({ntasks} tasks)"));
                 drop((ts, tl));
@@ -410,8 +516,8 @@ pub fn windows_prepared(
                 }
                 cur_count = new_count;
                 cur_off = task_base;
-                input = Some(out);
-            },
+                input = out;
+            }
         };
         drop((entries, cur_off, reduced_points));
         (Some(final_count), partial, final_base)
@@ -460,89 +566,12 @@ pub fn windows_prepared(
     Ok((out, c, w as usize))
 }
 
-/// How many batch-affine rounds run, and whether they run until every bucket holds at most one
-/// point (`full`: the window sums then read the buckets as affine points, with no XYZZ rounds).
-#[derive(Debug, Clone, Copy)]
-struct AffinePlan {
-    rounds: u32,
-    full: bool,
-}
-
-/// Batch-affine rounds before the XYZZ ones (`CUZK_MSM_AFFINE`): `0` never, `1` for every MSM
-/// (tests), unset: MSMs whose digits are mostly nonzero (the scatter's density rule) with at
-/// least 2^24 entries for G1 or 2^22 for G2 (below that they were no faster on the H200).
-/// `CUZK_MSM_AFFINE_ROUNDS` (1..=16) fixes the round count (partial); otherwise the rounds run until
-/// every bucket holds one point when the fullest bucket needs at most `AFFINE_FULL_MAX_ROUNDS`
-/// (`CUZK_MSM_AFFINE_FULL=0` turns that off), else until about two points per bucket are left
-/// (2 to 6 rounds), and then more while the points left would take more than
-/// `AFFINE_LEFT_BYTES`. `max_count` is the fullest bucket's count.
-fn affine_plan(
-    group: Group,
-    total: usize,
-    nb: u32,
-    w: u32,
-    m: usize,
-    max_count: impl FnOnce() -> Result<u32, CudaError>,
-) -> Result<Option<AffinePlan>, CudaError> {
-    if !use_segments() {
-        return Ok(None); // the chunked round 1 reads the bases through entries
-    }
-    let least = if group == Group::G1 { 1 << 24 } else { 1 << 22 };
-    let on = match std::env::var("CUZK_MSM_AFFINE").ok().as_deref() {
-        Some("0") => false,
-        Some("1") => true,
-        _ => total >= least && 2 * total >= w as usize * m,
-    };
-    if !on {
-        return Ok(None);
-    }
-    if let Some(rounds) = std::env::var("CUZK_MSM_AFFINE_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|r| (1..=16).contains(r)) {
-        return Ok(Some(AffinePlan { rounds, full: false }));
-    }
-    let needed = max_count()?.max(1).next_power_of_two().ilog2();
-    if needed <= AFFINE_FULL_MAX_ROUNDS && std::env::var("CUZK_MSM_AFFINE_FULL").ok().as_deref() != Some("0") {
-        // At most one point per bucket is left, whatever the memory.
-        return Ok(Some(AffinePlan { rounds: needed.max(1), full: true }));
-    }
-    let mean = (total / nb.max(1) as usize).max(1);
-    let mut rounds = (mean.ilog2().saturating_sub(1)).clamp(2, 6);
-    while rounds < 16 && (total >> rounds) * group.affine_bytes() > AFFINE_LEFT_BYTES {
-        rounds += 1;
-    }
-    Ok(Some(AffinePlan { rounds, full: false }))
-}
-
-/// Rounds the full plan may take (the fullest bucket holds at most 2^this many points).
-const AFFINE_FULL_MAX_ROUNDS: u32 = 10;
-
-/// The most the batch-affine rounds' output may take (their last round writes it all at once).
-const AFFINE_LEFT_BYTES: usize = 8 << 30;
-
-/// Entries one group of batch-affine rounds takes at most: `CUZK_MSM_AFFINE_GROUP` (log2,
-/// 16..=30), else the largest power of two up to 2^27 whose two groups in flight fit in a
-/// quarter of the free device memory. A group of E entries holds about E/2 · (ab + fb + 4)
-/// bytes in its first round (2^27 G1 entries: 9.9 GB).
-fn affine_group_entries(group: Group) -> Result<usize, CudaError> {
-    if let Some(log) = std::env::var("CUZK_MSM_AFFINE_GROUP").ok().and_then(|v| v.parse::<u32>().ok()).filter(|l| (16..=30).contains(l)) {
-        return Ok(1 << log);
-    }
-    let (free, _) = cudarc::driver::result::mem_get_info()?;
-    let per_entry = (group.affine_bytes() + group.field_bytes() + 4) / 2 + 1;
-    let mut log = 27;
-    while log > 20 && 2 * (1usize << log) * per_entry > free / 4 {
-        log -= 1;
-    }
-    Ok(1 << log)
-}
-
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
-/// Levels stop at this many elements, which are then inverted one per thread
-/// (`CUZK_MSM_INV_EACH_MAX` overrides it, for tuning): one inversion's latency is ~0.14 ms,
-/// 4096 of them (divergent) ~0.26 ms, and 4096 came out ~1 ms ahead of 32 at G1 2^24.
-fn affine_inv_each_max() -> usize {
-    std::env::var("CUZK_MSM_INV_EACH_MAX").ok().and_then(|v| v.parse().ok()).filter(|&n: &usize| n >= 1).unwrap_or(4096)
-}
+/// Levels stop at this many elements, which are then inverted one per thread: one inversion's
+/// latency is ~0.14 ms, 4096 of them (divergent) ~0.26 ms, and 4096 came out ~1 ms ahead of 32
+/// at G1 2^24 (and ahead of 256 and 1024, docs/perf-cuda.md, "Decisions").
+const AFFINE_INV_EACH_MAX: usize = 4096;
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
 /// `offsets[b]` (ceil(count[b] / 2^rounds) of them).
@@ -613,7 +642,8 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    let ngroups = total.div_ceil(affine_group_entries(group)?).max(2).min(nb as usize);
+    let (free, _) = cudarc::driver::result::mem_get_info()?;
+    let ngroups = total.div_ceil(affine_group_entries(group, free)).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
@@ -684,7 +714,6 @@ fn affine_rounds(
     // The second group starts once the first one's first prefix pass is done, so that the two
     // streams stay half a round apart: one's memory-bound prefix passes then run beside the
     // other's product-bound additions instead of beside its own kind.
-    let stagger = std::env::var("CUZK_MSM_AFFINE_STAGGER").ok().as_deref() != Some("0");
     let mut result = Ok(());
     let mut clock = Vec::new();
     for g in 0..ngroups {
@@ -692,7 +721,7 @@ fn affine_rounds(
         match run(g, s) {
             Ok((ev, c)) => {
                 clock.push(c);
-                if let (Some(ev), true) = (ev, g == 0 && stagger) {
+                if let (Some(ev), true) = (ev, g == 0) {
                     ev.wait_on(&side)?;
                 }
             }
@@ -749,8 +778,7 @@ fn affine_round(
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
-    let each_max = affine_inv_each_max();
-    while len > each_max {
+    while len > AFFINE_INV_EACH_MAX {
         let t = len.div_ceil(AFFINE_BATCH);
         let prefix = DevBuf::new(stream, fb * len)?;
         let next = DevBuf::new(stream, fb * t)?;
@@ -771,12 +799,8 @@ fn affine_round(
     mark(&mut marks, stream)?;
     let args =
         Args::new().push(src).push(entries).push(pairs).push(dest).push(n as u32).push(t0 as u32).push(prefix0.ptr).push(totals.ptr).push(next).push(fin);
-    // G1 uses the finish compiled for 4 blocks per SM (see msm.cu); `CUZK_MSM_FINISH=plain`
-    // picks the unbounded one, which G2 always uses.
-    let bounded = sfx == "g1" && std::env::var("CUZK_MSM_FINISH").ok().as_deref() != Some("plain");
-    let finish = if bounded { "msm_affine_finish_lb" } else { "msm_affine_finish" };
     // SAFETY: arguments match msm_affine_finish_*; dest places every sum inside next or fin.
-    unsafe { module.launch(&format!("{finish}_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
+    unsafe { module.launch(&format!("msm_affine_finish_{sfx}"), grid(t0, 128)?, 128, 0, stream, args)? };
     mark(&mut marks, stream)?;
     Ok(prefix_done)
 }
@@ -801,22 +825,15 @@ fn bucket_max(module: &Module, stream: &Stream, offsets: &DevBuf, nb: u32) -> Re
     read_u32(stream, max.ptr)
 }
 
-/// Whether the scatter goes one window at a time. That path reads every scalar once per window:
-/// it pays when most digits are nonzero (random scalars: total ≈ w·m). Mostly-0/1 scalars
-/// (witness bits: total ≈ m) scatter directly; their few entries cost little wherever they land.
-fn windowed_scatter(total: usize, w: u32, m: usize) -> bool {
-    4 * total > SCATTER_SPAN_BYTES && 2 * total >= w as usize * m
-}
-
 /// Buckets up to this many entries scatter with one plain atomic per entry; fuller ones (equal
 /// scalars) with the warp-aggregated ones, which cost ~2x more when nothing aggregates.
 const SCATTER_PLAIN_MAX: u32 = 4096;
 
 /// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
-/// (the buckets' offsets). Small or sparse sorts (`windowed_max` None, see `windowed_scatter`)
-/// scatter from the scalars in one launch. Large dense ones (`windowed_max` the fullest bucket's
-/// count) go one window at a time: the window's keys first, then one launch per bucket range
-/// whose entries span about `SCATTER_SPAN_BYTES` (see `msm_scatter_range`).
+/// (the buckets' offsets), as the plan's `how` says: [`Scatter::Direct`] from the scalars in
+/// one launch; [`Scatter::Windowed`] one window at a time: the window's keys first, then one
+/// launch per bucket range whose entries span about `SCATTER_SPAN_BYTES` (see
+/// `msm_scatter_range`).
 #[allow(clippy::too_many_arguments)]
 fn scatter(
     module: &Module,
@@ -828,17 +845,17 @@ fn scatter(
     cursor: u64,
     entries: u64,
     total: usize,
-    windowed_max: Option<u32>,
+    how: Scatter,
 ) -> Result<(), CudaError> {
     let g = grid(m as usize, 256)?;
     let direct = || {
         // SAFETY: arguments match msm_scatter; entries holds total slots.
         unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) }
     };
-    let Some(max_count) = windowed_max else {
+    let Scatter::Windowed { aggregate } = how else {
         return direct();
     };
-    let aggregate = u32::from(max_count > SCATTER_PLAIN_MAX);
+    let aggregate = u32::from(aggregate);
     // The keys take 4 bytes per scalar and window, for up to SCATTER_KEY_BYTES of windows per
     // pass over the scalars; without room for one window's, scatter directly.
     let per_pass = (SCATTER_KEY_BYTES / (4 * m as usize)).clamp(1, w as usize) as u32;
@@ -887,34 +904,166 @@ unsafe fn sys_dtod(dst: u64, src: u64, bytes: usize, stream: &Stream) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::{affine_plan, bucket_ranges, Group};
+    use super::*;
 
-    /// The default plan (no `CUZK_MSM_*` variables set): off below the size thresholds and for
-    /// sparse digit sets; full rounds while the fullest bucket needs at most 10; otherwise from
-    /// the mean load; more rounds when the points left would not fit in 8 GB.
+    /// `plan` for `m` scalars in `group` at the default window size, with `entries` bucket
+    /// entries and `fullest` entries in the fullest bucket, as one line of text.
+    fn decide(group: Group, m: usize, entries: usize, fullest: u32, affine: AffineRule) -> String {
+        let sizes = MsmSizes { group, scalars: m, window_bits: window_bits(m), entries };
+        let mut asked = 0;
+        let p = plan::<()>(&sizes, &MsmConfig { affine, ..Default::default() }, || {
+            asked += 1;
+            Ok(fullest)
+        })
+        .unwrap();
+        assert!(asked <= 1, "the fullest bucket is read at most once");
+        let scatter = match p.scatter {
+            Scatter::Direct => "direct",
+            Scatter::Windowed { aggregate: false } => "windowed",
+            Scatter::Windowed { aggregate: true } => "windowed+aggregate",
+        };
+        let affine = match p.affine {
+            None => "xyzz".to_string(),
+            Some(AffinePlan { rounds, full: true }) => format!("affine {rounds} full"),
+            Some(AffinePlan { rounds, full: false }) => format!("affine {rounds} partial"),
+        };
+        format!("c={} {scatter} {affine}", sizes.window_bits)
+    }
+
     #[test]
-    fn affine_plan_follows_the_bucket_load() {
-        if ["CUZK_MSM_AFFINE", "CUZK_MSM_AFFINE_ROUNDS", "CUZK_MSM_AFFINE_FULL", "CUZK_MSM_SEG"].iter().any(|v| std::env::var_os(v).is_some()) {
-            eprintln!("SKIPPED: a CUZK_MSM_* variable is set");
-            return;
+    fn window_bits_grow_with_the_size_then_jump_to_20() {
+        let got: Vec<u32> = (0..=30).map(|k| window_bits(1 << k)).collect();
+        let want = [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 16, 20, 20, 20, 20, 20, 20, 20];
+        assert_eq!(got, want);
+        assert_eq!(window_bits(0), 4);
+        assert_eq!(window_bits((1 << 24) - 1), 16);
+    }
+
+    /// The default plan of every size from 2^10 to 2^27: random scalars (every digit nonzero,
+    /// the fullest bucket with 600 entries, as the top window's at 2^24) and mostly-0/1 scalars
+    /// (one entry per scalar, half of them in one bucket).
+    #[test]
+    fn default_plan_by_size_group_and_density() {
+        let mut got = String::new();
+        for group in [Group::G1, Group::G2] {
+            for k in 10..=27 {
+                let m = 1usize << k;
+                let w = 256usize.div_ceil(window_bits(m) as usize);
+                let dense = decide(group, m, w * m, 600, AffineRule::Auto);
+                let sparse = decide(group, m, m, (m / 2) as u32, AffineRule::Auto);
+                got += &format!("{group:?} 2^{k}: {dense} | {sparse}\n");
+            }
         }
-        let (m, w, nb) = (1usize << 24, 13u32, 13u32 << 19);
-        let total = 13 * m; // random scalars: every digit nonzero
-        let plan = |total, max: u32| affine_plan(Group::G1, total, nb, w, m, || Ok(max)).unwrap().map(|p| (p.rounds, p.full));
-        assert_eq!(plan(total, 600), Some((10, true)));
-        assert_eq!(plan(total, 1), Some((1, true)));
-        assert_eq!(plan(total, 5000), Some((4, false))); // 13 > 10 rounds: mean 13·2^24 / (13·2^19) = 32 -> 4
-        assert_eq!(plan(total - 13, 5000), Some((3, false))); // mean just under 32 -> 3
-        assert_eq!(plan(m, 600), None); // mostly 0/1 scalars
-        assert_eq!(plan((1 << 24) - 1, 2), None); // below G1's threshold
-        let g2 = affine_plan(Group::G2, 1 << 22, 1 << 16, 16, 1 << 18, || Ok(100)).unwrap().map(|p| (p.rounds, p.full));
-        assert_eq!(g2, Some((7, true)));
-        // 2^27 scalars, heavy top window: partial rounds, and more of them to keep the output
-        // under 8 GB (13·2^27 / 2^6 · 96 bytes = 2.6 GB after 6).
-        let big = affine_plan(Group::G1, 13 << 27, nb, w, 1 << 27, || Ok(5000)).unwrap().unwrap();
-        assert_eq!((big.rounds, big.full), (6, false));
-        let huge = affine_plan(Group::G1, 13 << 30, nb, w, 1 << 30, || Ok(5000)).unwrap().unwrap();
-        assert!((13usize << 30 >> huge.rounds) * 96 <= 8 << 30 && !huge.full, "{huge:?}");
+        let want = "\
+G1 2^10: c=4 direct xyzz | c=4 direct xyzz
+G1 2^11: c=5 direct xyzz | c=5 direct xyzz
+G1 2^12: c=6 direct xyzz | c=6 direct xyzz
+G1 2^13: c=7 direct xyzz | c=7 direct xyzz
+G1 2^14: c=8 direct xyzz | c=8 direct xyzz
+G1 2^15: c=9 direct xyzz | c=9 direct xyzz
+G1 2^16: c=10 direct xyzz | c=10 direct xyzz
+G1 2^17: c=11 direct xyzz | c=11 direct xyzz
+G1 2^18: c=12 direct xyzz | c=12 direct xyzz
+G1 2^19: c=13 windowed xyzz | c=13 direct xyzz
+G1 2^20: c=14 windowed affine 10 full | c=14 direct xyzz
+G1 2^21: c=15 windowed affine 10 full | c=15 direct xyzz
+G1 2^22: c=16 windowed affine 10 full | c=16 direct xyzz
+G1 2^23: c=16 windowed affine 10 full | c=16 direct xyzz
+G1 2^24: c=20 windowed affine 10 full | c=20 direct xyzz
+G1 2^25: c=20 windowed affine 10 full | c=20 direct xyzz
+G1 2^26: c=20 windowed affine 10 full | c=20 direct xyzz
+G1 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
+G2 2^10: c=4 direct xyzz | c=4 direct xyzz
+G2 2^11: c=5 direct xyzz | c=5 direct xyzz
+G2 2^12: c=6 direct xyzz | c=6 direct xyzz
+G2 2^13: c=7 direct xyzz | c=7 direct xyzz
+G2 2^14: c=8 direct xyzz | c=8 direct xyzz
+G2 2^15: c=9 direct xyzz | c=9 direct xyzz
+G2 2^16: c=10 direct xyzz | c=10 direct xyzz
+G2 2^17: c=11 direct xyzz | c=11 direct xyzz
+G2 2^18: c=12 direct affine 10 full | c=12 direct xyzz
+G2 2^19: c=13 windowed affine 10 full | c=13 direct xyzz
+G2 2^20: c=14 windowed affine 10 full | c=14 direct xyzz
+G2 2^21: c=15 windowed affine 10 full | c=15 direct xyzz
+G2 2^22: c=16 windowed affine 10 full | c=16 direct xyzz
+G2 2^23: c=16 windowed affine 10 full | c=16 direct xyzz
+G2 2^24: c=20 windowed affine 10 full | c=20 direct xyzz
+G2 2^25: c=20 windowed affine 10 full | c=20 direct xyzz
+G2 2^26: c=20 windowed affine 10 full | c=20 direct xyzz
+G2 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
+";
+        assert_eq!(got, want);
+    }
+
+    /// The thresholds themselves, and what the fullest bucket changes.
+    #[test]
+    fn plan_thresholds_and_bucket_load() {
+        let m = 1usize << 24; // c = 20: 13 windows, 13·2^19 buckets
+        let dense = 13 * m;
+        // Batch-affine rounds from 2^24 entries in G1 and 2^22 in G2, for dense digit sets
+        // (2·entries ≥ windows·scalars) only.
+        let at = |g, m: usize, entries| decide(g, m, entries, 2, AffineRule::Auto);
+        assert_eq!(at(Group::G1, 1 << 20, 1 << 24), "c=14 windowed affine 1 full");
+        assert_eq!(at(Group::G1, 1 << 20, (1 << 24) - 1), "c=14 windowed xyzz");
+        assert_eq!(at(Group::G2, 1 << 18, 1 << 22), "c=12 direct affine 1 full");
+        assert_eq!(at(Group::G2, 1 << 18, (1 << 22) - 1), "c=12 direct xyzz");
+        assert_eq!(at(Group::G1, m, dense / 2), "c=20 windowed affine 1 full");
+        assert_eq!(at(Group::G1, m, dense / 2 - 1), "c=20 direct xyzz");
+        // The windowed scatter once the entries outgrow 24 MiB (6,291,456 entries).
+        assert_eq!(at(Group::G1, 1 << 19, 6 << 20), "c=13 direct xyzz");
+        assert_eq!(at(Group::G1, 1 << 19, (6 << 20) + 1), "c=13 windowed xyzz");
+        // Full rounds while the fullest bucket needs at most 10 (1024 entries), one at least.
+        let load = |fullest| decide(Group::G1, m, dense, fullest, AffineRule::Auto);
+        assert_eq!(load(0), "c=20 windowed affine 1 full");
+        assert_eq!(load(1), "c=20 windowed affine 1 full");
+        assert_eq!(load(3), "c=20 windowed affine 2 full");
+        assert_eq!(load(1024), "c=20 windowed affine 10 full");
+        // Beyond: partial, from the mean load (13·2^24 / (13·2^19) = 32 -> 4 rounds, just under
+        // 32 -> 3), and aggregated scatter atomics once a bucket holds more than 4096 entries.
+        assert_eq!(load(1025), "c=20 windowed affine 4 partial");
+        assert_eq!(load(4096), "c=20 windowed affine 4 partial");
+        assert_eq!(load(4097), "c=20 windowed+aggregate affine 4 partial");
+        assert_eq!(decide(Group::G1, m, dense - 13, 5000, AffineRule::Auto), "c=20 windowed+aggregate affine 3 partial");
+        // Mostly-0/1 scalars never read the fullest bucket: nothing depends on it.
+        let sizes = MsmSizes { group: Group::G1, scalars: m, window_bits: 20, entries: m };
+        assert_eq!(plan(&sizes, &MsmConfig::default(), || Err("read")), Ok(MsmPlan { scatter: Scatter::Direct, affine: None }));
+    }
+
+    /// Memory: partial rounds continue until the points left fit in 8 GB; the groups of rounds
+    /// shrink with the free device memory.
+    #[test]
+    fn plan_under_memory_limits() {
+        // 2^27 scalars with a heavy top window: the mean rule gives 6 rounds (mean 256), which
+        // leave 13·2^27 / 2^6 points, 2.6 GB.
+        assert_eq!(decide(Group::G1, 1 << 27, 13 << 27, 5000, AffineRule::Auto), "c=20 windowed+aggregate affine 6 partial");
+        // 2^30 G1 scalars at c = 20 (13·2^30 entries, mean 2^11: 6 rounds by the mean): 8
+        // rounds, since after 7 the points left would take 13·2^30 / 2^7 · 96 B = 9.75 GiB.
+        let sizes = MsmSizes { group: Group::G1, scalars: 1 << 30, window_bits: 20, entries: 13 << 30 };
+        let p = plan::<()>(&sizes, &MsmConfig::default(), || Ok(5000)).unwrap().affine.unwrap();
+        assert_eq!((p.rounds, p.full), (8, false));
+        assert!((13usize << 30 >> p.rounds) * 96 <= AFFINE_LEFT_BYTES && (13usize << 30 >> (p.rounds - 1)) * 96 > AFFINE_LEFT_BYTES);
+        // Group sizes: 2^27 entries on an empty H200 (about 140 GB free), fewer with less.
+        let gib = 1usize << 30;
+        assert_eq!(affine_group_entries(Group::G1, 140 * gib), 1 << 27);
+        assert_eq!(affine_group_entries(Group::G1, 75 * gib), 1 << 27); // 2·2^27·75 B = 18.75 GiB = 75/4 GiB
+        assert_eq!(affine_group_entries(Group::G1, 75 * gib - 1), 1 << 26);
+        assert_eq!(affine_group_entries(Group::G2, 140 * gib), 1 << 26); // 147 bytes per entry
+        assert_eq!(affine_group_entries(Group::G1, 4 * gib), 1 << 22);
+        assert_eq!(affine_group_entries(Group::G1, 0), 1 << 20); // never below 2^20
+    }
+
+    /// The rules tests and benchmarks force.
+    #[test]
+    fn forced_affine_rules() {
+        let m = 1usize << 10; // c = 4: 64 windows, 512 buckets, mean load 128
+        let dense = 64 * m;
+        assert_eq!(decide(Group::G1, m, dense, 600, AffineRule::Always), "c=4 direct affine 10 full");
+        assert_eq!(decide(Group::G1, m, dense, 5000, AffineRule::Always), "c=4 direct affine 6 partial");
+        assert_eq!(decide(Group::G1, m, dense, 600, AffineRule::AlwaysPartial), "c=4 direct affine 6 partial");
+        assert_eq!(decide(Group::G2, 1, 1, 1, AffineRule::AlwaysPartial), "c=4 direct affine 2 partial");
+        assert_eq!(decide(Group::G1, m, m, 600, AffineRule::Always), "c=4 direct affine 10 full");
+        assert_eq!(decide(Group::G1, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed xyzz");
+        assert_eq!(decide(Group::G2, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed xyzz");
     }
 
     #[test]

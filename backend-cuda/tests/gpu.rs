@@ -3,12 +3,19 @@
 //!
 //! Sizes: `CUZK_GPU_TEST_MAX_LOG_NTT` / `CUZK_GPU_TEST_MAX_LOG_MSM` raise the largest sizes
 //! (defaults 16 and 14 keep the suite quick); the H200 run sets them to 26 and 24.
+//!
+//! The `*_batch_affine_*` tests run the MSM tests with the batch-affine rounds forced on every
+//! MSM (`AffineRule::Always`: to one point per bucket where the fullest bucket allows it, and
+//! `AffineRule::AlwaysPartial`: never, so the XYZZ rounds finish), so that small sizes, the EIP
+//! vectors (P = Q, P = -Q pairs) and streamed bases go through them too; their G1 sizes go up
+//! to `CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE` (default 12; 2^19 always).
 
 use std::sync::OnceLock;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_backend_cuda::CudaBackend;
+use cuzk_backend_cuda::msm::{AffineRule, MsmConfig};
+use cuzk_backend_cuda::{CudaBackend, CudaBases, CudaScalars};
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
 use cuzk_core::density::DensityBitmap;
@@ -278,11 +285,50 @@ fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
     bases.iter().zip(s).map(|(p, k)| G1Projective::from(p) * k).sum()
 }
 
+/// The configurations the batch-affine tests run every MSM under.
+const FORCED: [MsmConfig; 2] =
+    [MsmConfig { window_bits: None, affine: AffineRule::Always }, MsmConfig { window_bits: None, affine: AffineRule::AlwaysPartial }];
+
+fn forced_max_log() -> u32 {
+    env_log("CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE", 12)
+}
+
+/// A G1 MSM: through the `Backend` trait with the default configuration, else with `cfg`.
+fn msm_g1(b: &CudaBackend, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: MsmConfig) -> Result<G1Projective, String> {
+    if cfg == MsmConfig::default() {
+        b.msm_g1(bases, offset, sc).map_err(|e| e.to_string())
+    } else {
+        b.msm_g1_with(bases, offset, sc, cfg).map_err(|e| e.to_string())
+    }
+}
+
+/// G2 counterpart of [`msm_g1`].
+fn msm_g2(b: &CudaBackend, bases: &CudaBases, offset: usize, sc: MsmScalars<'_, CudaScalars>, cfg: MsmConfig) -> Result<G2Projective, String> {
+    if cfg == MsmConfig::default() {
+        b.msm_g2(bases, offset, sc).map_err(|e| e.to_string())
+    } else {
+        b.msm_g2_with(bases, offset, sc, cfg).map_err(|e| e.to_string())
+    }
+}
+
 #[test]
 fn msm_g1_matches_oracle() {
     let b = need_gpu!();
+    let failures = msm_g1_cases(b, &[MsmConfig::default()], env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn msm_g1_batch_affine_matches_oracle() {
+    let b = need_gpu!();
+    let failures = msm_g1_cases(b, &FORCED, forced_max_log());
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// G1 MSMs of 2^0 … 2^max and 2^19 random scalars, 0/1/-1 scalars with density and an offset,
+/// and all-equal scalars, each under every configuration of `cfgs`, against the oracle.
+fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     let cpu = CpuBackend::new();
-    let max = env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14);
     // 2^19 scalars always: the first size whose entries outgrow one scatter launch's span, so
     // the windowed scatter (msm_window_keys + msm_scatter_range) runs too.
     let logs: Vec<u32> = (0..=max).chain((max < 19).then_some(19)).collect();
@@ -298,13 +344,15 @@ fn msm_g1_matches_oracle() {
         let n = 1usize << log_n;
         let s = random_scalars(n, &mut r);
         let gs = b.upload_slice(&s).unwrap();
-        let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
         let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
         let want = if log_n <= 6 { naive_g1(&bases[..n], &s) } else { cpu.msm_g1(&cb, 0, MsmScalars { buf: &cs, len: n, density: None }).unwrap() };
-        if got != want {
-            failures.push(format!("G1 2^{log_n}"));
+        for &cfg in cfgs {
+            let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
+            if got != want {
+                failures.push(format!("G1 2^{log_n} {:?}", cfg.affine));
+            }
+            eprintln!("msm g1 2^{log_n} {:?}: {}", cfg.affine, if got == want { "ok" } else { "MISMATCH" });
         }
-        eprintln!("msm g1 2^{log_n}: {}", if got == want { "ok" } else { "MISMATCH" });
     }
     // 0/1 scalars, repeated scalars (heavy buckets), density and offset.
     let n = 1usize << max.min(16);
@@ -320,33 +368,51 @@ fn msm_g1_matches_oracle() {
     let dens = DensityBitmap::from_bools(&bits, heap()).unwrap();
     let offset = 3;
     let gs = b.upload_slice(&s).unwrap();
-    let got = b.msm_g1(&gb, offset, MsmScalars { buf: &gs, len: n, density: Some(&dens) }).unwrap();
     let sel: Vec<Scalar> = s.iter().zip(&bits).filter(|(_, &b)| b).map(|(x, _)| *x).collect();
     let want = cpu
         .msm_g1(&cb, offset, MsmScalars { buf: &cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap(), len: n, density: Some(&dens) })
         .unwrap();
     assert_eq!(want, naive_g1(&bases[offset..offset + sel.len()], &sel), "oracle self-check");
-    if got != want {
-        failures.push("G1 0/1/-1 scalars with density".into());
+    for &cfg in cfgs {
+        let got = msm_g1(b, &gb, offset, MsmScalars { buf: &gs, len: n, density: Some(&dens) }, cfg).unwrap();
+        if got != want {
+            failures.push(format!("G1 0/1/-1 scalars with density {:?}", cfg.affine));
+        }
     }
     // All scalars equal (one very heavy bucket per window).
     let s = vec![Scalar::from(3u64); n];
     let gs = b.upload_slice(&s).unwrap();
-    let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
     let want: G1Projective = bases[..n].iter().map(G1Projective::from).sum::<G1Projective>() * Scalar::from(3u64);
-    if got != want {
-        failures.push("G1 all-equal scalars".into());
+    for &cfg in cfgs {
+        let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
+        if got != want {
+            failures.push(format!("G1 all-equal scalars {:?}", cfg.affine));
+        }
+        // Bad input is an error, not a panic.
+        assert!(msm_g1(b, &gb, n_max, MsmScalars { buf: &gs, len: n, density: None }, cfg).is_err());
     }
-    // Bad input is an error, not a panic.
-    assert!(b.msm_g1(&gb, n_max, MsmScalars { buf: &gs, len: n, density: None }).is_err());
-    assert!(failures.is_empty(), "{failures:#?}");
+    failures
 }
 
 #[test]
 fn msm_g2_matches_oracle() {
     let b = need_gpu!();
-    let cpu = CpuBackend::new();
     let max = env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14).min(env_log("CUZK_GPU_TEST_MAX_LOG_MSM_G2", 12));
+    let failures = msm_g2_cases(b, &[MsmConfig::default()], max);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn msm_g2_batch_affine_matches_oracle() {
+    let b = need_gpu!();
+    let failures = msm_g2_cases(b, &FORCED, forced_max_log().min(env_log("CUZK_GPU_TEST_MAX_LOG_MSM_G2", 12)));
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// G2 MSMs of 2^0 … 2^max random scalars and half-ones with density and an offset, each under
+/// every configuration of `cfgs`, against the oracle.
+fn msm_g2_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
+    let cpu = CpuBackend::new();
     let mut r = rng(6);
     let n_max = 1usize << max;
     let pool: Vec<G2Affine> = (0..(1 << 10).min(n_max)).map(|_| G2Projective::random(&mut r).to_affine()).collect();
@@ -358,26 +424,30 @@ fn msm_g2_matches_oracle() {
         let n = 1usize << log_n;
         let s = random_scalars(n, &mut r);
         let gs = b.upload_slice(&s).unwrap();
-        let got = b.msm_g2(&gb, 0, MsmScalars { buf: &gs, len: n, density: None }).unwrap();
         let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
         let want = cpu.msm_g2(&cb, 0, MsmScalars { buf: &cs, len: n, density: None }).unwrap();
-        if got != want {
-            failures.push(format!("G2 2^{log_n}"));
+        for &cfg in cfgs {
+            let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
+            if got != want {
+                failures.push(format!("G2 2^{log_n} {:?}", cfg.affine));
+            }
+            eprintln!("msm g2 2^{log_n} {:?}: {}", cfg.affine, if got == want { "ok" } else { "MISMATCH" });
         }
-        eprintln!("msm g2 2^{log_n}: {}", if got == want { "ok" } else { "MISMATCH" });
     }
     let n = n_max;
     let s: Vec<Scalar> = (0..n).map(|i| if i % 2 == 0 { Scalar::ONE } else { Scalar::from(r.gen::<u64>()) }).collect();
     let bits: Vec<bool> = (0..n).map(|i| i % 4 != 3).collect();
     let dens = DensityBitmap::from_bools(&bits, heap()).unwrap();
     let gs = b.upload_slice(&s).unwrap();
-    let got = b.msm_g2(&gb, 1, MsmScalars { buf: &gs, len: n, density: Some(&dens) }).unwrap();
     let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
     let want = cpu.msm_g2(&cb, 1, MsmScalars { buf: &cs, len: n, density: Some(&dens) }).unwrap();
-    if got != want {
-        failures.push("G2 density".into());
+    for &cfg in cfgs {
+        let got = msm_g2(b, &gb, 1, MsmScalars { buf: &gs, len: n, density: Some(&dens) }, cfg).unwrap();
+        if got != want {
+            failures.push(format!("G2 density {:?}", cfg.affine));
+        }
     }
-    assert!(failures.is_empty(), "{failures:#?}");
+    failures
 }
 
 #[test]
@@ -429,6 +499,17 @@ fn scalar_mod_r(b: &[u8]) -> Scalar {
 #[test]
 fn eip2537_msm_vectors() {
     let b = need_gpu!();
+    eip2537_cases(b, &[MsmConfig::default()]);
+}
+
+#[test]
+fn eip2537_msm_vectors_batch_affine() {
+    let b = need_gpu!();
+    eip2537_cases(b, &FORCED);
+}
+
+/// Every EIP-2537 G1 and geth G2 MSM vector under every configuration of `cfgs`.
+fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
     let Some(dir) = vectors_dir() else {
         skip("SKIPPED: EIP-2537 vectors not found (set CUZK_VECTORS)");
         return;
@@ -446,10 +527,12 @@ fn eip2537_msm_vectors() {
         }
         let gb = b.load_g1(pts.clone()).unwrap();
         let gs = b.upload_slice(&sc).unwrap();
-        let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }).unwrap().to_affine();
         let (ex, ey) = (fp_be(&expected[..64]), fp_be(&expected[64..128]));
         let want = if ex == blstrs::Fp::ZERO && ey == blstrs::Fp::ZERO { G1Affine::identity() } else { G1Affine::from_raw_unchecked(ex, ey, false) };
-        assert_eq!(got, want, "{}", case["Name"]);
+        for &cfg in cfgs {
+            let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }, cfg).unwrap().to_affine();
+            assert_eq!(got, want, "{} {:?}", case["Name"], cfg.affine);
+        }
         cases += 1;
     }
     let g2file = dir.join("geth-bls-precompiles/blsG2MultiExp.json");
@@ -465,13 +548,16 @@ fn eip2537_msm_vectors() {
         }
         let gb = b.load_g2(pts).unwrap();
         let gs = b.upload_slice(&sc).unwrap();
-        let got = b.msm_g2(&gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }).unwrap().to_affine();
         let (ex, ey) = (fp2(&expected[..128]), fp2(&expected[128..256]));
         let want = if ex == blstrs::Fp2::ZERO && ey == blstrs::Fp2::ZERO { G2Affine::identity() } else { G2Affine::from_raw_unchecked(ex, ey, false) };
-        assert_eq!(got, want, "{}", case["Name"]);
+        for &cfg in cfgs {
+            let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }, cfg).unwrap().to_affine();
+            assert_eq!(got, want, "{} {:?}", case["Name"], cfg.affine);
+        }
         cases += 1;
     }
-    eprintln!("EIP-2537 / geth MSM vectors: {cases} cases pass");
+    let rules: Vec<AffineRule> = cfgs.iter().map(|c| c.affine).collect();
+    eprintln!("EIP-2537 / geth MSM vectors: {cases} cases pass ({rules:?})");
 }
 
 /// Prints past libtest's output capture, so skips are visible in a plain `cargo test`.
@@ -485,6 +571,16 @@ fn skip(msg: &str) {
 #[test]
 fn streamed_bases_match_oracle() {
     let b = need_gpu!();
+    streamed_cases(b, &[MsmConfig::default()]);
+}
+
+#[test]
+fn streamed_bases_batch_affine_match_oracle() {
+    let b = need_gpu!();
+    streamed_cases(b, &FORCED);
+}
+
+fn streamed_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
     let oracle = CpuBackend::new();
     let mut r = rng(41);
     let n = 5000;
@@ -502,18 +598,24 @@ fn streamed_bases_match_oracle() {
         let b1 = b.load_g1_streamed(&g1, chunk).unwrap();
         assert!(b1.is_streamed());
         for (off, d) in [(offset, None), (0, Some(&density))] {
-            let got = b.msm_g1(&b1, off, MsmScalars { buf: &buf, len: n, density: d }).unwrap();
             let want = oracle.msm_g1(&o1, off, MsmScalars { buf: &obuf, len: n, density: d }).unwrap();
-            assert_eq!(got, want, "streamed G1 MSM (chunk {chunk}, offset {off}, density {})", d.is_some());
+            for &cfg in cfgs {
+                let got = msm_g1(b, &b1, off, MsmScalars { buf: &buf, len: n, density: d }, cfg).unwrap();
+                assert_eq!(got, want, "streamed G1 MSM (chunk {chunk}, offset {off}, density {}, {:?})", d.is_some(), cfg.affine);
+            }
         }
         let b2 = b.load_g2_streamed(&g2, chunk / 2).unwrap();
-        let got = b.msm_g2(&b2, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }).unwrap();
         let want = oracle.msm_g2(&o2, 0, MsmScalars { buf: &obuf, len: n, density: Some(&density) }).unwrap();
-        assert_eq!(got, want, "streamed G2 MSM (chunk {})", chunk / 2);
+        for &cfg in cfgs {
+            let got = msm_g2(b, &b2, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }, cfg).unwrap();
+            assert_eq!(got, want, "streamed G2 MSM (chunk {}, {:?})", chunk / 2, cfg.affine);
+        }
     }
     // Out-of-range requests are errors, not panics.
     let b1 = b.load_g1_streamed(&g1[..10], 4).unwrap();
-    assert!(b.msm_g1(&b1, 0, MsmScalars { buf: &buf, len: n, density: None }).is_err());
+    for &cfg in cfgs {
+        assert!(msm_g1(b, &b1, 0, MsmScalars { buf: &buf, len: n, density: None }, cfg).is_err());
+    }
 }
 
 /// Scalars uploaded on the copy stream from other threads while kernels run on the compute

@@ -2,14 +2,17 @@
 //! first CUDA device.
 //!
 //! Usage: `cuzk-cuda-bench [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
 //!
 //! `overlap K P`: P partitions' a, b, c (2^K each, in pinned pool buffers) go through upload +
 //! `compute_h`, first one after the other, then with a second thread uploading partition i+1
 //! (copy stream) while partition i computes (compute stream). `g1s`: G1 MSM over bases kept in
 //! host memory and streamed through the device. `g1c` / `g2c`: the MSM at each size for every
-//! window size in `CUZK_BENCH_CS` (default `14,16,18,19,20,21,22`), to tune `window_bits`.
+//! window size of the last `cs` argument (default `14,16,18,19,20,21,22`), to tune
+//! `window_bits`. `affine RULE` (`auto`, the default and what the prover runs, `never`,
+//! `always` or `partial`; `msm::AffineRule`) sets the batch-affine rounds of the MSMs that
+//! follow it, for A/B runs (`scripts/h200/variants.sh`).
 //! `field`: Fr and Fp product throughput (independent product chains on every thread), the
 //! ceiling for the NTT and the MSM accumulation. `h` also times upload + `compute_h` with the
 //! transforms of `a` overlapping the copies of `b` and `c`, against waiting for all copies.
@@ -17,6 +20,7 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_backend_cuda::msm::{AffineRule, MsmConfig};
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
@@ -146,13 +150,34 @@ fn main() {
     println!("# device: {}", b.name());
     println!("# kernels: {} in {secs:.2} s", if cached { "loaded from cache" } else { "compiled by NVRTC" });
     println!("# kernel defines: {}", if b.kernel_defines().is_empty() { "none".to_string() } else { b.kernel_defines().join(",") });
-    for k in ["ntt_pass", "msm_accumulate_seg_g1", "msm_accumulate_affine_g1", "msm_accumulate_affine_g2", "msm_accumulate_xyzz_g1"] {
+    for k in ["ntt_pass", "msm_accumulate_seg_g1", "msm_accumulate_xyzz_g1", "msm_affine_finish_g1", "msm_affine_finish_g2"] {
         println!("# regs {k}: {:?}", b.kernel_regs(k));
     }
+    // What `affine` and `cs` set for the MSMs after them.
+    let mut cfg = MsmConfig::default();
+    let mut cs = "14,16,18,19,20,21,22".to_string();
     let mut i = 0;
     let range = |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
     while i < args.len() {
         match args[i].as_str() {
+            "affine" => {
+                cfg.affine = match args.get(i + 1).map(String::as_str) {
+                    Some("auto") => AffineRule::Auto,
+                    Some("never") => AffineRule::Never,
+                    Some("always") => AffineRule::Always,
+                    Some("partial") => AffineRule::AlwaysPartial,
+                    other => {
+                        eprintln!("affine takes auto, never, always or partial, not {other:?}");
+                        std::process::exit(2);
+                    }
+                };
+                println!("# batch-affine rule: {:?}", cfg.affine);
+                i += 2;
+            }
+            "cs" => {
+                cs = args.get(i + 1).cloned().unwrap_or_default();
+                i += 2;
+            }
             "h2d" => {
                 // a, b, c of a 2^24 domain: 3 × 512 MiB.
                 let n = 3 << 24;
@@ -300,7 +325,7 @@ fn main() {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g1(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                        b.msm_g1_with(&bases, 0, MsmScalars { buf: &s, len: n, density: None }, cfg).unwrap();
                     });
                     println!("msm g1 2^{k}{label}: {ms:.2} ms");
                 }
@@ -317,7 +342,7 @@ fn main() {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 5)).unwrap();
                     let ms = time(2, || {
-                        b.msm_g2(&bases, 0, MsmScalars { buf: &s, len: n, density: None }).unwrap();
+                        b.msm_g2_with(&bases, 0, MsmScalars { buf: &s, len: n, density: None }, cfg).unwrap();
                     });
                     println!("msm g2 2^{k}: {ms:.2} ms");
                 }
@@ -376,7 +401,6 @@ fn main() {
             }
             "g1c" | "g2c" => {
                 let (lo, hi) = range(i);
-                let cs = std::env::var("CUZK_BENCH_CS").unwrap_or_else(|_| "14,16,18,19,20,21,22".into());
                 let g1 = args[i] == "g1c";
                 let (g1b, g2b) = if g1 { (Some(b.load_g1(g1_points(1 << hi)).unwrap()), None) } else { (None, Some(b.load_g2(g2_points(1 << hi)).unwrap())) };
                 for k in lo..=hi {
@@ -385,15 +409,18 @@ fn main() {
                     let sc = || MsmScalars { buf: &s, len: n, density: None };
                     let mut row = Vec::new();
                     for c in cs.split(',') {
-                        std::env::set_var("CUZK_MSM_C", c.trim());
+                        let Ok(bits) = c.trim().parse::<u32>() else {
+                            eprintln!("cs takes window sizes like 16,18,20, not {cs:?}");
+                            std::process::exit(2);
+                        };
+                        let with_c = MsmConfig { window_bits: Some(bits), ..cfg };
                         let ms = time(2, || match (&g1b, &g2b) {
-                            (Some(bs), _) => drop(b.msm_g1(bs, 0, sc()).unwrap()),
-                            (_, Some(bs)) => drop(b.msm_g2(bs, 0, sc()).unwrap()),
+                            (Some(bs), _) => drop(b.msm_g1_with(bs, 0, sc(), with_c).unwrap()),
+                            (_, Some(bs)) => drop(b.msm_g2_with(bs, 0, sc(), with_c).unwrap()),
                             _ => unreachable!(),
                         });
-                        row.push(format!("c={} {ms:.2}", c.trim()));
+                        row.push(format!("c={bits} {ms:.2}"));
                     }
-                    std::env::remove_var("CUZK_MSM_C");
                     println!("msm {} 2^{k} (ms): {}", if g1 { "g1" } else { "g2" }, row.join(", "));
                 }
                 i += 3;

@@ -11,10 +11,11 @@
 //    and key (warp_add), so many equal digits cost one atomic per warp.
 // 4. Bucket sums in rounds. Large dense MSMs first run batch-affine rounds (see "Batch-affine
 //    rounds" below), each halving every bucket, possibly down to one point per bucket. Then
-//    (or from the start) every bucket's run is cut into chunks of at most S entries, one
-//    thread per chunk sums its chunk (mixed additions from affine points in the first XYZZ
-//    round, XYZZ additions later); the chunk sums of a bucket form the next round's run, until
-//    every bucket has one chunk. Heavy buckets (many equal scalars) thus still run in parallel.
+//    (or from the start) the first XYZZ round cuts the sorted entries into equal segments of S,
+//    one thread per segment (mixed additions from affine points, see accumulate_segments);
+//    later rounds cut each bucket's partial sums into chunks of at most S, one thread per chunk
+//    (XYZZ additions), until every bucket has one. Heavy buckets (many equal scalars) thus
+//    still run in parallel.
 // 5. Window sums: each window's buckets are cut into segments; a thread computes
 //    sum_k k·B_k over its segment with the running-sum trick (over XYZZ or affine buckets),
 //    then segments are added in a tree. The host combines the W window sums with doublings.
@@ -217,35 +218,6 @@ extern "C" __global__ void msm_make_tasks(const u32* count, const u32* offset, c
 }
 
 // ---- Bucket accumulation, templated over the base field.
-template <class F>
-DEV void accumulate_affine(const Affine<F>* bases, const u32* entries, const u32* task_start, const u32* task_len,
-                           u32 ntasks, Xyzz<F>* out) {
-    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= ntasks) return;
-    u32 s = task_start[t], len = task_len[t];
-    Xyzz<F> acc = Xyzz<F>::inf();
-    if (len == 0) {
-        store_xyzz(out + t, acc);
-        return;
-    }
-    // The next base is loaded while the current one is added (hides the gather's latency).
-    u32 v = entries[s];
-    Affine<F> q = load_affine<F>(bases + (v & ~SIGN_BIT));
-    for (u32 e = 0; e < len; e++) {
-        u32 vn = v;
-        Affine<F> qn = q;
-        if (e + 1 < len) {
-            vn = entries[s + e + 1];
-            qn = load_affine<F>(bases + (vn & ~SIGN_BIT));
-        }
-        if (v & SIGN_BIT) q.y = -q.y;
-        xyzz_add_affine(acc, q);
-        v = vn;
-        q = qn;
-    }
-    store_xyzz(out + t, acc);
-}
-
 // ---- Balanced round 1 ("segments"): the sorted entries are cut into segments of exactly S
 // consecutive entries regardless of bucket boundaries, one thread per segment, so every thread
 // does the same number of additions (chunks per bucket leave warps partly idle when a bucket
@@ -580,16 +552,8 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
     store_elem<F>(out + 3 * t + 2, Z);
 }
 
-#define MSM_INSTANTIATE(SUF, F)                                                                                      \
-    extern "C" __global__ void msm_accumulate_affine_##SUF(const Affine<F>* bases, const u32* entries,                \
-                                                           const u32* ts, const u32* tl, u32 nt, Xyzz<F>* out) {    \
-        accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
-    }                                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(128, 3)                                                              \
-        msm_accumulate_affine_lb_##SUF(const Affine<F>* bases, const u32* entries, const u32* ts, const u32* tl,       \
-                                       u32 nt, Xyzz<F>* out) {                                                        \
-        accumulate_affine<F>(bases, entries, ts, tl, nt, out);                                                        \
-    }                                                                                                                 \
+// FINISH_BOUNDS: the launch bounds of the batch-affine rounds' finish pass (below).
+#define MSM_INSTANTIATE(SUF, F, FINISH_BOUNDS)                                                                       \
     extern "C" __global__ void msm_accumulate_seg_##SUF(const Affine<F>* bases, const u32* entries, const u32* off,  \
                                                         u32 nb, u32 total, u32 S, const u32* pb, Xyzz<F>* out) {     \
         accumulate_segments<F>(bases, entries, off, nb, total, S, pb, out);                                           \
@@ -614,9 +578,9 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
                                                        u32 n, u32 T, F* prefix, F* totals) {                          \
         affine_prefix<F>(src, entries, pairs, n, T, prefix, totals);                                                  \
     }                                                                                                                 \
-    extern "C" __global__ void msm_affine_finish_##SUF(const Affine<F>* src, const u32* entries, const u32* pairs,    \
-                                                       const u32* dest, u32 n, u32 T, const F* prefix, const F* inv,   \
-                                                       Affine<F>* next, Affine<F>* fin) {                             \
+    extern "C" __global__ void FINISH_BOUNDS msm_affine_finish_##SUF(                                                 \
+        const Affine<F>* src, const u32* entries, const u32* pairs, const u32* dest, u32 n, u32 T, const F* prefix,     \
+        const F* inv, Affine<F>* next, Affine<F>* fin) {                                                              \
         affine_finish<F>(src, entries, pairs, dest, n, T, prefix, inv, next, fin);                                    \
     }                                                                                                                 \
     extern "C" __global__ void msm_inv_prefix_##SUF(const F* e, u32 n, u32 T, F* prefix, F* totals) {                \
@@ -627,14 +591,8 @@ DEV void to_jacobian(const Xyzz<F>* in, u32 n, F* out) {
     }                                                                                                                 \
     extern "C" __global__ void msm_inv_each_##SUF(F* e, u32 n) { inv_each<F>(e, n); }
 
-MSM_INSTANTIATE(g1, Fp)
-MSM_INSTANTIATE(g2, Fp2)
-
-// The G1 finish pass for 4 blocks of 128 threads per SM (128 registers, a few spilled) instead of
-// 3 (168 registers): G1 2^24 100.7 against 104.0 ms on the H200. G2's would spill ~1 KB per
-// thread and took G2 2^24 from ~300 to 798 ms, so G2 keeps the unbounded one.
-extern "C" __global__ void __launch_bounds__(128, 4)
-    msm_affine_finish_lb_g1(const Affine<Fp>* src, const u32* entries, const u32* pairs, const u32* dest, u32 n, u32 T,
-                            const Fp* prefix, const Fp* inv, Affine<Fp>* next, Affine<Fp>* fin) {
-    affine_finish<Fp>(src, entries, pairs, dest, n, T, prefix, inv, next, fin);
-}
+// The G1 finish pass runs 4 blocks of 128 threads per SM (128 registers, a few spilled) instead
+// of 3 (168 registers unbounded): G1 2^24 100.7 against 104.0 ms on the H200. G2's would spill
+// ~1 KB per thread and took G2 2^24 from ~300 to 798 ms, so G2's has no bounds.
+MSM_INSTANTIATE(g1, Fp, __launch_bounds__(128, 4))
+MSM_INSTANTIATE(g2, Fp2, /* no bounds */)
