@@ -128,11 +128,14 @@ fn headroom(total: usize) -> usize {
     (16usize << 30).max(total / 5)
 }
 
-/// Points per streamed chunk (`CUZK_CUDA_STREAM_CHUNK` overrides): 2^22 G1 or 2^21 G2 points,
-/// 384 MiB either way.
+/// Points per streamed chunk: 2^22 G1 or 2^21 G2 points, 384 MiB either way
+/// ([`CudaBackend::load_g1_streamed`] takes another).
 fn stream_chunk(group: msm::Group) -> usize {
-    let default = if group == msm::Group::G1 { 1 << 22 } else { 1 << 21 };
-    std::env::var("CUZK_CUDA_STREAM_CHUNK").ok().and_then(|v| v.parse().ok()).filter(|&c: &usize| c > 0).unwrap_or(default)
+    if group == msm::Group::G1 {
+        1 << 22
+    } else {
+        1 << 21
+    }
 }
 
 struct Inner {
@@ -356,12 +359,9 @@ impl CudaBackend {
         Ok(t.elapsed().as_secs_f64())
     }
 
-    /// Whether a base set of `bytes` should stay in host memory: `CUZK_CUDA_STREAM_ABOVE`
-    /// (bytes) if set, else when it would leave less than the headroom free on the device.
+    /// Whether a base set of `bytes` should stay in host memory: when it would leave less than
+    /// the headroom free on the device.
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
-        if let Some(limit) = std::env::var("CUZK_CUDA_STREAM_ABOVE").ok().and_then(|v| v.parse::<usize>().ok()) {
-            return Ok(bytes > limit);
-        }
         self.inner.ctx.bind_to_thread()?;
         let (free, total) = result::mem_get_info()?;
         Ok(bytes + headroom(total) > free)
