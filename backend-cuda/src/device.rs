@@ -240,21 +240,16 @@ pub struct Module {
     pub defines: Vec<String>,
 }
 
-/// `CUZK_CUDA_DEFINES`-style text (`A,B=1`) as a list of defines, blanks dropped.
-pub fn parse_defines(user: &str) -> Vec<String> {
-    user.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect()
-}
-
-/// The `#define`s a device's image is built with: `CUZK_CUDA_DEFINES` (`A,B=1`), and on sm_90
-/// the NTT's twiddle products on the FP64 units (`CUZK_NTT_FP64,CUZK_NTT_LB`, measured faster on
-/// the H200, whose FP64 units match its integer multipliers; other GPUs have far fewer) unless
-/// the variable names an NTT variant itself (`CUZK_NTT_IMAD` keeps the 32-bit products).
-pub fn kernel_defines(arch: u32, user: &str) -> Vec<String> {
-    let mut defs = parse_defines(user);
-    if arch == 90 && !defs.iter().any(|d| d.starts_with("CUZK_NTT_")) {
-        defs.extend(["CUZK_NTT_FP64".to_string(), "CUZK_NTT_LB".to_string()]);
+/// The `#define`s a device's image is built with: on sm_90 `CUZK_NTT_FP64`, the NTT's twiddle
+/// products on the FP64 units with `ntt_pass` capped at 64 registers (measured faster on the
+/// H200, whose FP64 units match its integer multipliers: docs/perf-cuda.md, "Decisions"); other
+/// GPUs have far fewer FP64 units and get none (the IMAD products).
+pub fn kernel_defines(arch: u32) -> Vec<String> {
+    if arch == 90 {
+        vec!["CUZK_NTT_FP64".to_string()]
+    } else {
+        Vec::new()
     }
-    defs
 }
 
 /// The kernel source with `#define` lines for `defines` (`B=1` becomes `#define B 1`) in front.
@@ -276,7 +271,7 @@ impl Module {
         let t = std::time::Instant::now();
         let (major, minor) = ctx.compute_capability()?;
         let arch = (major * 10 + minor) as u32;
-        let defines = kernel_defines(arch, &std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default());
+        let defines = kernel_defines(arch);
         let (image, cached) = nvrtc::compile_cached(&kernel_source(&defines), arch)?;
         ctx.bind_to_thread()?;
         // SAFETY: a complete cubin image.
@@ -360,14 +355,14 @@ impl Args {
 
 #[cfg(test)]
 mod tests {
-    use super::kernel_defines;
+    use super::{kernel_defines, kernel_source};
 
     #[test]
-    fn sm90_gets_the_fp64_ntt_unless_a_variant_is_named() {
-        assert_eq!(kernel_defines(90, ""), ["CUZK_NTT_FP64", "CUZK_NTT_LB"]);
-        assert_eq!(kernel_defines(90, " CUZK_REDC_LAG=3 "), ["CUZK_REDC_LAG=3", "CUZK_NTT_FP64", "CUZK_NTT_LB"]);
-        assert_eq!(kernel_defines(90, "CUZK_NTT_IMAD"), ["CUZK_NTT_IMAD"]);
-        assert!(kernel_defines(89, "").is_empty());
-        assert_eq!(kernel_defines(80, "A,,B=1"), ["A", "B=1"]);
+    fn sm90_gets_the_fp64_ntt() {
+        assert_eq!(kernel_defines(90), ["CUZK_NTT_FP64"]);
+        assert!(kernel_defines(89).is_empty());
+        assert!(kernel_defines(80).is_empty());
+        assert!(kernel_source(&kernel_defines(90)).starts_with("#define CUZK_NTT_FP64\n"));
+        assert_eq!(kernel_source(&["A=1".to_string()]).lines().next(), Some("#define A 1"));
     }
 }

@@ -259,13 +259,10 @@ DEV u32 mad_chain(u32* A, int len, u32 u, const u32* v, int i, int j0) {
 // the low limb row i needs is T[i] + X[i] + Y[i] plus the carry c from the limbs below. Each
 // chain's top carry-out z is always 0; row i + LAG takes it as an input so that ptxas cannot
 // overlap more than LAG rows' chains (each holds a carry predicate).
-#ifndef CUZK_REDC_LAG
-#define CUZK_REDC_LAG 2
-#endif
 template <class P>
 DEV Mont<P> mont_redc_wide(const u32* T) {
     constexpr int N = P::N;
-    constexpr int LAG = CUZK_REDC_LAG;
+    constexpr int LAG = 2;
     u32 mod[N];
 #pragma unroll
     for (int j = 0; j < N; j++) mod[j] = P::mod(j);

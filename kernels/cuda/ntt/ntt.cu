@@ -29,18 +29,16 @@ DEV u32 brev_bits(u32 x, u32 bits) { return bits == 0 ? 0 : (__brev(x) >> (32 - 
 // scaled, products with data come out unscaled.
 // The backend builds sm_90 images this way (device::kernel_defines): on the H200, 2^24
 // transforms took 6.85 against 7.10 ms (docs/perf-cuda.md, "Decisions"). The FP64 product
-// alone needs 72 registers, and is then no faster: CUZK_NTT_LB caps ntt_pass at 64 registers,
-// as many as the IMAD build uses (60), for 8 blocks of 128 threads per multiprocessor (shared
-// memory allows 7).
+// alone needs 72 registers, and is then no faster (7.05 ms): the FP64 build caps ntt_pass at 64
+// registers, as many as the IMAD build uses (60), for 8 blocks of 128 threads per
+// multiprocessor (shared memory allows 7). Other GPUs have far fewer FP64 units and keep the
+// IMAD build.
 // (Macros, so that the IMAD build compiles exactly the expressions it always has.)
 #ifdef CUZK_NTT_FP64
 #define TW_MUL(x, t) mont_mul_fp64((x), (t))
-#else
-#define TW_MUL(x, t) ((x) * (t))
-#endif
-#ifdef CUZK_NTT_LB
 #define NTT_BOUNDS __launch_bounds__(128, 8)
 #else
+#define TW_MUL(x, t) ((x) * (t))
 #define NTT_BOUNDS
 #endif
 
