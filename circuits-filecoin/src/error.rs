@@ -19,6 +19,24 @@ pub enum FilError {
         /// What is wrong.
         reason: String,
     },
+    /// One element of `vanilla_proofs` (API field 11) is malformed.
+    #[error("vanilla_proofs[{index}]: {reason}")]
+    Element {
+        /// Its position in the list.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The vanilla proofs came in the other API field than the one this kind reads.
+    #[error("{kind:?} reads its vanilla proofs from {expected}, but {got} is set")]
+    WrongField {
+        /// The kind of the request.
+        kind: crate::ids::FilKind,
+        /// The field the kind reads.
+        expected: &'static str,
+        /// The field that was set instead.
+        got: &'static str,
+    },
     /// The vanilla proof bytes do not decode.
     #[error("vanilla proof does not decode: {0}")]
     Decode(String),
@@ -42,6 +60,10 @@ pub enum FilError {
 impl FilError {
     pub(crate) fn fil(e: impl std::fmt::Display) -> FilError {
         FilError::Filecoin(format!("{e:#}"))
+    }
+
+    pub(crate) fn element(index: usize, reason: impl Into<String>) -> FilError {
+        FilError::Element { index, reason: reason.into() }
     }
 
     pub(crate) fn field(field: &'static str, reason: impl Into<String>) -> FilError {

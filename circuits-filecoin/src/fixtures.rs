@@ -12,7 +12,7 @@ use storage_proofs_core::sector::SectorId;
 
 use crate::error::FilError;
 use crate::ids::{porep_config, post_config, update_porep_config, FilCircuitId, FilKind};
-use crate::request::{commitment_cid, prover_id, FilRequest};
+use crate::request::{prover_id, FilRequest};
 
 /// Miner id used by the fixtures.
 pub const MINER_ID: u64 = 1000;
@@ -35,6 +35,12 @@ fn piece_file(dir: &Path, name: &str, size: u64, rng: &mut impl Rng) -> Result<(
 /// Seals a sector of `sector_size` (2 KiB, 8 MiB or 512 MiB) in a scratch directory under
 /// `work` and returns one request of each kind for it, in [`FilKind::ALL`] order. Needs no
 /// parameters. `seed` makes the data, ticket, seed and randomness reproducible.
+///
+/// The encodings are Curio's (see [`FilRequest`]) except for PoRep, whose `vanilla_proof` is
+/// filecoin-proofs' own C1 output JSON, bare: [`crate::wrap_c1_like_curio`] (with
+/// [`crate::ffi_layout`] or [`crate::supraseal_layout`]) turns it into what Curio sends.
+/// SnapDeals and PoSt elements are `bincode::serialize` of filecoin-proofs' `PartitionProof`s
+/// and `FallbackPoStSectorProof`s; the SnapDeals commitments are raw 32 bytes.
 pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilRequest>, FilError> {
     if sector_size > 1 << 29 {
         return Err(FilError::field("sector_size", "fixtures are made for 2 KiB, 8 MiB and 512 MiB sectors only"));
@@ -62,19 +68,22 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     let c1 = seal_commit_phase1::<_, Tree>(&config, &cache, &sealed, prover, sector, ticket, porep_seed, pre, &[piece]).map_err(io)?;
     let c1_bytes = serde_json::to_vec(&c1).map_err(io)?;
 
-    let blank = |kind: FilKind, registered_proof: u64, vanilla: Vec<u8>| FilRequest {
+    let blank = |kind: FilKind, registered_proof: u64| FilRequest {
         kind,
         registered_proof,
-        vanilla_proof: vanilla,
+        vanilla_proof: Vec::new(),
+        vanilla_proofs: Vec::new(),
         sector_number: SECTOR_NUMBER,
         miner_id: MINER_ID,
         randomness: Vec::new(),
         partition_index: 0,
-        sector_key_cid: Vec::new(),
-        new_sealed_cid: Vec::new(),
-        new_unsealed_cid: Vec::new(),
+        comm_r_old: Vec::new(),
+        comm_r_new: Vec::new(),
+        comm_d_new: Vec::new(),
     };
-    let mut out = vec![blank(FilKind::PoRep, seal_proof, c1_bytes)];
+    let mut porep = blank(FilKind::PoRep, seal_proof);
+    porep.vanilla_proof = c1_bytes;
+    let mut out = vec![porep];
 
     // SnapDeals: encode new data into the sealed sector, then prove the update.
     let update_proof = ids[1].default_registered_proof();
@@ -85,10 +94,11 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     std::fs::File::create(&replica).and_then(|f| f.set_len(sector_size)).map_err(io)?;
     let enc = encode_into::<Tree>(&uconfig, &replica, &replica_cache, &sealed, &cache, &new_staged, &[new_piece]).map_err(io)?;
     let parts = generate_partition_proofs::<Tree>(uconfig, comm_r, enc.comm_r_new, enc.comm_d_new, &sealed, &cache, &replica, &replica_cache).map_err(io)?;
-    let mut snap = blank(FilKind::SnapDeals, update_proof, serde_json::to_vec(&parts).map_err(io)?);
-    snap.sector_key_cid = commitment_cid(&comm_r, true);
-    snap.new_sealed_cid = commitment_cid(&enc.comm_r_new, true);
-    snap.new_unsealed_cid = commitment_cid(&enc.comm_d_new, false);
+    let mut snap = blank(FilKind::SnapDeals, update_proof);
+    snap.vanilla_proofs = parts.iter().map(bincode::serialize).collect::<Result<_, _>>().map_err(io)?;
+    snap.comm_r_old = comm_r.to_vec();
+    snap.comm_r_new = enc.comm_r_new.to_vec();
+    snap.comm_d_new = enc.comm_d_new.to_vec();
     out.push(snap);
 
     // PoSt over the original sealed sector.
@@ -101,7 +111,8 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
         let challenges = generate_fallback_sector_challenges::<Tree>(&pc, &randomness, &[sector], prover).map_err(io)?;
         let ch = challenges.get(&sector).ok_or_else(|| io("no challenges for the sector"))?;
         let vanilla = generate_single_vanilla_proof::<Tree>(&pc, sector, &replica_info, ch).map_err(io)?;
-        let mut r = blank(kind, id, serde_json::to_vec(&vec![vanilla]).map_err(io)?);
+        let mut r = blank(kind, id);
+        r.vanilla_proofs = vec![bincode::serialize(&vanilla).map_err(io)?];
         r.randomness = randomness.to_vec();
         out.push(r);
     }

@@ -153,3 +153,80 @@ pub fn circuit_of(kind: FilKind, registered_proof: u64) -> Result<FilCircuitId, 
     };
     FilCircuitId::new(kind, size)
 }
+
+/// filecoin-proofs-api's `RegisteredSealProof` names, indexed by Go's `abi.RegisteredSealProof`
+/// number (as they appear in a C1 output's `registered_proof`).
+const SEAL_PROOF_NAMES: [&str; 20] = [
+    "StackedDrg2KiBV1",
+    "StackedDrg8MiBV1",
+    "StackedDrg512MiBV1",
+    "StackedDrg32GiBV1",
+    "StackedDrg64GiBV1",
+    "StackedDrg2KiBV1_1",
+    "StackedDrg8MiBV1_1",
+    "StackedDrg512MiBV1_1",
+    "StackedDrg32GiBV1_1",
+    "StackedDrg64GiBV1_1",
+    "StackedDrg2KiBV1_1_Feat_SyntheticPoRep",
+    "StackedDrg8MiBV1_1_Feat_SyntheticPoRep",
+    "StackedDrg512MiBV1_1_Feat_SyntheticPoRep",
+    "StackedDrg32GiBV1_1_Feat_SyntheticPoRep",
+    "StackedDrg64GiBV1_1_Feat_SyntheticPoRep",
+    "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep",
+    "StackedDrg8MiBV1_2_Feat_NonInteractivePoRep",
+    "StackedDrg512MiBV1_2_Feat_NonInteractivePoRep",
+    "StackedDrg32GiBV1_2_Feat_NonInteractivePoRep",
+    "StackedDrg64GiBV1_2_Feat_NonInteractivePoRep",
+];
+
+/// The name filecoin-proofs-api gives a registered seal proof (`5` is `"StackedDrg2KiBV1_1"`).
+pub fn seal_proof_name(registered_proof: u64) -> Option<&'static str> {
+    SEAL_PROOF_NAMES.get(usize::try_from(registered_proof).ok()?).copied()
+}
+
+/// The registered seal proof number of a filecoin-proofs-api name.
+pub fn seal_proof_number(name: &str) -> Option<u64> {
+    SEAL_PROOF_NAMES.iter().position(|n| *n == name).map(|i| i as u64)
+}
+
+/// The name of the `VanillaSealProof` variant (the one key of a C1 output's `vanilla_proofs`)
+/// for a sector size: `"StackedDrg2KiBV1"`; the variants are named after the V1 proofs whatever
+/// the proof version.
+pub(crate) fn vanilla_seal_proof_key(sector_size: u64) -> Option<&'static str> {
+    SEAL_PROOF_NAMES[..5].get(size_index(sector_size)?).copied()
+}
+
+/// Human-readable sector size (`2 KiB`).
+pub(crate) fn size_name(sector_size: u64) -> String {
+    match sector_size {
+        s if s >= 1 << 30 && s % (1 << 30) == 0 => format!("{} GiB", s >> 30),
+        s if s >= 1 << 20 && s % (1 << 20) == 0 => format!("{} MiB", s >> 20),
+        s if s >= 1 << 10 && s % (1 << 10) == 0 => format!("{} KiB", s >> 10),
+        s => format!("{s} bytes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seal_proof_names_follow_the_abi_numbers() {
+        // Go's abi numbers (go-state-types): 0..4 V1, 5..9 V1_1, 10..14 synthetic, 15..19 NI.
+        assert_eq!(seal_proof_name(0), Some("StackedDrg2KiBV1"));
+        assert_eq!(seal_proof_name(5), Some("StackedDrg2KiBV1_1"));
+        assert_eq!(seal_proof_name(8), Some("StackedDrg32GiBV1_1"));
+        assert_eq!(seal_proof_name(13), Some("StackedDrg32GiBV1_1_Feat_SyntheticPoRep"));
+        assert_eq!(seal_proof_name(19), Some("StackedDrg64GiBV1_2_Feat_NonInteractivePoRep"));
+        assert_eq!(seal_proof_name(20), None);
+        for n in 0..20 {
+            let name = seal_proof_name(n).unwrap();
+            assert_eq!(seal_proof_number(name), Some(n));
+            let size = u64::from(porep_config(n).unwrap().sector_size);
+            assert!(name.starts_with(vanilla_seal_proof_key(size).unwrap()), "{name}");
+        }
+        assert_eq!(size_name(2048), "2 KiB");
+        assert_eq!(size_name(32 << 30), "32 GiB");
+        assert_eq!(size_name(512 << 20), "512 MiB");
+    }
+}

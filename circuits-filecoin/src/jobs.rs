@@ -1,22 +1,23 @@
-//! One job per proof kind, generic over the sector's tree shape: parsing and checking the
-//! vanilla proofs, and building each partition's circuit with Filecoin's constructors.
+//! One job per proof kind, generic over the sector's tree shape: verifying the decoded vanilla
+//! proofs (`decode`), and building each partition's circuit with Filecoin's constructors.
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use filecoin_hashers::{Domain, Hasher};
+use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};
-use filecoin_proofs::{as_safe_commitment, DefaultPieceDomain, DefaultPieceHasher, FallbackPoStSectorProof, PoStType, SectorUpdateConfig, TreeRHasher};
+use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, PoStType, SectorUpdateConfig, TreeRHasher};
 use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCompound, StackedDrg};
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
 use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof};
 
+use crate::decode;
 use crate::error::FilError;
 use crate::ids::{porep_config, post_config, update_porep_config, FilKind};
-use crate::request::{bytes32, parse_commitment, prover_id, FilRequest};
+use crate::request::FilRequest;
 
 /// What the shape-generic jobs have in common.
 pub(crate) trait Job: Send + Sync + Sized {
@@ -32,10 +33,6 @@ pub(crate) trait Job: Send + Sync + Sized {
 
 fn unsat(e: impl std::fmt::Display) -> SynthesisError {
     SynthesisError::IoError(std::io::Error::other(format!("building the circuit: {e:#}")))
-}
-
-fn json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, FilError> {
-    serde_json::from_slice(bytes).map_err(|e| FilError::Decode(e.to_string()))
 }
 
 /// Runs a Filecoin check that may panic on malformed input, turning a panic into an error.
@@ -57,33 +54,6 @@ pub(crate) struct PoRepJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
     proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>,
 }
 
-/// The C1 output fields we need, whichever crate wrote them.
-#[derive(serde::Deserialize)]
-pub(crate) struct C1Json {
-    vanilla_proofs: serde_json::Value,
-    pub(crate) comm_r: [u8; 32],
-    pub(crate) comm_d: [u8; 32],
-    replica_id: serde_json::Value,
-    pub(crate) seed: [u8; 32],
-    pub(crate) ticket: [u8; 32],
-}
-
-/// Curio's wrapper around the C1 output.
-#[derive(serde::Deserialize)]
-struct CurioC1 {
-    #[serde(rename = "Phase1Out")]
-    phase1_out: String,
-}
-
-pub(crate) fn c1_json(bytes: &[u8]) -> Result<C1Json, FilError> {
-    if let Ok(w) = serde_json::from_slice::<CurioC1>(bytes) {
-        use base64::Engine;
-        let inner = base64::engine::general_purpose::STANDARD.decode(w.phase1_out).map_err(|e| FilError::Decode(format!("Phase1Out: {e}")))?;
-        return json(&inner);
-    }
-    json(bytes)
-}
-
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
     fn compound(registered_proof: u64) -> Result<(stacked::PublicParams<Tree>, usize), FilError> {
         let config = porep_config(registered_proof)?;
@@ -94,33 +64,17 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         Ok((pp.vanilla_params, partitions))
     }
 
-    /// Parses and checks a request.
+    /// Decodes and checks a request.
     pub(crate) fn new(req: &FilRequest) -> Result<Self, FilError> {
-        let config = porep_config(req.registered_proof)?;
-        let (params, partitions) = Self::compound(req.registered_proof)?;
-        let c1 = c1_json(&req.vanilla_proof)?;
-        // filecoin-proofs-api wraps the proofs in a one-key object naming the proof type.
-        let raw = match c1.vanilla_proofs {
-            serde_json::Value::Object(m) if m.len() == 1 => m.into_iter().next().map(|(_, v)| v).unwrap_or_default(),
-            v => v,
+        let (params, _) = Self::compound(req.registered_proof)?;
+        let parts = decode::porep::<Tree>(req)?;
+        let inputs = stacked::PublicInputs {
+            replica_id: parts.replica_id,
+            tau: Some(stacked::Tau { comm_d: parts.comm_d, comm_r: parts.comm_r }),
+            k: None,
+            seed: Some(parts.c1.seed),
         };
-        let proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> =
-            serde_json::from_value(raw).map_err(|e| FilError::Decode(format!("vanilla_proofs: {e}")))?;
-        if proofs.len() != partitions || proofs.iter().any(Vec::is_empty) {
-            return Err(FilError::VanillaInvalid(format!("expected {partitions} partitions of challenge proofs, got {}", proofs.len())));
-        }
-        if c1.comm_r == [0; 32] || c1.comm_d == [0; 32] || c1.seed == [0; 32] {
-            return Err(FilError::VanillaInvalid("zero comm_r, comm_d or seed".into()));
-        }
-        let comm_r = as_safe_commitment(&c1.comm_r, "comm_r").map_err(|e| FilError::VanillaInvalid(format!("{e:#}")))?;
-        let comm_d: DefaultPieceDomain = as_safe_commitment(&c1.comm_d, "comm_d").map_err(|e| FilError::VanillaInvalid(format!("{e:#}")))?;
-        // The replica id binds the proof to this miner, sector and ticket.
-        let replica_id = generate_replica_id::<Tree::Hasher, _>(&prover_id(req.miner_id), req.sector_number, &c1.ticket, comm_d, &config.porep_id);
-        let sent: <Tree::Hasher as Hasher>::Domain = serde_json::from_value(c1.replica_id).map_err(|e| FilError::Decode(format!("replica_id: {e}")))?;
-        if sent != replica_id {
-            return Err(FilError::VanillaInvalid("replica_id does not match the miner id, sector number, ticket and comm_d".into()));
-        }
-        let inputs = stacked::PublicInputs { replica_id, tau: Some(stacked::Tau { comm_d, comm_r }), k: None, seed: Some(c1.seed) };
+        let proofs = parts.c1.proofs;
         let ok = guarded("PoRep vanilla proofs", || StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &inputs, &proofs))?;
         if !ok {
             return Err(FilError::VanillaInvalid("the PoRep vanilla proofs do not verify against comm_r, comm_d, the replica id and the seed".into()));
@@ -182,22 +136,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         Ok((pp.vanilla_params, config))
     }
 
-    /// Parses and checks a request.
+    /// Decodes and checks a request.
     pub(crate) fn new(req: &FilRequest) -> Result<Self, FilError> {
-        let (params, config) = Self::compound(req.registered_proof)?;
-        let safe = |b: &[u8], f: &'static str| -> Result<<TreeRHasher as Hasher>::Domain, FilError> {
-            <TreeRHasher as Hasher>::Domain::try_from_bytes(&parse_commitment(b, f)?).map_err(|e| FilError::field(f, format!("{e:#}")))
-        };
-        let comm_r_old = safe(&req.sector_key_cid, "sector_key_cid")?;
-        let comm_r_new = safe(&req.new_sealed_cid, "new_sealed_cid")?;
-        let comm_d_new = DefaultPieceDomain::try_from_bytes(&parse_commitment(&req.new_unsealed_cid, "new_unsealed_cid")?)
-            .map_err(|e| FilError::field("new_unsealed_cid", format!("{e:#}")))?;
-        let partitions = usize::from(config.update_partitions);
-        let inputs = storage_proofs_update::PublicInputs { k: partitions, comm_r_old, comm_d_new, comm_r_new, h: config.h };
-        let proofs: Vec<PartitionProof<Tree>> = json(&req.vanilla_proof)?;
-        if proofs.len() != partitions {
-            return Err(FilError::VanillaInvalid(format!("expected {partitions} partition proofs, got {}", proofs.len())));
-        }
+        let (params, _) = Self::compound(req.registered_proof)?;
+        let decode::SnapParts { inputs, proofs, .. } = decode::snap::<Tree>(req)?;
         let ok = guarded("SnapDeals vanilla proofs", || EmptySectorUpdate::<Tree>::verify_all_partitions(&params, &inputs, &proofs))?;
         if !ok {
             return Err(FilError::VanillaInvalid("the SnapDeals vanilla proofs do not verify against comm_r_old, comm_r_new and comm_d_new".into()));
@@ -259,16 +201,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PostJob<Tree> {
         Ok((pp.vanilla_params, config))
     }
 
-    /// Parses and checks a request.
+    /// Decodes and checks a request.
     pub(crate) fn new(req: &FilRequest, kind: FilKind) -> Result<Self, FilError> {
-        let (params, config) = Self::compound(req.registered_proof, kind)?;
-        let randomness = bytes32(&req.randomness, "randomness")?;
-        let randomness = as_safe_commitment(&randomness, "randomness").map_err(|e| FilError::field("randomness", format!("{e:#}")))?;
-        let prover = as_safe_commitment(&prover_id(req.miner_id), "prover_id").map_err(|e| FilError::field("miner_id", format!("{e:#}")))?;
-        let vanilla: Vec<FallbackPoStSectorProof<Tree>> = json(&req.vanilla_proof)?;
-        if vanilla.is_empty() || vanilla.len() > config.sector_count {
-            return Err(FilError::VanillaInvalid(format!("expected 1 to {} sector proofs, got {}", config.sector_count, vanilla.len())));
-        }
+        let (params, _) = Self::compound(req.registered_proof, kind)?;
+        let decode::PostParts { config, randomness, prover, proofs: vanilla } = decode::post::<Tree>(req)?;
         let sectors = vanilla.iter().map(|p| PublicSector { id: p.sector_id, comm_r: p.comm_r }).collect();
         let k = match config.typ {
             PoStType::Window => Some(req.partition_index as usize),

@@ -1,6 +1,7 @@
 //! Filecoin proof kinds for cuzk: PoRep C2, SnapDeals, WindowPoSt and WinningPoSt.
 //!
-//! A request (vanilla proofs plus the public data of the proof) is parsed and checked
+//! A request (vanilla proofs plus the public data of the proof, in the encodings Curio sends:
+//! see [`FilRequest`]) is decoded ([`decode_request_parts`]) and checked
 //! ([`prepare`]): the vanilla proofs are verified against the public inputs with the
 //! `storage-proofs` verifiers before anything is proved, so a tampered vanilla proof or wrong
 //! randomness is refused with an error. The result is a [`Prepared`] job whose partitions are
@@ -16,6 +17,8 @@
 #![warn(missing_docs)]
 
 mod circuit;
+mod curio;
+mod decode;
 mod error;
 pub mod fixtures;
 mod ids;
@@ -26,6 +29,8 @@ mod request;
 pub mod verify;
 
 pub use circuit::{prepare, PartitionCircuit, Prepared};
+pub use curio::{ffi_layout, supraseal_layout, wrap_c1_like_curio};
+pub use decode::decode_request_parts;
 pub use error::FilError;
-pub use ids::{circuit_of, porep_config, post_config, update_porep_config, FilCircuitId, FilKind};
-pub use request::{commitment_cid, parse_commitment, prover_id, FilRequest};
+pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilCircuitId, FilKind};
+pub use request::{commitment_cid, parse_commitment, prover_id, CommitmentKind, FilRequest};

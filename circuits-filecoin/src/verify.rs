@@ -8,45 +8,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use filecoin_hashers::Domain;
-use filecoin_proofs::{PublicReplicaInfo, SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+use filecoin_proofs::PublicReplicaInfo;
 use storage_proofs_core::sector::SectorId;
 
+use crate::decode::{c1_parts, post_sectors, with_tree};
 use crate::error::FilError;
 use crate::ids::{circuit_of, porep_config, post_config, update_porep_config, FilKind};
-use crate::jobs::c1_json;
-use crate::request::{bytes32, parse_commitment, prover_id, FilRequest};
+use crate::request::{bytes32, parse_commitment, prover_id, CommitmentKind, FilRequest};
 
 /// Points `filecoin-proofs` at `dir` (sets `FIL_PROOFS_PARAMETER_CACHE`; effective only before
 /// its settings are first read in this process).
 pub fn use_cache_dir(dir: &Path) {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-}
-
-macro_rules! with_tree {
-    ($size:expr, $t:ident => $e:expr) => {
-        match $size {
-            s if s <= 1 << 29 => {
-                type $t = SectorShape2KiB;
-                $e
-            }
-            s if s == 1 << 35 => {
-                type $t = SectorShape32GiB;
-                $e
-            }
-            _ => {
-                type $t = SectorShape64GiB;
-                $e
-            }
-        }
-    };
-}
-
-fn post_sectors(req: &FilRequest, size: u64) -> Result<Vec<(SectorId, [u8; 32])>, FilError> {
-    with_tree!(size, T => {
-        let v: Vec<filecoin_proofs::FallbackPoStSectorProof<T>> = serde_json::from_slice(&req.vanilla_proof).map_err(|e| FilError::Decode(e.to_string()))?;
-        Ok(v.iter().map(|p| (p.sector_id, p.comm_r.into_bytes().try_into().unwrap_or([0; 32]))).collect())
-    })
 }
 
 /// Verifies `proof` (concatenated partition proofs) for `req` with Filecoin's verifier for its
@@ -57,30 +30,33 @@ pub fn verify(req: &FilRequest, proof: &[u8]) -> Result<bool, FilError> {
     match req.kind {
         FilKind::PoRep => {
             let config = porep_config(req.registered_proof)?;
-            let c1 = c1_json(&req.vanilla_proof)?;
+            // Only the public fields: the vanilla proofs are not read.
+            let c1 = c1_parts::<serde::de::IgnoredAny>(&req.vanilla_proof)?;
             with_tree!(size, T => filecoin_proofs::verify_seal::<T>(&config, c1.comm_r, c1.comm_d, prover_id(req.miner_id), SectorId::from(req.sector_number), c1.ticket, c1.seed, proof).map_err(fil))
         }
         FilKind::SnapDeals => {
             let config = update_porep_config(req.registered_proof)?;
-            let old = parse_commitment(&req.sector_key_cid, "sector_key_cid")?;
-            let new = parse_commitment(&req.new_sealed_cid, "new_sealed_cid")?;
-            let d = parse_commitment(&req.new_unsealed_cid, "new_unsealed_cid")?;
+            let old = parse_commitment(&req.comm_r_old, "comm_r_old", CommitmentKind::Sealed)?;
+            let new = parse_commitment(&req.comm_r_new, "comm_r_new", CommitmentKind::Sealed)?;
+            let d = parse_commitment(&req.comm_d_new, "comm_d_new", CommitmentKind::Unsealed)?;
             with_tree!(size, T => filecoin_proofs::verify_empty_sector_update_proof::<T>(&config, proof, old, new, d).map_err(fil))
         }
         FilKind::WindowPoSt => {
             let config = post_config(req.registered_proof, req.kind)?;
             let randomness = bytes32(&req.randomness, "randomness")?;
             let mut replicas = BTreeMap::new();
-            for (id, comm_r) in post_sectors(req, size)? {
-                replicas.insert(id, PublicReplicaInfo::new(comm_r).map_err(fil)?);
+            for (id, comm_r) in post_sectors(req)? {
+                replicas.insert(SectorId::from(id), PublicReplicaInfo::new(comm_r).map_err(fil)?);
             }
             with_tree!(size, T => filecoin_proofs::verify_window_post::<T>(&config, &randomness, &replicas, prover_id(req.miner_id), proof).map_err(fil))
         }
         FilKind::WinningPoSt => {
             let config = post_config(req.registered_proof, req.kind)?;
             let randomness = bytes32(&req.randomness, "randomness")?;
-            let replicas =
-                post_sectors(req, size)?.into_iter().map(|(id, c)| Ok((id, PublicReplicaInfo::new(c).map_err(fil)?))).collect::<Result<Vec<_>, FilError>>()?;
+            let replicas = post_sectors(req)?
+                .into_iter()
+                .map(|(id, c)| Ok((SectorId::from(id), PublicReplicaInfo::new(c).map_err(fil)?)))
+                .collect::<Result<Vec<_>, FilError>>()?;
             with_tree!(size, T => filecoin_proofs::verify_winning_post::<T>(&config, &randomness, &replicas, prover_id(req.miner_id), proof).map_err(fil))
         }
     }
