@@ -145,9 +145,6 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 fn matrices<C: bellpepper_core::Circuit<Scalar> + Clone>(key: MatrixKey, c: &C) -> Option<Arc<ConstraintMatrices>> {
     type Cache = Mutex<HashMap<MatrixKey, Arc<ConstraintMatrices>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    if std::env::var_os("CUZK_NO_PCE").is_some() {
-        return None;
-    }
     let cache = CACHE.get_or_init(Default::default);
     if let Some(m) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Some(m.clone());
