@@ -196,12 +196,11 @@ fn main() {
     let t = Instant::now();
     wgpu.warm_up().expect("kernels");
     println!(
-        "wgpu: {} (kernels compiled in {:.1} s, workgroup {}, max binding {} MiB, compact kernels: {})",
+        "wgpu: {} (kernels compiled in {:.1} s, workgroup {}, max binding {} MiB)",
         wgpu.name(),
         t.elapsed().as_secs_f64(),
         wgpu.gpu().wg,
-        wgpu.gpu().max_binding >> 20,
-        wgpu.gpu().compact
+        wgpu.gpu().max_binding >> 20
     );
     let cuda = if env_num("CUZK_WGPU_BENCH_CUDA", 1) == 1 {
         match CudaBackend::first() {

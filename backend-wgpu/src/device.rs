@@ -19,7 +19,7 @@ pub struct AdapterSelector {
     /// Required device type.
     pub device_type: Option<wgpu::DeviceType>,
     /// Lowers the storage binding limit to this many bytes (at least 64 KiB): exercises the
-    /// splitting of large inputs on any adapter. Also `CUZK_WGPU_MAX_BINDING`.
+    /// splitting of large inputs on any adapter (tests).
     pub max_binding: Option<u64>,
     /// Directory of the on-disk pipeline cache (Vulkan adapters that offer one): compiled
     /// pipelines are kept there so that later processes skip the driver's compile. `None`: no
@@ -36,8 +36,7 @@ impl AdapterSelector {
             None | Some("") => None,
             Some(t) => Some(parse_device_type(t)?),
         };
-        let max_binding = std::env::var("CUZK_WGPU_MAX_BINDING").ok().and_then(|v| v.parse().ok());
-        Ok(AdapterSelector { name, device_type, max_binding, pipeline_cache_dir: pipeline_cache_dir_from_env() })
+        Ok(AdapterSelector { name, device_type, max_binding: None, pipeline_cache_dir: pipeline_cache_dir_from_env() })
     }
 
     fn matches(&self, info: &wgpu::AdapterInfo) -> bool {
@@ -101,17 +100,15 @@ pub struct Gpu {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
-    /// Limits granted (the adapter's own, optionally lowered by `CUZK_WGPU_MAX_BINDING`).
+    /// Limits granted (the adapter's own, optionally lowered by `AdapterSelector::max_binding`).
     pub limits: wgpu::Limits,
     /// Adapter description.
     pub info: wgpu::AdapterInfo,
-    /// Invocations per workgroup used by every kernel.
+    /// Invocations per workgroup used by every kernel: `WORKGROUP`, or the adapter's maximum
+    /// if smaller.
     pub wg: u32,
     /// Largest storage binding (and buffer) we use, in bytes.
     pub max_binding: u64,
-    /// Curve formulas run as register programs through one copy of the field code (the
-    /// default on every adapter; `CUZK_WGPU_COMPACT=0` selects the straight-line kernels).
-    pub compact: bool,
     /// The pipeline cache and the file it is kept in, when the adapter offers one.
     pipeline_cache: Option<(wgpu::PipelineCache, PathBuf)>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -122,6 +119,9 @@ impl std::fmt::Debug for Gpu {
         f.debug_struct("Gpu").field("adapter", &self.info.name).field("max_binding", &self.max_binding).finish()
     }
 }
+
+/// Invocations per workgroup, unless the adapter allows fewer.
+const WORKGROUP: u32 = 64;
 
 /// Buffers used as storage and copied to and from.
 const STORAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
@@ -162,13 +162,9 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             sink.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
         }));
-        let want = std::env::var("CUZK_WGPU_WG").ok().and_then(|v| v.parse().ok()).unwrap_or(64u32);
-        let wg = want.min(limits.max_compute_workgroup_size_x).min(limits.max_compute_invocations_per_workgroup).max(1);
+        let wg = WORKGROUP.min(limits.max_compute_workgroup_size_x).min(limits.max_compute_invocations_per_workgroup).max(1);
         let wg = 1u32 << (31 - wg.leading_zeros()); // a power of two
         let max_binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size) & !255;
-        // Straight-line kernels compile for minutes on lavapipe and for more than 70 s on
-        // NVIDIA's driver (docs/wgpu.md), so compact kernels are the default everywhere.
-        let compact = std::env::var("CUZK_WGPU_COMPACT").ok().as_deref() != Some("0");
         let pipeline_cache = cache_file.map(|path| {
             // A missing or unreadable file starts an empty cache; so does data the driver
             // rejects (fallback), e.g. after a driver update.
@@ -179,7 +175,7 @@ impl Gpu {
             let cache = unsafe { device.create_pipeline_cache(&wgpu::PipelineCacheDescriptor { label: Some("cuzk"), data: data.as_deref(), fallback: true }) };
             (cache, path)
         });
-        Ok(Gpu { device, queue, limits, info, wg, max_binding, compact, pipeline_cache, errors })
+        Ok(Gpu { device, queue, limits, info, wg, max_binding, pipeline_cache, errors })
     }
 
     /// A short description of the adapter.

@@ -44,7 +44,7 @@ pub struct CurveKernels {
 }
 
 fn module(gpu: &Gpu, program: Program) -> Result<wgpu::ShaderModule, WgpuError> {
-    let src = source(program, gpu.wg, gpu.compact)?;
+    let src = source(program, gpu.wg)?;
     gpu.check()?;
     let m = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(program.name()), source: wgpu::ShaderSource::Wgsl(Cow::Owned(src)) });
     gpu.check().map_err(|e| WgpuError::Shader(program.name().into(), e.to_string()))?;

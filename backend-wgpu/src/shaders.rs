@@ -10,7 +10,6 @@ use crate::error::WgpuError;
 const COMMON: &str = include_str!("../../kernels/wgsl/field/common.wgsl");
 const MONT: &str = include_str!("../../kernels/wgsl/field/mont.wgsl");
 const FP2: &str = include_str!("../../kernels/wgsl/field/fp2.wgsl");
-const XYZZ: &str = include_str!("../../kernels/wgsl/curve/xyzz.wgsl");
 const XYZZ_COMPACT: &str = include_str!("../../kernels/wgsl/curve/xyzz_compact.wgsl");
 const NTT: &str = include_str!("../../kernels/wgsl/ntt/ntt.wgsl");
 const PREPARE: &str = include_str!("../../kernels/wgsl/msm/prepare.wgsl");
@@ -114,13 +113,13 @@ fn unroll(src: &str, n: usize) -> String {
     out + rest
 }
 
-/// The field template for `fr` (8 limbs) or `fp` (12 limbs); `compact` expands the limb loops
-/// on the host (CPU adapters, see docs/wgpu.md).
-fn field(prefix: &str, compact: bool) -> String {
+/// The field template for `fr` (8 limbs) or `fp` (12 limbs), its limb loops expanded on the host
+/// (llvmpipe's loop budget, see docs/wgpu.md).
+fn field(prefix: &str) -> String {
     let (hex, n) = if prefix == "fr" { (R_HEX, 8usize) } else { (P_HEX, 12) };
     let p = limbs_from_hex(hex);
     debug_assert_eq!(p.len(), n);
-    let src = if compact { unroll(MONT, n) } else { MONT.to_string() };
+    let src = unroll(MONT, n);
     fill(
         &src,
         &[
@@ -306,27 +305,26 @@ impl Program {
     }
 }
 
-/// The complete WGSL source of `program` for workgroups of `wg` invocations (`compact`: see
-/// [`field`]).
-pub fn source(program: Program, wg: u32, compact: bool) -> Result<String, WgpuError> {
+/// The complete WGSL source of `program` for workgroups of `wg` invocations.
+pub fn source(program: Program, wg: u32) -> Result<String, WgpuError> {
     let mut s = COMMON.to_string();
     match program {
         Program::Ntt => {
-            s += &field("fr", compact);
+            s += &field("fr");
             s += NTT;
         }
         Program::Prepare => {
-            s += &field("fr", compact);
+            s += &field("fr");
             s += PREPARE;
         }
         Program::G1 | Program::G2 => {
             let g2 = program == Program::G2;
-            s += &field("fp", compact);
+            s += &field("fp");
             if g2 {
                 s += FP2;
             }
             let (c, f, fw) = if g2 { ("g2", "fp2", "24") } else { ("g1", "fp", "12") };
-            let curve = if compact { XYZZ_COMPACT.replace("$PROGRAM", &programs(g2)) } else { XYZZ.to_string() };
+            let curve = XYZZ_COMPACT.replace("$PROGRAM", &programs(g2));
             let body = format!("{curve}{BUCKETS}");
             s += &loaders(g2);
             s += &fill(&body, &[("$C", c.to_string()), ("$FW", fw.to_string()), ("$F", f.to_string())]);
@@ -357,7 +355,7 @@ mod tests {
 
     #[test]
     fn unrolled_field_has_no_limb_loops() {
-        let f = field("fp", true);
+        let f = field("fp");
         assert!(!f.contains("for (var") && !f.contains("prm.h"), "{f}");
         assert!(f.contains("{ let i = 11u;"));
         assert!(f.contains("{ let j = 1u;") && !f.contains("{ let j = 0u; let r = mac(m"));
@@ -366,8 +364,7 @@ mod tests {
     #[test]
     fn every_program_assembles_and_parses() {
         for p in [Program::Ntt, Program::Prepare, Program::G1, Program::G2] {
-            let src = source(p, 64, false).unwrap();
-            assert!(!source(p, 64, true).unwrap().contains('$'));
+            let src = source(p, 64).unwrap();
             assert!(!src.contains('$'), "{}", p.name());
         }
     }

@@ -1,9 +1,10 @@
-// Compact variant of xyzz.wgsl for CPU adapters (lavapipe): the same XYZZ formulas, run by a
-// tiny interpreter over a register file of Fp elements so that each curve operation holds only
-// one or two copies of the Fp operations (for G2 the host expands every Fp2 instruction into
-// Fp instructions, so G2 costs no more code than G1). Mesa inlines every function call, and its compile time grows
-// faster than linearly with the inlined size: the straight-line formulas take minutes there,
-// these take about a second. Programs (built by the host, see shaders.rs):
+// XYZZ curve formulas (G1 over Fp, G2 over Fp2), run by a tiny interpreter over a register file
+// of Fp elements so that each curve operation holds only one or two copies of the Fp operations
+// (for G2 the host expands every Fp2 instruction into Fp instructions, so G2 costs no more code
+// than G1). Mesa inlines every function call, and its compile time grows faster than linearly
+// with the inlined size: straight-line formulas took minutes per pipeline there (and did not
+// finish compiling in 100 s on NVIDIA's driver, docs/wgpu.md), these take about a second.
+// Programs (built by the host, see shaders.rs):
 //   ADD_A / ADD_B: P + Q, both XYZZ (P in r0..r3, Q in r4..r7, P and R of the formula in r12, r13)
 //   MADD_A / MADD_B: P + Q, Q affine in r4, r5
 //   DBL: 2·P in place
