@@ -7,17 +7,17 @@
 #
 # PARTS (default "tests sanitizer bench"), any of:
 #   tests      gpu.rs at NTT 2^20, G1 MSM 2^20 (and 2^19's windowed scatter), G2 2^16, EIP-2537
-#              vectors, streamed bases, concurrent uploads; then every MSM through the
-#              batch-affine rounds (CUZK_MSM_AFFINE=1, full and partial plan) to 2^16 / 2^14
+#              vectors, streamed bases, concurrent uploads; then the *_batch_affine_* tests (every
+#              MSM through the batch-affine rounds, full and partial plan) to G1 2^16, G2 2^12
 #   full       gpu.rs at full size: NTT 2^1 … 2^26 (all four directions, compute_h to 2^24), G1
 #              and G2 MSM 2^0 … 2^24 (about 7 minutes)
 #   conformance  the shared suite on CUDA (tests/tests/cuda_conformance.rs), if built
 #   sanitizer  memcheck on the small field, curve, NTT, MSM and pool tests (default sizes, and
-#              forced batch-affine rounds to 2^10), racecheck on the NTT to 2^10
+#              the batch-affine tests to 2^10), racecheck on the NTT to 2^10
 #   bench      cuzk-cuda-bench h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
 #              G2 2^24 phases (CUZK_MSM_PROFILE=1); overlap 24 4, h 27 27 (upload overlapping
 #              compute_h), g1 22 24 g1s 22 24 (resident against streamed bases)
-#   windows    the window-size sweep: CUZK_BENCH_CS=16,18,20 cuzk-cuda-bench g1c 24 26 g2c 22 24
+#   windows    the window-size sweep: cuzk-cuda-bench cs 16,18,20 g1c 24 26 g2c 22 24
 # Needs gpu-bin/{gpu,cuzk-cuda-bench} and gpu-bin/vectors/. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 need gpu cuzk-cuda-bench
@@ -30,20 +30,17 @@ for part in $PARTS; do
   case $part in
     tests)
       CUZK_GPU_TEST_MAX_LOG_NTT=20 CUZK_GPU_TEST_MAX_LOG_MSM=20 CUZK_GPU_TEST_MAX_LOG_MSM_G2=16 \
-        step tests 300 "$G" --test-threads=1
+        step tests 300 "$G" --test-threads=1 --skip batch_affine
       pick "$OUT/tests.txt" "$R"
-      CUZK_MSM_AFFINE=1 CUZK_GPU_TEST_MAX_LOG_MSM=16 step tests-affine-full 150 "$G" --test-threads=1 msm eip streamed
-      pick "$OUT/tests-affine-full.txt" "$R"
-      CUZK_MSM_AFFINE=1 CUZK_MSM_AFFINE_FULL=0 CUZK_GPU_TEST_MAX_LOG_MSM=14 \
-        step tests-affine-partial 150 "$G" --test-threads=1 msm eip streamed
-      pick "$OUT/tests-affine-partial.txt" "$R"
+      CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE=16 step tests-affine 200 "$G" --test-threads=1 batch_affine
+      pick "$OUT/tests-affine.txt" "$R"
       ;;
     full)
       CUZK_GPU_TEST_MAX_LOG_NTT=26 step oracle-ntt 240 "$G" --test-threads=1 --nocapture ntt
       pick "$OUT/oracle-ntt.txt" "$R"
-      CUZK_GPU_TEST_MAX_LOG_MSM=24 step oracle-g1 240 "$G" --test-threads=1 --nocapture msm_g1
+      CUZK_GPU_TEST_MAX_LOG_MSM=24 step oracle-g1 240 "$G" --test-threads=1 --nocapture --skip batch_affine msm_g1
       pick "$OUT/oracle-g1.txt" "$R|^msm g1 2\^2"
-      CUZK_GPU_TEST_MAX_LOG_MSM=24 CUZK_GPU_TEST_MAX_LOG_MSM_G2=24 step oracle-g2 300 "$G" --test-threads=1 --nocapture msm_g2
+      CUZK_GPU_TEST_MAX_LOG_MSM=24 CUZK_GPU_TEST_MAX_LOG_MSM_G2=24 step oracle-g2 300 "$G" --test-threads=1 --nocapture --skip batch_affine msm_g2
       pick "$OUT/oracle-g2.txt" "$R|^msm g2 2\^2"
       ;;
     conformance)
@@ -56,8 +53,9 @@ for part in $PARTS; do
       fi
       ;;
     sanitizer)
-      step memcheck 200 "$SANITIZER" --tool memcheck "$G" --test-threads=1 field_ops curve_ops ntt_small msm pinned
-      CUZK_MSM_AFFINE=1 CUZK_GPU_TEST_MAX_LOG_MSM=10 step memcheck-affine 150 "$SANITIZER" --tool memcheck "$G" --test-threads=1 msm_g
+      step memcheck 200 "$SANITIZER" --tool memcheck "$G" --test-threads=1 --skip batch_affine field_ops curve_ops ntt_small msm pinned
+      CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE=10 step memcheck-affine 150 "$SANITIZER" --tool memcheck "$G" --test-threads=1 \
+        msm_g1_batch_affine msm_g2_batch_affine
       CUZK_GPU_TEST_MAX_LOG_NTT=10 step racecheck 150 "$SANITIZER" --tool racecheck "$G" --test-threads=1 ntt_matches
       pick "$OUT/memcheck.txt" 'ERROR SUMMARY|test result'
       pick "$OUT/memcheck-affine.txt" 'ERROR SUMMARY|test result'
@@ -72,7 +70,7 @@ for part in $PARTS; do
       pick "$OUT/overlap.txt" '^(overlap|upload|compute_h|msm)'
       ;;
     windows)
-      CUZK_BENCH_CS=16,18,20 step windows 400 "$B" g1c 24 26 g2c 22 24
+      step windows 400 "$B" cs 16,18,20 g1c 24 26 g2c 22 24
       pick "$OUT/windows.txt" '^msm'
       ;;
     *) note "unknown part $part" ;;

@@ -7,8 +7,7 @@
 #   phases   CUZK_MSM_PROFILE=1 cuzk-cuda-bench g1 24 24 g2 24 24: per-phase MSM times and, per
 #            group of batch-affine rounds, each round's pairs / prefix / inversion / finish
 #   ntt      Nsight Compute on the passes of one 2^24 forward NTT after the warm-up (speed of
-#            light, pipes, stalls, occupancy), for the sm_90 default build and the IMAD build
-#            (CUZK_CUDA_DEFINES=CUZK_NTT_IMAD), and the pipe utilisation metrics
+#            light, pipes, stalls, occupancy), and the pipe utilisation metrics
 #   msm      Nsight Compute on the G1 2^24 MSM's sort, round and window-sum kernels, and the
 #            duration of every kernel of the warm-up MSM (kernels serialized; CSV)
 #   nsys     an Nsight Systems kernel trace of G1 2^24 (CSV, gzipped), when nsys is installed
@@ -40,9 +39,6 @@ for part in $PARTS; do
       # shellcheck disable=SC2086
       step ncu-ntt 200 "$NCU" --clock-control none -k regex:'ntt_pass|ntt_bitrev' --launch-skip 4 --launch-count 4 $SECTIONS \
         --print-details all "$B" ntt 24 24
-      # shellcheck disable=SC2086
-      CUZK_CUDA_DEFINES=CUZK_NTT_IMAD step ncu-ntt-imad 200 "$NCU" --clock-control none -k regex:'ntt_pass|ntt_bitrev' \
-        --launch-skip 4 --launch-count 4 $SECTIONS --print-details all "$B" ntt 24 24
       step ncu-ntt-pipes 150 "$NCU" --clock-control none -k regex:'ntt_pass|ntt_bitrev' --launch-skip 4 --launch-count 4 \
         --metrics "$(metrics)" "$B" ntt 24 24
       ;;
