@@ -101,7 +101,9 @@ impl Service {
     async fn await_job(&self, job: JobRef, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
         let watch = match watch {
             Some(w) => w,
-            None => self.handle.watch(job.clone()).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?,
+            None => {
+                self.handle.watch(job.clone()).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?
+            }
         };
         let mut w = watch;
         let wait = async move {

@@ -118,7 +118,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
         "tb" => 1_000_000_000_000,
         _ => return None,
     };
-    (num >= 0.0).then(|| (num * mult as f64) as u64)
+    (num >= 0.0).then_some((num * mult as f64) as u64)
 }
 
 /// Total host memory (`MemTotal` of `/proc/meminfo`), bytes.
@@ -179,7 +179,10 @@ pub fn map(text: &str, path: &Path) -> Result<Config, ConfigError> {
     cfg.engine.host_memory_bytes = match c.memory.total_budget.as_deref().map(str::trim) {
         None | Some("auto") => {
             let total = mem_total().ok_or_else(|| refuse("memory.total_budget", "\"auto\" needs /proc/meminfo, which is unreadable here".into()))?;
-            total.checked_sub(margin).filter(|b| *b > 0).ok_or_else(|| refuse("memory.safety_margin", format!("{margin} bytes is not below the host's {total} bytes")))?
+            total
+                .checked_sub(margin)
+                .filter(|b| *b > 0)
+                .ok_or_else(|| refuse("memory.safety_margin", format!("{margin} bytes is not below the host's {total} bytes")))?
         }
         Some(b) => parse_size(b).ok_or_else(|| refuse("memory.total_budget", format!("{b:?} is neither \"auto\" nor a size like 256GiB")))?,
     };
@@ -199,7 +202,12 @@ pub fn map(text: &str, path: &Path) -> Result<Config, ConfigError> {
             cfg.engine.backend = "cuda".into();
             cfg.engine.cuda_device = *d;
         }
-        Some(list) => return Err(refuse("gpus.devices", format!("{list:?}: this daemon drives one GPU per process so far; list one ordinal, or leave the list empty for the first GPU"))),
+        Some(list) => {
+            return Err(refuse(
+                "gpus.devices",
+                format!("{list:?}: this daemon drives one GPU per process so far; list one ordinal, or leave the list empty for the first GPU"),
+            ))
+        }
     }
     if c.gpus.gpu_threads.is_some() {
         ignored("gpus.gpu_threads", "the G2 MSM and the other GPU-side work run on the GPU, not on CPU threads");
@@ -213,7 +221,10 @@ pub fn map(text: &str, path: &Path) -> Result<Config, ConfigError> {
 
     // [scheduler]: no cross-sector batching; partitions of many jobs share the pipeline.
     if c.scheduler.max_batch_size.is_some_and(|n| n > 1) {
-        ignored("scheduler.max_batch_size", "jobs are not batched into one GPU invocation; the partitions of several jobs are pipelined through the GPU instead");
+        ignored(
+            "scheduler.max_batch_size",
+            "jobs are not batched into one GPU invocation; the partitions of several jobs are pipelined through the GPU instead",
+        );
     }
     if c.scheduler.max_batch_wait_ms.is_some() {
         ignored("scheduler.max_batch_wait_ms", "there is no batching to wait for");

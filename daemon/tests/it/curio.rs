@@ -359,7 +359,8 @@ fn curio_example_config_maps_onto_ours() {
     assert!(e.to_string().contains("gpus.devices"), "{e}");
     let e = load(&CURIO_EXAMPLE.replace("total_budget = \"auto\"", "total_budget = \"lots\"")).expect_err("bad size accepted");
     assert!(e.to_string().contains("memory.total_budget"), "{e}");
-    let e = load(&CURIO_EXAMPLE.replace("listen = \"0.0.0.0:9820\"", "listen = \"0.0.0.0:9820\"\nstatus_listen = \"0.0.0.0:9821\"")).expect_err("open status listener");
+    let e = load(&CURIO_EXAMPLE.replace("listen = \"0.0.0.0:9820\"", "listen = \"0.0.0.0:9820\"\nstatus_listen = \"0.0.0.0:9821\""))
+        .expect_err("open status listener");
     assert!(e.to_string().contains("daemon.status_listen"), "{e}");
     let e = load("[server]\n[daemon]\nlisten = \"unix:///x\"\n").expect_err("mixed schemas accepted");
     assert!(e.to_string().contains("daemon"), "{e}");

@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 
 use common::{config, stop, Daemon};
 use cuzk_circuits_filecoin::{fixtures, params, verify, FilCircuitId, FilKind, FilRequest};
-use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use cuzk_daemon::curio::submission as filecoin_submission;
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use tonic::Code;
 
 const KIB2: u64 = 2048;

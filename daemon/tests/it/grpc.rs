@@ -305,7 +305,16 @@ async fn status_counts_each_job_once_and_names_the_running_kind() {
         assert_eq!(w.await.unwrap().unwrap().into_inner().status, S::Completed as i32);
     }
     let text = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    for line in ["cuzk_proofs_completed_total 3", "cuzk_proofs_failed_total 0", "cuzk_queue_depth 0", "cuzk_proofs_completed{proof_kind=\"generic\"} 3", "cuzk_proofs_completed{proof_kind=\"window_post\"} 0", "cuzk_proof_duration_seconds_count{proof_kind=\"generic\"} 3", "cuzk_running_jobs 0", "cuzk_gpu_workers 1"] {
+    for line in [
+        "cuzk_proofs_completed_total 3",
+        "cuzk_proofs_failed_total 0",
+        "cuzk_queue_depth 0",
+        "cuzk_proofs_completed{proof_kind=\"generic\"} 3",
+        "cuzk_proofs_completed{proof_kind=\"window_post\"} 0",
+        "cuzk_proof_duration_seconds_count{proof_kind=\"generic\"} 3",
+        "cuzk_running_jobs 0",
+        "cuzk_gpu_workers 1",
+    ] {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
     }
     stop(d).await;

@@ -8,9 +8,11 @@ use prost::Message;
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorSet};
 
-/// `(message, [(field, number, type, repeated, type name for messages and enums)])`, as Curio
-/// ships them.
-fn curio_messages() -> Vec<(&'static str, Vec<(&'static str, i32, Type, bool, &'static str)>)> {
+/// A field as Curio ships it: name, number, type, repeated, type name (messages and enums).
+type Field = (&'static str, i32, Type, bool, &'static str);
+
+/// `(message, fields)`, as Curio ships them.
+fn curio_messages() -> Vec<(&'static str, Vec<Field>)> {
     use Type::*;
     vec![
         (
