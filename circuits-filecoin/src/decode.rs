@@ -134,20 +134,31 @@ fn checked_paths<'a, P: MerkleProofTrait + 'a>(
     Ok(())
 }
 
+/// Element `index` decoded as `T` (`want`: its proof kind and type name); when it does not
+/// decode but reads as the other kind's element `O` (`other`), the error says so.
+fn element_of_kind<T: DeserializeOwned + Serialize, O: DeserializeOwned + Serialize>(
+    index: usize,
+    bytes: &[u8],
+    want: (&str, &str),
+    other: (&str, &str),
+) -> Result<T, FilError> {
+    bincode_element(bytes, want.1).map_err(|reason| {
+        if bincode_element::<O>(bytes, other.1).is_ok() {
+            FilError::element(index, format!("a {} {}, not a {} {} ({reason})", other.0, other.1, want.0, want.1))
+        } else {
+            FilError::element(index, reason)
+        }
+    })
+}
+
 /// One PoSt element: a `FallbackPoStSectorProof` of one sector, with `config`'s challenges.
 pub(crate) fn post_element<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     index: usize,
     bytes: &[u8],
     config: &PoStConfig,
 ) -> Result<FallbackPoStSectorProof<Tree>, FilError> {
-    let what = "FallbackPoStSectorProof";
-    let p: FallbackPoStSectorProof<Tree> = bincode_element(bytes, what).map_err(|reason| {
-        if bincode_element::<PartitionProof<Tree>>(bytes, "PartitionProof").is_ok() {
-            FilError::element(index, format!("a SnapDeals PartitionProof, not a PoSt {what} ({reason})"))
-        } else {
-            FilError::element(index, reason)
-        }
-    })?;
+    let p: FallbackPoStSectorProof<Tree> =
+        element_of_kind::<_, PartitionProof<Tree>>(index, bytes, ("PoSt", "FallbackPoStSectorProof"), ("SnapDeals", "PartitionProof"))?;
     let size = u64::from(config.sector_size);
     let sectors = &p.vanilla_proof.sectors;
     let [sector] = &sectors[..] else {
@@ -168,14 +179,8 @@ pub(crate) fn snap_element<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
     bytes: &[u8],
     config: &SectorUpdateConfig,
 ) -> Result<PartitionProof<Tree>, FilError> {
-    let what = "PartitionProof";
-    let p: PartitionProof<Tree> = bincode_element(bytes, what).map_err(|reason| {
-        if bincode_element::<FallbackPoStSectorProof<Tree>>(bytes, "FallbackPoStSectorProof").is_ok() {
-            FilError::element(index, format!("a PoSt FallbackPoStSectorProof, not a SnapDeals {what} ({reason})"))
-        } else {
-            FilError::element(index, reason)
-        }
-    })?;
+    let p: PartitionProof<Tree> =
+        element_of_kind::<_, FallbackPoStSectorProof<Tree>>(index, bytes, ("SnapDeals", "PartitionProof"), ("PoSt", "FallbackPoStSectorProof"))?;
     let (size, nodes) = (u64::from(config.sector_size), config.nodes_count);
     let apex = storage_proofs_update::constants::apex_leaf_count(nodes);
     if p.apex_leafs.len() != apex {
