@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::status::Snapshot;
+use crate::status::{KindStatus, Snapshot};
 
 fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -87,18 +87,20 @@ fn curio_metrics(o: &mut String, s: &Snapshot) {
     let _ = writeln!(o, "cuzk_proofs_failed_total {}", s.jobs.failed);
     head(o, "cuzk_queue_depth", "gauge", "Jobs accepted and not yet started.");
     let _ = writeln!(o, "cuzk_queue_depth {}", s.kinds.iter().map(|k| u64::from(k.pending)).sum::<u64>());
+    // Curio's label values are its kind names with underscores: `porep_c2`, …, `generic`.
+    let labels: Vec<(String, &KindStatus)> = s.kinds.iter().map(|k| (k.kind.replace('-', "_"), k)).collect();
     head(o, "cuzk_proofs_completed", "counter", "Proofs completed, per proof kind.");
-    for k in &s.kinds {
-        let _ = writeln!(o, "cuzk_proofs_completed{{proof_kind=\"{}\"}} {}", k.label, k.completed);
+    for (l, k) in &labels {
+        let _ = writeln!(o, "cuzk_proofs_completed{{proof_kind=\"{l}\"}} {}", k.completed);
     }
     head(o, "cuzk_proofs_failed", "counter", "Proofs failed, per proof kind.");
-    for k in &s.kinds {
-        let _ = writeln!(o, "cuzk_proofs_failed{{proof_kind=\"{}\"}} {}", k.label, k.failed);
+    for (l, k) in &labels {
+        let _ = writeln!(o, "cuzk_proofs_failed{{proof_kind=\"{l}\"}} {}", k.failed);
     }
     head(o, "cuzk_proof_duration_seconds", "summary", "Submission to completion of completed proofs, per proof kind.");
-    for k in &s.kinds {
-        let _ = writeln!(o, "cuzk_proof_duration_seconds_count{{proof_kind=\"{}\"}} {}", k.label, k.completed);
-        let _ = writeln!(o, "cuzk_proof_duration_seconds_sum{{proof_kind=\"{}\"}} {:.3}", k.label, k.completed_seconds);
+    for (l, k) in &labels {
+        let _ = writeln!(o, "cuzk_proof_duration_seconds_count{{proof_kind=\"{l}\"}} {}", k.completed);
+        let _ = writeln!(o, "cuzk_proof_duration_seconds_sum{{proof_kind=\"{l}\"}} {:.3}", k.completed_seconds);
     }
     head(o, "cuzk_running_jobs", "gauge", "Jobs with a stage running.");
     let _ = writeln!(o, "cuzk_running_jobs {}", s.kinds.iter().map(|k| u64::from(k.running)).sum::<u64>());

@@ -215,17 +215,6 @@ pub fn kind_name(kind: proto::ProofKind) -> &'static str {
     }
 }
 
-/// A proof kind as Curio's daemon labels it in metrics (`porep_c2`, …, `generic`).
-pub fn kind_label(kind: proto::ProofKind) -> &'static str {
-    match kind {
-        proto::ProofKind::PorepSealCommit => "porep_c2",
-        proto::ProofKind::SnapDealsUpdate => "snap_update",
-        proto::ProofKind::WindowPostPartition => "window_post",
-        proto::ProofKind::WinningPost => "winning_post",
-        proto::ProofKind::Generic | proto::ProofKind::Unspecified => "generic",
-    }
-}
-
 /// The API kind of a circuit.
 pub fn circuit_kind(c: CircuitKey) -> proto::ProofKind {
     match c {
@@ -276,11 +265,11 @@ pub fn decode_request(method: &str, body: &[u8]) -> Result<(), Status> {
         }
         "AwaitProof" => {
             let r = proto::AwaitProofRequest::decode(body).map_err(decode_error)?;
-            crate::service::parse_job_id(&r.job_id)?;
+            crate::driver::JobRef::parse(&r.job_id)?;
         }
         "CancelProof" => {
             let r = proto::CancelProofRequest::decode(body).map_err(decode_error)?;
-            crate::service::parse_job_id(&r.job_id)?;
+            crate::driver::JobRef::parse(&r.job_id)?;
         }
         "PreloadSRS" => {
             let r = proto::PreloadSrsRequest::decode(body).map_err(decode_error)?;

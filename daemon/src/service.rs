@@ -13,11 +13,6 @@ use crate::request::{prepare_filecoin, validate, JobRequest};
 use crate::setup::ensure_params;
 use crate::status::Snapshot;
 
-/// Parses an API job id (the daemon's number or a request id).
-pub fn parse_job_id(s: &str) -> Result<JobRef, Status> {
-    JobRef::parse(s)
-}
-
 /// Service settings.
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -186,7 +181,7 @@ impl ProvingEngine for Service {
 
     async fn await_proof(&self, req: Request<proto::AwaitProofRequest>) -> Result<Response<proto::AwaitProofResponse>, Status> {
         let r = req.into_inner();
-        let job = parse_job_id(&r.job_id)?;
+        let job = JobRef::parse(&r.job_id)?;
         Ok(Response::new(self.await_job(job, None, r.timeout_ms).await?))
     }
 
@@ -199,7 +194,7 @@ impl ProvingEngine for Service {
     }
 
     async fn cancel_proof(&self, req: Request<proto::CancelProofRequest>) -> Result<Response<proto::CancelProofResponse>, Status> {
-        let job = parse_job_id(&req.get_ref().job_id)?;
+        let job = JobRef::parse(&req.get_ref().job_id)?;
         let was_running = self.handle.cancel(job).await?;
         Ok(Response::new(proto::CancelProofResponse { was_running }))
     }

@@ -68,8 +68,6 @@ pub struct KindStatus {
     /// The kind as Curio's daemon names it: `porep-c2`, `snap-update`, `window-post`,
     /// `winning-post`, or `generic`.
     pub kind: String,
-    /// Its metric label: `porep_c2`, `snap_update`, `window_post`, `winning_post`, `generic`.
-    pub label: String,
     /// Live jobs with no stage started yet.
     pub pending: u32,
     /// Live jobs with a stage started.

@@ -95,8 +95,6 @@ pub struct Submitted {
     pub job: JobId,
     /// Its API id: the request id when one was given, else the number.
     pub job_id: String,
-    /// Whether this submission joined an existing job with the same request id and payload.
-    pub joined: bool,
     /// Live jobs ahead of it at submission.
     pub queue_position: u32,
     /// Its result.

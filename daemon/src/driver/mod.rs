@@ -601,22 +601,18 @@ impl<B: Backend + 'static> Driver<B> {
         if let Some(&(job, payload)) = self.request_ids.get(&req.request_id).filter(|_| !req.request_id.is_empty()) {
             // Curio reuses a request id on every retry: the same payload joins a live or
             // completed job; a failed or cancelled one, or another payload, is proved again.
-            let ended = self.results.get(&job).and_then(|tx| tx.borrow().as_ref().map(|r| r.status));
-            let live = self.jobs.contains_key(&job);
-            match (payload == req.payload, live, ended) {
-                (true, true, _) | (true, false, Some(FinalStatus::Completed)) => {
-                    if let Some(tx) = self.results.get(&job) {
+            if payload != req.payload {
+                tracing::warn!(job = job.0, request_id = %req.request_id, "another payload under a used request id: proving it as a new job");
+            } else if let Some(tx) = self.results.get(&job) {
+                match tx.borrow().as_ref().map(|r| r.status) {
+                    None | Some(FinalStatus::Completed) => {
                         tracing::info!(job = job.0, request_id = %req.request_id, "joined the job of the same request id and payload");
-                        return Ok(Submitted { job, job_id: req.request_id.clone(), joined: true, queue_position: 0, watch: tx.subscribe() });
+                        return Ok(Submitted { job, job_id: req.request_id.clone(), queue_position: 0, watch: tx.subscribe() });
+                    }
+                    Some(status) => {
+                        tracing::info!(job = job.0, request_id = %req.request_id, previous = ?status, "request id retried after its job ended {status:?}: proving again");
                     }
                 }
-                (true, _, Some(status)) => {
-                    tracing::info!(job = job.0, request_id = %req.request_id, previous = ?status, "request id retried after its job ended {status:?}: proving again");
-                }
-                (false, _, _) => {
-                    tracing::warn!(job = job.0, request_id = %req.request_id, "another payload under a used request id: proving it as a new job");
-                }
-                _ => {}
             }
         }
         let circuit = self.circuit_id(req.circuit)?;
@@ -656,7 +652,7 @@ impl<B: Backend + 'static> Driver<B> {
         );
         self.counts.submitted += 1;
         self.drain();
-        Ok(Submitted { job, job_id, joined: false, queue_position, watch: rx })
+        Ok(Submitted { job, job_id, queue_position, watch: rx })
     }
 
     /// The job an API id names: a request id's newest job, or a number.

@@ -5,7 +5,7 @@ use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind,
 
 use super::Driver;
 use crate::proto::ProofKind;
-use crate::request::{kind_label, kind_name, priority_name};
+use crate::request::{kind_name, priority_name};
 use crate::status::{Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
 
 /// How far back the timeline on the status page reaches.
@@ -24,6 +24,11 @@ fn presence(p: Option<Presence>) -> String {
         Some(Presence::Absent) | None => "absent",
     }
     .into()
+}
+
+/// Live jobs not started yet, and those with a stage started.
+fn pending_running<'a>(jobs: impl Iterator<Item = &'a super::LiveJob>) -> (u32, u32) {
+    jobs.fold((0, 0), |(p, r), j| if j.started { (p, r + 1) } else { (p + 1, r) })
 }
 
 impl<B: Backend + 'static> Driver<B> {
@@ -125,15 +130,7 @@ impl<B: Backend + 'static> Driver<B> {
         let queues = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low]
             .into_iter()
             .map(|p| {
-                let jobs = self.jobs.values().filter(|j| j.req.priority == p);
-                let (mut pending, mut running) = (0, 0);
-                for j in jobs {
-                    if j.started {
-                        running += 1
-                    } else {
-                        pending += 1
-                    }
-                }
+                let (pending, running) = pending_running(self.jobs.values().filter(|j| j.req.priority == p));
                 QueueDepth { priority: priority_name(p).into(), pending, running }
             })
             .collect();
@@ -141,25 +138,9 @@ impl<B: Backend + 'static> Driver<B> {
             .into_iter()
             .map(|k| {
                 let name = kind_name(k);
-                let live = self.jobs.values().filter(|j| kind_name(j.req.kind) == name);
-                let (mut pending, mut running) = (0, 0);
-                for j in live {
-                    if j.started {
-                        running += 1
-                    } else {
-                        pending += 1
-                    }
-                }
+                let (pending, running) = pending_running(self.jobs.values().filter(|j| kind_name(j.req.kind) == name));
                 let t = self.kind_totals.get(name).copied().unwrap_or_default();
-                KindStatus {
-                    kind: name.into(),
-                    label: kind_label(k).into(),
-                    pending,
-                    running,
-                    completed: t.completed,
-                    failed: t.failed,
-                    completed_seconds: t.seconds,
-                }
+                KindStatus { kind: name.into(), pending, running, completed: t.completed, failed: t.failed, completed_seconds: t.seconds }
             })
             .collect();
         let params = self
