@@ -160,17 +160,24 @@ async fn both_transports(unix: &str, tcp: &str, kind: FilKind, tcp_first: bool) 
     assert_eq!(again.proof, r.proof, "{kind:?}: the retry joined the completed job");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curio_golden_post_requests_over_unix_and_plain_tcp() {
-    for k in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
-        ensure_params(k);
-    }
+/// A daemon on its unix socket and on plain TCP (no credentials, as Curio connects), with the
+/// TCP address to dial.
+async fn daemon_on_plain_tcp() -> (common::Daemon, String) {
     let d = daemon_with_fil(|cfg| {
         cfg.server.tcp = Some("127.0.0.1:0".parse().unwrap());
         cfg.server.tcp_insecure = true;
     })
     .await;
     let tcp = format!("http://{}", d.server.listening.tcp.expect("tcp listener"));
+    (d, tcp)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curio_golden_post_requests_over_unix_and_plain_tcp() {
+    for k in [FilKind::WindowPoSt, FilKind::WinningPoSt] {
+        ensure_params(k);
+    }
+    let (d, tcp) = daemon_on_plain_tcp().await;
     both_transports(&d.addr(), &tcp, FilKind::WindowPoSt, false).await;
     both_transports(&d.addr(), &tcp, FilKind::WinningPoSt, true).await;
     let s = d.server.handle().snapshot().await.unwrap();
@@ -187,12 +194,7 @@ async fn curio_golden_porep_and_snapdeals_slow_tier() {
     for k in [FilKind::PoRep, FilKind::SnapDeals] {
         ensure_params(k);
     }
-    let d = daemon_with_fil(|cfg| {
-        cfg.server.tcp = Some("127.0.0.1:0".parse().unwrap());
-        cfg.server.tcp_insecure = true;
-    })
-    .await;
-    let tcp = format!("http://{}", d.server.listening.tcp.expect("tcp listener"));
+    let (d, tcp) = daemon_on_plain_tcp().await;
     both_transports(&d.addr(), &tcp, FilKind::PoRep, true).await;
     both_transports(&d.addr(), &tcp, FilKind::SnapDeals, false).await;
     stop(d).await;
