@@ -5,8 +5,6 @@
 
 pub mod msm;
 pub mod ntt;
-pub mod params;
-pub mod pce;
 
 use std::sync::{Arc, Mutex};
 

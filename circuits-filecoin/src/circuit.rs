@@ -7,7 +7,7 @@ use blstrs::Scalar;
 use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
 
 use crate::error::FilError;
-use crate::ids::{circuit_of, FilCircuitId, FilKind};
+use crate::ids::{circuit_of, FilKind, FilShape};
 use crate::jobs::{Job, PoRepJob, PostJob, SnapJob};
 use crate::request::FilRequest;
 
@@ -73,7 +73,7 @@ fn build(kind: FilKind, sector_size: u64, registered_proof: u64, req: Option<&Fi
 /// A checked request: its circuit id and its partitions.
 pub struct Prepared {
     /// The circuit (kind and sector size): selects the parameters.
-    pub circuit: FilCircuitId,
+    pub circuit: FilShape,
     /// `filecoin-proofs`' parameter cache identifier (file stem without the `v28-` prefix).
     pub cache_id: String,
     job: Arc<AnyJob>,
@@ -103,7 +103,7 @@ impl Prepared {
     }
 
     /// The blank job of a circuit, for parameter generation and file names.
-    pub fn blank_of(circuit: FilCircuitId) -> Result<Prepared, FilError> {
+    pub fn blank_of(circuit: FilShape) -> Result<Prepared, FilError> {
         let job = build(circuit.kind, circuit.sector_size, circuit.default_registered_proof(), None)?;
         let cache_id = dispatch!(&job, j => j.cache_id());
         Ok(Prepared { circuit, cache_id, job: Arc::new(job), partitions: 0 })

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use storage_proofs_core::sector::SectorId;
 
 use crate::error::FilError;
-use crate::ids::{porep_config, post_config, update_porep_config, FilCircuitId, FilKind};
+use crate::ids::{porep_config, post_config, update_porep_config, FilKind, FilShape};
 use crate::request::{prover_id, FilRequest};
 
 /// Miner id used by the fixtures.
@@ -49,7 +49,7 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let dir = tempfile::tempdir_in(work).map_err(io)?;
     let d = dir.path();
-    let ids = FilCircuitId::all_at(sector_size)?;
+    let ids = FilShape::all_at(sector_size)?;
     let seal_proof = ids[0].default_registered_proof();
     let config = porep_config(seal_proof)?;
     let prover = prover_id(MINER_ID);

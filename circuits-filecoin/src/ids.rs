@@ -47,19 +47,19 @@ fn size_index(sector_size: u64) -> Option<usize> {
 
 /// A Filecoin circuit: a kind at a sector size; the unit of parameters (`wpost-2k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FilCircuitId {
+pub struct FilShape {
     /// The proof kind.
     pub kind: FilKind,
     /// Sector size in bytes.
     pub sector_size: u64,
 }
 
-impl FilCircuitId {
+impl FilShape {
     /// Checks the sector size.
-    pub fn new(kind: FilKind, sector_size: u64) -> Result<FilCircuitId, FilError> {
+    pub fn new(kind: FilKind, sector_size: u64) -> Result<FilShape, FilError> {
         size_index(sector_size)
             .ok_or_else(|| FilError::field("sector_size", format!("{sector_size} is not a Filecoin sector size (2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB)")))?;
-        Ok(FilCircuitId { kind, sector_size })
+        Ok(FilShape { kind, sector_size })
     }
 
     /// The id as the API and status page show it: `porep-2k`, `wpost-32g`.
@@ -68,17 +68,17 @@ impl FilCircuitId {
         format!("{}-{size}", self.kind.short())
     }
 
-    /// Parses [`FilCircuitId::id`].
-    pub fn parse(s: &str) -> Option<FilCircuitId> {
+    /// Parses [`FilShape::id`].
+    pub fn parse(s: &str) -> Option<FilShape> {
         let (k, size) = s.split_once('-')?;
         let kind = FilKind::from_short(k)?;
         let sector_size = SIZES.iter().find(|(_, n)| *n == size)?.0;
-        Some(FilCircuitId { kind, sector_size })
+        Some(FilShape { kind, sector_size })
     }
 
     /// Every circuit id at one sector size.
-    pub fn all_at(sector_size: u64) -> Result<Vec<FilCircuitId>, FilError> {
-        FilKind::ALL.into_iter().map(|k| FilCircuitId::new(k, sector_size)).collect()
+    pub fn all_at(sector_size: u64) -> Result<Vec<FilShape>, FilError> {
+        FilKind::ALL.into_iter().map(|k| FilShape::new(k, sector_size)).collect()
     }
 
     /// The registered proof number this circuit uses by default (for fixtures and setup): the
@@ -145,13 +145,13 @@ pub fn post_config(registered_proof: u64, kind: FilKind) -> Result<PoStConfig, F
 }
 
 /// The circuit id a registered proof of `kind` proves.
-pub fn circuit_of(kind: FilKind, registered_proof: u64) -> Result<FilCircuitId, FilError> {
+pub fn circuit_of(kind: FilKind, registered_proof: u64) -> Result<FilShape, FilError> {
     let size = match kind {
         FilKind::PoRep => u64::from(porep_config(registered_proof)?.sector_size),
         FilKind::SnapDeals => u64::from(update_porep_config(registered_proof)?.sector_size),
         FilKind::WindowPoSt | FilKind::WinningPoSt => u64::from(post_config(registered_proof, kind)?.sector_size),
     };
-    FilCircuitId::new(kind, size)
+    FilShape::new(kind, size)
 }
 
 /// filecoin-proofs-api's `RegisteredSealProof` names, indexed by Go's `abi.RegisteredSealProof`

@@ -32,5 +32,5 @@ pub use circuit::{prepare, PartitionCircuit, Prepared};
 pub use curio::{ffi_layout, supraseal_layout, wrap_c1_like_curio};
 pub use decode::decode_request_parts;
 pub use error::FilError;
-pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilCircuitId, FilKind};
+pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilKind, FilShape};
 pub use request::{commitment_cid, parse_commitment, prover_id, CommitmentKind, FilRequest};

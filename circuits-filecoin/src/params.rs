@@ -12,7 +12,7 @@ use rand_core::RngCore;
 
 use crate::circuit::Prepared;
 use crate::error::FilError;
-use crate::ids::FilCircuitId;
+use crate::ids::FilShape;
 
 /// `filecoin-proofs`' parameter file version prefix.
 pub const VERSION: usize = storage_proofs_core::parameter_cache::VERSION;
@@ -35,8 +35,8 @@ pub struct ParamFiles {
 }
 
 /// `filecoin-proofs`' cache identifier of a circuit (computed once per process).
-pub fn cache_id(circuit: FilCircuitId) -> Result<String, FilError> {
-    static IDS: OnceLock<Mutex<HashMap<FilCircuitId, String>>> = OnceLock::new();
+pub fn cache_id(circuit: FilShape) -> Result<String, FilError> {
+    static IDS: OnceLock<Mutex<HashMap<FilShape, String>>> = OnceLock::new();
     let ids = IDS.get_or_init(Default::default);
     if let Some(id) = ids.lock().unwrap_or_else(|e| e.into_inner()).get(&circuit) {
         return Ok(id.clone());
@@ -47,7 +47,7 @@ pub fn cache_id(circuit: FilCircuitId) -> Result<String, FilError> {
 }
 
 /// The file names of `circuit` in `dir`.
-pub fn files(dir: &Path, circuit: FilCircuitId) -> Result<ParamFiles, FilError> {
+pub fn files(dir: &Path, circuit: FilShape) -> Result<ParamFiles, FilError> {
     let id = cache_id(circuit)?;
     Ok(ParamFiles {
         params: dir.join(format!("v{VERSION}-{id}.params")),
@@ -69,7 +69,7 @@ fn write_atomic(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs:
 /// Generates random (test) parameters for `circuit` with `cuzk-setup` and writes the
 /// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` file exists and
 /// `force` is off). Returns the files.
-pub fn generate(dir: &Path, circuit: FilCircuitId, force: bool, rng: &mut impl RngCore) -> Result<ParamFiles, FilError> {
+pub fn generate(dir: &Path, circuit: FilShape, force: bool, rng: &mut impl RngCore) -> Result<ParamFiles, FilError> {
     let f = files(dir, circuit)?;
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);

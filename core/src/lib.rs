@@ -1,6 +1,7 @@
 //! `cuzk-core`: the runtime-free heart of cuzk.
 //!
-//! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]), the
+//! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]) and the
+//! recorded constraint matrices that cache it ([`matrices`]), the
 //! bellperson parameter and proof formats ([`params`], [`proof`]), the [`backend::Backend`]
 //! trait and the Groth16 prover written once over it ([`prover`]).
 //!
@@ -14,8 +15,8 @@ pub mod backend;
 pub mod density;
 pub mod domain;
 pub mod engine;
+pub mod matrices;
 pub mod params;
-pub mod pce;
 pub mod proof;
 pub mod prover;
 pub mod synth;

@@ -294,6 +294,20 @@ impl ConstraintSystem<Scalar> for ShapeCounter {
     }
 }
 
+/// The witness does not fit the recorded shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the circuit's shape changed: recorded {want_inputs} inputs and {want_aux} aux variables, the witness has {got_inputs} and {got_aux}")]
+pub struct ShapeChanged {
+    /// Recorded inputs.
+    pub want_inputs: usize,
+    /// Recorded aux variables.
+    pub want_aux: usize,
+    /// Witness inputs.
+    pub got_inputs: usize,
+    /// Witness aux variables.
+    pub got_aux: usize,
+}
+
 /// Failure to synthesize a circuit.
 #[derive(Debug, thiserror::Error)]
 pub enum SynthesizeError {
@@ -305,7 +319,7 @@ pub enum SynthesizeError {
     Alloc(#[from] AllocError),
     /// A cached constraint structure does not fit this circuit.
     #[error(transparent)]
-    ShapeChanged(#[from] crate::pce::ShapeChanged),
+    ShapeChanged(#[from] ShapeChanged),
 }
 
 /// Synthesizes `circuit` the way bellperson's prover does: allocate `ONE`, run the circuit,

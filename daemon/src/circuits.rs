@@ -4,49 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use cuzk_circuits::{CircuitError, CircuitKind};
-use cuzk_circuits_filecoin::FilCircuitId;
 use cuzk_core::engine::{CircuitId, CircuitProfile, Footprint};
+pub use cuzk_worker::shape::{BuiltinShape, CircuitShape};
 
 use crate::setup::params_path;
-
-/// A built-in circuit at a domain size: the unit of parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CircuitSpec {
-    /// Which circuit.
-    pub kind: CircuitKind,
-    /// log2 of its domain.
-    pub log_size: u32,
-}
-
-impl CircuitSpec {
-    /// Checks the name and size.
-    pub fn new(kind: CircuitKind, log_size: u32) -> Result<CircuitSpec, CircuitError> {
-        let (min, max) = (kind.min_log_size(), cuzk_circuits::MAX_LOG_SIZE);
-        if log_size < min || log_size > max {
-            return Err(CircuitError::BadSize { name: kind.name(), min, max, got: log_size });
-        }
-        Ok(CircuitSpec { kind, log_size })
-    }
-
-    /// The id used in the API and on the status page: `squaring-chain-2^10`.
-    pub fn id(&self) -> String {
-        format!("{}-2^{}", self.kind.name(), self.log_size)
-    }
-
-    /// Parses [`CircuitSpec::id`].
-    pub fn parse(id: &str) -> Result<CircuitSpec, CircuitError> {
-        let unknown = || CircuitError::Unknown(id.to_string());
-        let (name, k) = id.rsplit_once("-2^").ok_or_else(unknown)?;
-        let k: u32 = k.parse().map_err(|_| unknown())?;
-        CircuitSpec::new(CircuitKind::from_name(name)?, k)
-    }
-
-    /// The memory profile the engine schedules with, from the parameter file's size.
-    pub fn profile(&self, params_file_bytes: u64) -> CircuitProfile {
-        profile(self.log_size, params_file_bytes)
-    }
-}
 
 /// The memory profile of a circuit at a `2^log_size` domain.
 pub fn profile(log_size: u32, params_file_bytes: u64) -> CircuitProfile {
@@ -55,45 +16,12 @@ pub fn profile(log_size: u32, params_file_bytes: u64) -> CircuitProfile {
     CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint: Footprint::for_domain(log_size, 2 * 32 * n) }
 }
 
-/// Any circuit the daemon proves: the unit of parameters and of the engine's circuit ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CircuitKey {
-    /// A built-in circuit at a domain size.
-    Builtin(CircuitSpec),
-    /// A Filecoin circuit at a sector size.
-    Filecoin(FilCircuitId),
-}
-
-impl CircuitKey {
-    /// The id in the API and on the status page (`squaring-chain-2^10`, `wpost-2k`).
-    pub fn id(&self) -> String {
-        match self {
-            CircuitKey::Builtin(s) => s.id(),
-            CircuitKey::Filecoin(f) => f.id(),
-        }
-    }
-
-    /// Parses [`CircuitKey::id`].
-    pub fn parse(id: &str) -> Result<CircuitKey, CircuitError> {
-        match FilCircuitId::parse(id) {
-            Some(f) => Ok(CircuitKey::Filecoin(f)),
-            None => CircuitSpec::parse(id).map(CircuitKey::Builtin),
-        }
-    }
-}
-
-impl From<CircuitSpec> for CircuitKey {
-    fn from(s: CircuitSpec) -> CircuitKey {
-        CircuitKey::Builtin(s)
-    }
-}
-
 /// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter
 /// cache `fil_dir` for Filecoin circuits.
-pub fn key_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitKey) -> Option<PathBuf> {
+pub fn shape_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitShape) -> Option<PathBuf> {
     match key {
-        CircuitKey::Builtin(s) => Some(params_path(data_dir, s.kind, s.log_size)),
-        CircuitKey::Filecoin(f) => cuzk_circuits_filecoin::params::files(fil_dir, f).ok().map(|f| f.params),
+        CircuitShape::Builtin(s) => Some(params_path(data_dir, s.kind, s.log_size)),
+        CircuitShape::Filecoin(f) => cuzk_circuits_filecoin::params::files(fil_dir, f).ok().map(|f| f.params),
     }
 }
 
@@ -112,7 +40,7 @@ pub fn params_log_size(path: &Path) -> Option<u32> {
 #[derive(Debug, Clone)]
 pub struct Registered {
     /// Its key.
-    pub spec: CircuitKey,
+    pub spec: CircuitShape,
     /// Its parameter file.
     pub path: PathBuf,
     /// The file's size.
@@ -122,13 +50,13 @@ pub struct Registered {
 /// Circuit specs and the engine ids they were registered under.
 #[derive(Debug, Default)]
 pub struct Registry {
-    by_spec: HashMap<CircuitKey, CircuitId>,
+    by_spec: HashMap<CircuitShape, CircuitId>,
     entries: Vec<Registered>,
 }
 
 impl Registry {
     /// The id of a registered spec.
-    pub fn get(&self, spec: &CircuitKey) -> Option<CircuitId> {
+    pub fn get(&self, spec: &CircuitShape) -> Option<CircuitId> {
         self.by_spec.get(spec).copied()
     }
 
@@ -144,8 +72,8 @@ impl Registry {
 
     /// Adds a circuit whose parameter file lies in `data_dir` (built-ins) or `fil_dir`
     /// (Filecoin); returns the new id, or `None` when the file is missing.
-    pub fn add(&mut self, data_dir: &Path, fil_dir: &Path, spec: CircuitKey) -> Option<(CircuitId, &Registered)> {
-        let path = key_params_path(data_dir, fil_dir, spec)?;
+    pub fn add(&mut self, data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<(CircuitId, &Registered)> {
+        let path = shape_params_path(data_dir, fil_dir, spec)?;
         let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
         let id = CircuitId(self.entries.len() as u32);
         self.entries.push(Registered { spec, path, file_bytes });

@@ -6,8 +6,8 @@
 
 use cuzk_circuits_filecoin::{circuit_of, wrap_c1_like_curio, FilKind, FilRequest};
 
+use crate::names::proto_kind;
 use crate::proto;
-use crate::request::proto_kind;
 
 /// The request id Curio gives a job of this request (`porep-<miner>-<sector>`,
 /// `snap-<miner>-<sector>`, `wdpost-<miner>-<partition>-<randomness[..8]>` with Go's `%d` of a

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cuzk_circuits_filecoin::{fixtures, params, reference, verify, FilCircuitId, FilError, FilRequest};
+use cuzk_circuits_filecoin::{fixtures, params, reference, verify, FilError, FilRequest, FilShape};
 
 use crate::CliError;
 
@@ -29,13 +29,13 @@ pub fn sector_size(s: &str) -> Result<u64, CliError> {
 }
 
 /// Circuit ids from the command line: `porep-2k`, `wpost-32g`, or `all-2k` for every kind.
-pub fn circuit_ids(list: &[String]) -> Result<Vec<FilCircuitId>, CliError> {
+pub fn circuit_ids(list: &[String]) -> Result<Vec<FilShape>, CliError> {
     let mut out = Vec::new();
     for s in list {
         match s.strip_prefix("all-") {
-            Some(size) => out.extend(FilCircuitId::all_at(sector_size(size)?).map_err(fil)?),
+            Some(size) => out.extend(FilShape::all_at(sector_size(size)?).map_err(fil)?),
             None => out.push(
-                FilCircuitId::parse(s)
+                FilShape::parse(s)
                     .ok_or_else(|| CliError::Usage(format!("unknown Filecoin circuit {s:?} (porep-2k, snap-2k, wpost-2k, winning-2k, all-2k, …)")))?,
             ),
         }
@@ -120,7 +120,7 @@ pub fn reference_prove(dir: &Path, request: &Path, out: Option<&Path>) -> Result
 /// products); the median of `reps` runs each. Checks the two records are identical.
 pub fn synth_bench(request: &Path, reps: usize) -> Result<String, CliError> {
     use cuzk_core::alloc::heap;
-    use cuzk_core::pce::ConstraintMatrices;
+    use cuzk_core::matrices::ConstraintMatrices;
     use cuzk_core::synth::{synthesize, SizeHint};
     let req = read_request(request)?;
     let p = cuzk_circuits_filecoin::prepare(&req).map_err(fil)?;
@@ -146,7 +146,7 @@ pub fn synth_bench(request: &Path, reps: usize) -> Result<String, CliError> {
     let mut same = true;
     for _ in 0..reps {
         let t = Instant::now();
-        let q = cuzk_backend_cpu::pce::synthesize(&m, c.clone(), heap())?;
+        let q = cuzk_worker::matrices::synthesize(&m, c.clone(), heap())?;
         cached.push(t.elapsed().as_secs_f64());
         same &= q.a[..] == s.a[..] && q.b[..] == s.b[..] && q.c[..] == s.c[..] && q.aux[..] == s.aux[..];
     }

@@ -39,8 +39,8 @@ fn unauthorized() -> Response {
     (StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n").into_response()
 }
 
-fn unavailable(e: tonic::Status) -> Response {
-    (StatusCode::SERVICE_UNAVAILABLE, format!("{}\n", e.message())).into_response()
+fn unavailable(e: crate::driver::DriverError) -> Response {
+    (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
 }
 
 async fn page(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {

@@ -22,6 +22,7 @@ pub mod filecoin;
 pub mod http;
 pub mod loadgen;
 pub mod metrics;
+pub mod names;
 pub mod proto;
 pub mod prover_bench;
 pub mod request;
@@ -30,10 +31,9 @@ pub mod service;
 pub mod setup;
 pub mod status;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cuzk_circuits::CircuitError;
-use cuzk_core::params::{Parameters, ParamsError, Validation};
 use cuzk_core::prover::ProveError;
 use cuzk_core::synth::SynthesizeError;
 
@@ -52,15 +52,9 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
-    /// The parameter file is invalid.
-    #[error("parameter file {path}: {source}")]
-    Params {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: ParamsError,
-    },
+    /// Reading parameters or running a stage failed.
+    #[error(transparent)]
+    Work(#[from] cuzk_worker::WorkError),
     /// Synthesis failed.
     #[error(transparent)]
     Synthesize(#[from] SynthesizeError),
@@ -88,14 +82,6 @@ pub enum CliError {
     /// A command-line value is invalid.
     #[error("{0}")]
     Usage(String),
-}
-
-/// Reads and decodes a parameter file with all cores.
-pub fn read_params(path: &Path, validation: Validation) -> Result<Parameters, CliError> {
-    let file = std::fs::File::open(path).map_err(|source| CliError::Io { path: path.into(), source })?;
-    // SAFETY: the file is only read; cuzk never writes a file it has open.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CliError::Io { path: path.into(), source })?;
-    cuzk_backend_cpu::params::load_parameters(&map, validation).map_err(|source| CliError::Params { path: path.into(), source })
 }
 
 /// The data directory: `explicit`, else `$CUZK_DATA_DIR`, else `$XDG_DATA_HOME/cuzk`, else

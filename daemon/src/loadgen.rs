@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use cuzk_circuits_filecoin::FilRequest;
 
-use crate::circuits::{CircuitKey, CircuitSpec};
+use crate::circuits::{BuiltinShape, CircuitShape};
 use crate::client::{verify_result, Client, ClientError};
 use crate::commands::{Conn, PriorityArg};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus};
@@ -49,7 +49,7 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MixEntry {
     /// Circuit.
-    pub circuit: CircuitKey,
+    pub circuit: CircuitShape,
     /// The Filecoin request, for Filecoin entries.
     pub filecoin: Option<Arc<FilRequest>>,
     /// Priority.
@@ -73,12 +73,12 @@ impl MixEntry {
             };
             let req = crate::filecoin::read_request(Path::new(path))?;
             let circuit = cuzk_circuits_filecoin::circuit_of(req.kind, req.registered_proof).map_err(|e| CliError::Usage(format!("{path}: {e}")))?;
-            return Ok(MixEntry { circuit: CircuitKey::Filecoin(circuit), filecoin: Some(Arc::new(req)), priority, weight: weight.max(1) });
+            return Ok(MixEntry { circuit: CircuitShape::Filecoin(circuit), filecoin: Some(Arc::new(req)), priority, weight: weight.max(1) });
         }
         let mut it = body.split(':');
         let (Some(c), Some(k), p) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
         let kind = cuzk_circuits::CircuitKind::from_name(c)?;
-        let circuit = CircuitSpec::new(kind, k.parse().map_err(|_| bad())?)?;
+        let circuit = BuiltinShape::new(kind, k.parse().map_err(|_| bad())?)?;
         let priority = match p {
             Some(p) => PriorityArg::from_name(p).ok_or_else(bad)?,
             None => PriorityArg::Default,
@@ -126,9 +126,9 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
     if args.verify {
         for (i, m) in mix.iter().enumerate() {
-            if let CircuitKey::Builtin(c) = m.circuit {
+            if let CircuitShape::Builtin(c) = m.circuit {
                 let p = params_path(data_dir, c.kind, c.log_size);
-                vks.insert(i, Arc::new(crate::read_params(&p, Validation::Trusted)?.vk));
+                vks.insert(i, Arc::new(cuzk_worker::read_params(&p, Validation::Trusted)?.vk));
             }
         }
     }
@@ -156,12 +156,12 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
                 s.request_id = format!("{}-bench-{i}", s.request_id);
                 s
             }
-            (None, CircuitKey::Builtin(c)) => proto::SubmitProofRequest {
+            (None, CircuitShape::Builtin(c)) => proto::SubmitProofRequest {
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob { circuit: c.kind.name().into(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
                 ..Default::default()
             },
-            (None, CircuitKey::Filecoin(_)) => return Err(CliError::Usage("a Filecoin mix entry needs its request file".into())),
+            (None, CircuitShape::Filecoin(_)) => return Err(CliError::Usage("a Filecoin mix entry needs its request file".into())),
         };
         if m.priority != PriorityArg::Default {
             submit.priority = m.priority.proto() as i32;

@@ -4,20 +4,20 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
-use cuzk_core::params::{Parameters, Validation};
-use cuzk_core::proof::verify;
-use cuzk_core::prover::{prove, ProveError, ProvingKey, Stage};
-use cuzk_core::synth::{synthesize, SizeHint};
+use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
+use cuzk_core::params::Validation;
 use cuzk_daemon::commands::{self, Conn, SubmitArgs};
 use cuzk_daemon::config::{Config, LogFormat, ShutdownMode};
 use cuzk_daemon::loadgen::BenchArgs;
-use cuzk_daemon::{data_dir, prover_bench, read_params, server, setup, CliError};
+use cuzk_daemon::{data_dir, prover_bench, server, setup, CliError};
+use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -238,37 +238,31 @@ fn fmt_dur(d: Duration) -> String {
     }
 }
 
-fn run_prove<B: Backend>(backend: &B, kind: CircuitKind, log_size: u32, seed: u64, params: Parameters, read: Duration) -> Result<(), CliError> {
-    let circuit = kind.instance(log_size, seed)?;
-    let public = circuit.public_inputs();
+fn run_prove<B: Backend + 'static>(backend: B, shape: BuiltinShape, seed: u64, path: PathBuf, validation: Validation) -> Result<(), CliError> {
+    let name = backend.name();
+    // One proof: recording the constraint matrices would cost a second synthesis.
+    let worker = BackendWorker::new(vec![Arc::new(backend)]).without_matrix_cache();
+    let circuit = CircuitId(0);
     let t = Instant::now();
-    let key = ProvingKey::load(backend, params).map_err(|e| CliError::Prove(ProveError::Backend { stage: Stage::Upload, source: e }))?;
+    worker.load_params(LoadTask { circuit, at: Location::Device(DeviceId(0)), path, validation, from_host: false })?;
     let load = t.elapsed();
 
-    let mut times: Vec<(Stage, Duration)> = Vec::new();
-    let t0 = Instant::now();
-    let synth = synthesize(circuit, backend.host_allocator(), SizeHint::default())?;
-    let constraints = synth.num_constraints();
-    times.push((Stage::Synthesize, t0.elapsed()));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
     let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
-    let mut last: Option<(Stage, Instant)> = None;
-    let proof = prove(backend, &key, synth, r, s, &mut |stage| {
-        let now = Instant::now();
-        if let Some((prev, since)) = last {
-            times.push((prev, now - since));
+    let mut times: Vec<(Stage, Duration)> = Vec::new();
+    let mut constraints = 0;
+    let t0 = Instant::now();
+    let (proof, public) = prove_one(&worker, circuit, 0, Work::Builtin(shape, seed), Some((r, s)), true, |stage, took, out| {
+        if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
+            constraints = s.num_constraints();
         }
-        last = Some((stage, now));
+        times.push((stage, took));
     })?;
-    if let Some((prev, since)) = last {
-        times.push((prev, since.elapsed()));
-    }
     let total = t0.elapsed();
-    let ok = verify(&key.vk, &proof, &public).map_err(|_| CliError::InvalidProof)?;
 
-    println!("circuit   {} (2^{log_size} domain, {constraints} constraints, {} public inputs)", kind.name(), public.len());
-    println!("backend   {}", backend.name());
-    println!("params    read in {}, made resident in {}", fmt_dur(read).trim(), fmt_dur(load).trim());
+    println!("circuit   {} (2^{} domain, {constraints} constraints, {} public inputs)", shape.kind.name(), shape.log_size, public.len());
+    println!("backend   {name}");
+    println!("params    read and made resident in {}", fmt_dur(load).trim());
     println!();
     println!("{:<12} {:>12}", "stage", "time");
     for (stage, d) in &times {
@@ -277,9 +271,6 @@ fn run_prove<B: Backend>(backend: &B, kind: CircuitKind, log_size: u32, seed: u6
     println!("{:<12} {}", "total", fmt_dur(total));
     println!();
     println!("proof     {}", hex(&proof.to_bytes()));
-    if !ok {
-        return Err(CliError::InvalidProof);
-    }
     println!("verified  yes");
     Ok(())
 }
@@ -373,25 +364,21 @@ fn run(cli: Cli) -> Result<(), CliError> {
             cuzk_daemon::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
         Command::Prove { circuit, log_size, backend, seed, trust_params } => {
-            let kind = CircuitKind::from_name(&circuit)?;
-            kind.instance(log_size, seed)?; // validate the size before any setup work
-            let path = setup::ensure_params(&dir, kind, log_size, false)?;
+            let shape = BuiltinShape::new(CircuitKind::from_name(&circuit)?, log_size)?; // before any setup work
+            let path = setup::ensure_params(&dir, shape.kind, log_size, false)?;
             let validation = if trust_params { Validation::Trusted } else { Validation::Full };
-            let t = Instant::now();
-            let params = read_params(&path, validation)?;
-            let read = t.elapsed();
             let cuda = match backend {
                 BackendChoice::Cpu => None,
                 BackendChoice::Cuda => Some(cuzk_backend_cuda::CudaBackend::first().map_err(|e| CliError::BackendUnavailable(format!("cuda: {e}")))?),
                 BackendChoice::Auto => cuzk_backend_cuda::CudaBackend::first().ok(),
                 BackendChoice::Wgpu => {
                     let gpu = cuzk_backend_wgpu::WgpuBackend::from_env().map_err(|e| CliError::BackendUnavailable(format!("wgpu: {e}")))?;
-                    return run_prove(&gpu, kind, log_size, seed, params, read);
+                    return run_prove(gpu, shape, seed, path, validation);
                 }
             };
             match cuda {
-                Some(gpu) => run_prove(&gpu, kind, log_size, seed, params, read),
-                None => run_prove(&CpuBackend::new(), kind, log_size, seed, params, read),
+                Some(gpu) => run_prove(gpu, shape, seed, path, validation),
+                None => run_prove(CpuBackend::new(), shape, seed, path, validation),
             }
         }
         Command::BenchProver { circuits, log_sizes, reps } => prover_bench::bench_prover(&dir, &circuits, &log_sizes, reps),

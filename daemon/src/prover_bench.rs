@@ -4,16 +4,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use blstrs::{Bls12, Scalar};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::CircuitKind;
+use cuzk_core::engine::{CircuitId, DeviceId, Location};
 use cuzk_core::params::Validation;
-use cuzk_core::prover::{prove, ProvingKey};
-use cuzk_core::synth::{synthesize, SizeHint};
+use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
 use ff::Field;
 use rand::SeedableRng;
 
-use crate::{read_params, setup, CliError};
+use crate::{setup, CliError};
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -33,13 +35,21 @@ pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: us
                 continue;
             }
             let path = setup::ensure_params(dir, kind, k, false)?;
-            let params = read_params(&path, Validation::Trusted)?;
             let mut bp_bytes = Vec::new();
             let bp_params =
                 bellperson::groth16::Parameters::<Bls12>::read(&std::fs::read(&path).map_err(|source| CliError::Io { path: path.clone(), source })?[..], false)
                     .map_err(|source| CliError::Io { path: path.clone(), source })?;
-            let backend = CpuBackend::new();
-            let key = ProvingKey::load(&backend, params).map_err(|e| CliError::Setup(e.to_string()))?;
+            // Full synthesis every time, as bellperson does: no recorded matrices.
+            let worker = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
+            let id = CircuitId(0);
+            worker.load_params(LoadTask {
+                circuit: id,
+                at: Location::Device(DeviceId(0)),
+                path: path.clone(),
+                validation: Validation::Trusted,
+                from_host: false,
+            })?;
+            let shape = BuiltinShape::new(kind, k)?;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
             let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
             let mut ours = Vec::new();
@@ -48,9 +58,11 @@ pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: us
             for rep in 0..reps {
                 let circuit = kind.instance(k, rep as u64)?;
                 let t = Instant::now();
-                let synth = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default())?;
-                constraints = synth.num_constraints();
-                let p = prove(&backend, &key, synth, r, s, &mut |_| {})?;
+                let (p, _) = prove_one(&worker, id, 0, Work::Builtin(shape, rep as u64), Some((r, s)), false, |_, _, out| {
+                    if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
+                        constraints = s.num_constraints();
+                    }
+                })?;
                 ours.push(t.elapsed());
                 let t = Instant::now();
                 let q = bellperson::groth16::create_proof::<Bls12, _, _>(circuit, &bp_params, r, s).map_err(|e| CliError::Setup(e.to_string()))?;

@@ -4,50 +4,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_circuits::{CircuitError, CircuitKind};
-use cuzk_circuits_filecoin::{FilError, FilKind, FilRequest, Prepared};
+use cuzk_circuits_filecoin::{FilError, FilKind, FilRequest};
 use cuzk_core::engine::Priority;
 use prost::Message;
 use tonic::{Code, Status};
 
-use crate::circuits::{CircuitKey, CircuitSpec};
+use crate::circuits::{BuiltinShape, CircuitShape};
 use crate::proto;
 
 /// Most partitions one generic job may have.
 pub const MAX_PARTITIONS: u32 = 64;
-/// Longest accepted request id.
-pub const MAX_REQUEST_ID: usize = 256;
-
-/// A Filecoin job: the request as sent and, once checked, its partitions.
-#[derive(Debug, Clone)]
-pub struct FilecoinJob {
-    /// The request.
-    pub request: Arc<FilRequest>,
-    /// Its checked partitions (set by [`prepare_filecoin`] before the job reaches the driver).
-    pub prepared: Option<Arc<Prepared>>,
-}
-
-/// A validated proof job.
-#[derive(Debug, Clone)]
-pub struct JobRequest {
-    /// Caller's idempotency key (may be empty).
-    pub request_id: String,
-    /// The proof kind as the API names it.
-    pub kind: proto::ProofKind,
-    /// Scheduling priority.
-    pub priority: Priority,
-    /// The circuit.
-    pub circuit: CircuitKey,
-    /// The Filecoin request, for Filecoin kinds.
-    pub filecoin: Option<FilecoinJob>,
-    /// Witness seed of partition 0.
-    pub seed: u64,
-    /// Number of partitions.
-    pub partitions: u32,
-    /// Deadline after acceptance.
-    pub deadline: Option<Duration>,
-    /// [`payload_digest`] of the submission.
-    pub payload: [u8; 32],
-}
+use crate::driver::{FilecoinJob, JobRequest, MAX_REQUEST_ID};
 
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,16 +82,6 @@ pub fn priority(p: i32, kind: proto::ProofKind) -> Result<Priority, RequestError
     })
 }
 
-/// The API name of an engine priority.
-pub fn priority_name(p: Priority) -> &'static str {
-    match p {
-        Priority::Low => "low",
-        Priority::Normal => "normal",
-        Priority::High => "high",
-        Priority::Critical => "critical",
-    }
-}
-
 /// Validates a submission.
 pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestError> {
     if req.request_id.len() > MAX_REQUEST_ID {
@@ -159,7 +116,7 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
             request_id: req.request_id.clone(),
             kind,
             priority,
-            circuit: CircuitKey::Filecoin(circuit),
+            circuit: CircuitShape::Filecoin(circuit),
             filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None }),
             seed: 0,
             partitions: 1,
@@ -168,7 +125,7 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
         });
     }
     let g = req.generic.as_ref().ok_or(RequestError::MissingGeneric)?;
-    let circuit = CircuitSpec::new(CircuitKind::from_name(&g.circuit)?, g.log_size)?;
+    let circuit = BuiltinShape::new(CircuitKind::from_name(&g.circuit)?, g.log_size)?;
     let partitions = g.partitions.max(1);
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
@@ -190,36 +147,6 @@ pub fn filecoin_request(req: &proto::SubmitProofRequest, kind: FilKind) -> FilRe
         comm_r_old: req.comm_r_old.clone(),
         comm_r_new: req.comm_r_new.clone(),
         comm_d_new: req.comm_d_new.clone(),
-    }
-}
-
-/// The API proof kind of a Filecoin kind.
-pub fn proto_kind(kind: FilKind) -> proto::ProofKind {
-    match kind {
-        FilKind::PoRep => proto::ProofKind::PorepSealCommit,
-        FilKind::SnapDeals => proto::ProofKind::SnapDealsUpdate,
-        FilKind::WindowPoSt => proto::ProofKind::WindowPostPartition,
-        FilKind::WinningPoSt => proto::ProofKind::WinningPost,
-    }
-}
-
-/// A proof kind as Curio's daemon names it in `GetStatus` (`porep-c2`, `snap-update`,
-/// `window-post`, `winning-post`; `generic` for cuzk's own circuits).
-pub fn kind_name(kind: proto::ProofKind) -> &'static str {
-    match kind {
-        proto::ProofKind::PorepSealCommit => "porep-c2",
-        proto::ProofKind::SnapDealsUpdate => "snap-update",
-        proto::ProofKind::WindowPostPartition => "window-post",
-        proto::ProofKind::WinningPost => "winning-post",
-        proto::ProofKind::Generic | proto::ProofKind::Unspecified => "generic",
-    }
-}
-
-/// The API kind of a circuit.
-pub fn circuit_kind(c: CircuitKey) -> proto::ProofKind {
-    match c {
-        CircuitKey::Filecoin(f) => proto_kind(f.kind),
-        CircuitKey::Builtin(_) => proto::ProofKind::Generic,
     }
 }
 
@@ -265,19 +192,19 @@ pub fn decode_request(method: &str, body: &[u8]) -> Result<(), Status> {
         }
         "AwaitProof" => {
             let r = proto::AwaitProofRequest::decode(body).map_err(decode_error)?;
-            crate::driver::JobRef::parse(&r.job_id)?;
+            crate::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
         }
         "CancelProof" => {
             let r = proto::CancelProofRequest::decode(body).map_err(decode_error)?;
-            crate::driver::JobRef::parse(&r.job_id)?;
+            crate::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
         }
         "PreloadSRS" => {
             let r = proto::PreloadSrsRequest::decode(body).map_err(decode_error)?;
-            CircuitKey::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            CircuitShape::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         "EvictSRS" => {
             let r = proto::EvictSrsRequest::decode(body).map_err(decode_error)?;
-            CircuitKey::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+            CircuitShape::parse(&r.circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         }
         "GetStatus" => {
             proto::GetStatusRequest::decode(body).map_err(decode_error)?;

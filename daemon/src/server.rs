@@ -10,6 +10,7 @@ use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
 use cuzk_core::params::Validation;
+use cuzk_worker::BackendWorker;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -17,7 +18,7 @@ use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::service::interceptor::InterceptedService;
 
 use crate::auth::RequireToken;
-use crate::circuits::CircuitKey;
+use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, ShutdownMode};
 use crate::driver::{self, DriverConfig, DriverHandle};
 use crate::proto::proving_engine_server::ProvingEngineServer;
@@ -193,7 +194,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         .thread_name(|i| format!("cuzk-cpu-{i}"))
         .build()
         .map_err(|e| ServeError::Io { what: "starting the CPU pool".into(), source: std::io::Error::other(e) })?;
-    let preload = cfg.params.preload.iter().filter_map(|p| CircuitKey::parse(p).ok()).collect();
+    let preload = cfg.params.preload.iter().filter_map(|p| CircuitShape::parse(p).ok()).collect();
     let dcfg = DriverConfig {
         data_dir: data_dir.clone(),
         fil_dir: cfg.filecoin_dir(),
@@ -241,8 +242,8 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
     let devices = backends.len();
-    let backends: Vec<Arc<B>> = backends.into_iter().map(Arc::new).collect();
-    let (handle, driver_task) = driver::spawn(dcfg, backends, pool)?;
+    let worker = Arc::new(BackendWorker::new(backends.into_iter().map(Arc::new).collect()));
+    let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(
         handle.clone(),
         ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing, devices },

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::circuits::{key_params_path, CircuitKey};
-use crate::driver::{DriverHandle, FinalStatus, JobRef, JobResult};
+use crate::circuits::{shape_params_path, CircuitShape};
+use crate::driver::{BadJobRef, DriverError, DriverHandle, FinalStatus, JobRef, JobRequest, JobResult};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
-use crate::request::{prepare_filecoin, validate, JobRequest};
+use crate::request::{prepare_filecoin, validate};
 use crate::setup::ensure_params;
 use crate::status::Snapshot;
 
@@ -34,6 +34,32 @@ pub struct Service {
     /// `SubmitProofResponse.assigned_gpu`: the ordinal when the daemon has one device (every
     /// job runs there), else empty (the engine picks per partition, later).
     assigned_gpu: String,
+}
+
+/// The gRPC status of a driver refusal: the one place driver errors meet gRPC codes.
+pub fn status_of(e: &DriverError) -> Status {
+    let msg = e.to_string();
+    match e {
+        DriverError::ShuttingDown => Status::unavailable(msg),
+        DriverError::MissingParams(_) | DriverError::BadParams(_) | DriverError::AlreadyEnded(_) | DriverError::Refused(_) | DriverError::LoadFailed(_) => {
+            Status::failed_precondition(msg)
+        }
+        DriverError::TooLarge(_) => Status::resource_exhausted(msg),
+        DriverError::NotFound(_) => Status::not_found(msg),
+        DriverError::Internal(_) => Status::internal(msg),
+    }
+}
+
+impl From<DriverError> for Status {
+    fn from(e: DriverError) -> Status {
+        status_of(&e)
+    }
+}
+
+impl From<BadJobRef> for Status {
+    fn from(e: BadJobRef) -> Status {
+        Status::invalid_argument(e.0)
+    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -77,12 +103,12 @@ impl Service {
                 .map_err(|e| Status::internal(format!("checking the request: {e}")))??;
         }
         let key = job.circuit;
-        let missing = key_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
+        let missing = shape_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
         if missing && self.cfg.generate_missing {
             let (dir, fil_dir) = (self.cfg.data_dir.clone(), self.cfg.fil_dir.clone());
             tokio::task::spawn_blocking(move || match key {
-                CircuitKey::Builtin(spec) => ensure_params(&dir, spec.kind, spec.log_size, false).map(|_| ()).map_err(|e| e.to_string()),
-                CircuitKey::Filecoin(f) => {
+                CircuitShape::Builtin(spec) => ensure_params(&dir, spec.kind, spec.log_size, false).map(|_| ()).map_err(|e| e.to_string()),
+                CircuitShape::Filecoin(f) => {
                     cuzk_circuits_filecoin::params::generate(&fil_dir, f, false, &mut rand::rngs::OsRng).map(|_| ()).map_err(|e| e.to_string())
                 }
             })
@@ -90,7 +116,7 @@ impl Service {
             .map_err(|e| Status::internal(e.to_string()))?
             .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
         }
-        self.handle.submit(job).await
+        Ok(self.handle.submit(job).await?)
     }
 
     async fn await_job(&self, job: JobRef, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
@@ -209,13 +235,13 @@ impl ProvingEngine for Service {
     }
 
     async fn preload_srs(&self, req: Request<proto::PreloadSrsRequest>) -> Result<Response<proto::PreloadSrsResponse>, Status> {
-        let spec = CircuitKey::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let spec = CircuitShape::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let p = self.handle.preload(spec).await?;
         Ok(Response::new(proto::PreloadSrsResponse { already_loaded: p.already_loaded, load_time_ms: ms(p.load_time) }))
     }
 
     async fn evict_srs(&self, req: Request<proto::EvictSrsRequest>) -> Result<Response<proto::EvictSrsResponse>, Status> {
-        let spec = CircuitKey::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let spec = CircuitShape::parse(&req.get_ref().circuit_id).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let e = self.handle.evict(spec).await?;
         Ok(Response::new(proto::EvictSrsResponse { was_loaded: e.was_loaded, freed_bytes: e.freed_bytes }))
     }

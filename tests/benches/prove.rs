@@ -29,8 +29,8 @@ use cuzk_circuits::BuiltinCircuit;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::backend::Backend;
+use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::Parameters;
-use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{compute_h, finalize, msms, prove, upload, ProvingKey, Stage};
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
@@ -65,7 +65,7 @@ struct Row {
 /// Synthesizes through the matrix cache when one is given, else plainly.
 fn synth(pce: Option<&ConstraintMatrices>, c: BuiltinCircuit, alloc: SharedAllocator, hint: SizeHint) -> Synthesized {
     match pce {
-        Some(m) => cuzk_backend_cpu::pce::synthesize(m, c, alloc).expect("synthesize"),
+        Some(m) => cuzk_worker::matrices::synthesize(m, c, alloc).expect("synthesize"),
         None => synthesize(c, alloc, hint).expect("synthesize"),
     }
 }
@@ -262,7 +262,7 @@ fn main() {
                 let plain = synthesize(c.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
                 let tp = t.elapsed();
                 let t = Instant::now();
-                let cached = cuzk_backend_cpu::pce::synthesize(&m, c, cuzk_core::alloc::heap()).expect("synthesize");
+                let cached = cuzk_worker::matrices::synthesize(&m, c, cuzk_core::alloc::heap()).expect("synthesize");
                 let tc = t.elapsed();
                 assert!(*plain.a == *cached.a && *plain.c == *cached.c && *plain.aux == *cached.aux, "cache disagrees");
                 let per = |d: Duration| d.as_secs_f64() * 1e9 / plain.num_constraints() as f64;

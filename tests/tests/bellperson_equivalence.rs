@@ -6,8 +6,8 @@ use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::alloc::heap;
+use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::{Parameters, Validation};
-use cuzk_core::pce::ConstraintMatrices;
 use cuzk_core::proof::{verify, Proof};
 use cuzk_core::prover::{prove, ProvingKey};
 use cuzk_core::synth::{synthesize, SizeHint};
@@ -159,7 +159,7 @@ fn check_against_bellperson<C: Circuit<Scalar> + Clone + Send>(circuit: C, publi
     assert_eq!(&synth.input[1..], public, "recorded public inputs");
     // The synthesis cache (recorded matrices + witness-only synthesis) gives the same record.
     let matrices = ConstraintMatrices::record(circuit.clone()).unwrap();
-    for cached in [matrices.synthesize(circuit.clone(), heap()).unwrap(), cuzk_backend_cpu::pce::synthesize(&matrices, circuit.clone(), heap()).unwrap()] {
+    for cached in [matrices.synthesize(circuit.clone(), heap()).unwrap(), cuzk_worker::matrices::synthesize(&matrices, circuit.clone(), heap()).unwrap()] {
         assert!(*cached.a == *synth.a && *cached.b == *synth.b && *cached.c == *synth.c, "cached a/b/c differ");
         assert!(*cached.input == *synth.input && *cached.aux == *synth.aux, "cached assignments differ");
         for (x, y) in

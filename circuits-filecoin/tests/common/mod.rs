@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_circuits_filecoin::{params, prepare, FilCircuitId, FilKind, FilRequest};
+use cuzk_circuits_filecoin::{params, prepare, FilKind, FilRequest, FilShape};
 use cuzk_core::backend::Backend;
 use cuzk_core::params::{Parameters, Validation};
 use cuzk_core::prover::{prove, ProvingKey};
@@ -48,7 +48,7 @@ pub fn fixture(kind: FilKind) -> FilRequest {
 pub fn ensure_params(kind: FilKind) -> Parameters {
     static LOCK: Mutex<()> = Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let id = FilCircuitId::new(kind, KIB2).expect("id");
+    let id = FilShape::new(kind, KIB2).expect("id");
     let f = params::generate(&cache(), id, false, &mut rand::rngs::OsRng).expect("params");
     let bytes = std::fs::read(&f.params).expect("read params");
     Parameters::from_bytes(&bytes, Validation::Trusted).expect("parse params")

@@ -2,7 +2,7 @@
 //! and consistency checks and state dumps for tests and diagnostics.
 
 use super::job::{PartKey, Phase};
-use super::params::{CircuitState, Presence};
+use super::residency::{CircuitState, Presence};
 use super::timeline::{DeviceReport, Timeline};
 use super::types::{CircuitId, DeviceId, Location, Nanos, Tier};
 use super::Stage;

@@ -67,8 +67,8 @@ mod error;
 mod flow;
 mod inspect;
 mod job;
-mod params;
 mod pool;
+mod residency;
 mod sched;
 pub mod sim;
 mod timeline;
@@ -79,15 +79,15 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub use action::{Action, Dispatch, JobFailure, Outcome};
 pub use config::{CircuitProfile, DeviceConfig, EngineConfig, Footprint};
 pub use error::EngineError;
-pub use params::Presence;
+pub use residency::Presence;
 pub use timeline::{DeviceReport, EndKind, Gap, IdleCause, JobRecord, Span, SpanKind, Timeline};
 pub use types::{Buffers, CircuitId, DeviceId, JobId, JobKind, JobSpec, Location, Nanos, PartitionId, Priority, Tier};
 
 pub use crate::prover::Stage;
 
 use job::{Job, JobKey, PartKey, Phase};
-use params::{CircuitState, Evict};
 use pool::{DeviceState, Pool, Slots};
+use residency::{CircuitState, Evict};
 use timeline::JobRecord as Record;
 
 /// Memory use of one budget.
@@ -336,7 +336,7 @@ impl Engine {
         self.deadlines.first().map(|(t, _)| *t)
     }
 
-    fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a params::Residence, EngineError> {
+    fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a residency::Residence, EngineError> {
         match at {
             Location::Device(d) => c.at(at).ok_or(EngineError::UnknownDevice(d)),
             Location::Host => Ok(&c.host),

@@ -7,7 +7,7 @@ use std::ops::Bound::{Excluded, Unbounded};
 use crate::prover::Stage;
 
 use super::job::{PartKey, Phase};
-use super::params::{dev, Evict};
+use super::residency::{dev, Evict};
 use super::timeline::IdleCause;
 use super::types::{CircuitId, Location, PartitionId};
 use super::Engine;

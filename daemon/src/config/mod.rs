@@ -283,7 +283,7 @@ impl Config {
             return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));
         }
         for p in &self.params.preload {
-            crate::circuits::CircuitKey::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
+            crate::circuits::CircuitShape::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
         }
         Ok(())
     }

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use cuzk_core::engine::JobId;
 use tokio::sync::{mpsc, oneshot, watch};
-use tonic::Status;
 
-use crate::circuits::CircuitKey;
+use super::job::{JobRef, JobRequest};
+use super::DriverError;
+use crate::circuits::CircuitShape;
 use crate::config::ShutdownMode;
-use crate::request::JobRequest;
 use crate::status::Snapshot;
 
 /// How a job ended, as the API reports it.
@@ -21,43 +21,6 @@ pub enum FinalStatus {
     Failed,
     /// It was cancelled.
     Cancelled,
-}
-
-/// A job as the API names it: the daemon's own number, or the request id it was submitted
-/// under (the newest job of that id).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum JobRef {
-    /// The daemon's job number.
-    Id(JobId),
-    /// A request id.
-    Request(String),
-}
-
-impl JobRef {
-    /// Parses an API job id: a decimal number is the daemon's own id, anything else a request
-    /// id (request ids may not be bare numbers).
-    pub fn parse(s: &str) -> Result<JobRef, Status> {
-        let s = s.trim();
-        if s.is_empty() {
-            return Err(Status::invalid_argument("job_id is empty: pass the id SubmitProof returned, or the request id"));
-        }
-        if s.bytes().all(|b| b.is_ascii_digit()) {
-            return s.parse::<u64>().map(|n| JobRef::Id(JobId(n))).map_err(|_| Status::invalid_argument(format!("job_id {s:?} is out of range")));
-        }
-        if s.len() > crate::request::MAX_REQUEST_ID {
-            return Err(Status::invalid_argument(format!("job_id longer than {} bytes", crate::request::MAX_REQUEST_ID)));
-        }
-        Ok(JobRef::Request(s.to_string()))
-    }
-}
-
-impl std::fmt::Display for JobRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JobRef::Id(j) => write!(f, "{}", j.0),
-            JobRef::Request(r) => f.write_str(r),
-        }
-    }
 }
 
 /// The final result of a job.
@@ -122,15 +85,15 @@ pub struct Evicted {
 /// A request to the driver.
 pub enum Command {
     /// Accept a job.
-    Submit(JobRequest, oneshot::Sender<Result<Submitted, Status>>),
+    Submit(JobRequest, oneshot::Sender<Result<Submitted, DriverError>>),
     /// Subscribe to a job's result.
     Watch(JobRef, oneshot::Sender<Option<ResultWatch>>),
     /// Cancel a job; answers whether a stage had started.
-    Cancel(JobRef, oneshot::Sender<Result<bool, Status>>),
+    Cancel(JobRef, oneshot::Sender<Result<bool, DriverError>>),
     /// Load parameters onto a device.
-    Preload(CircuitKey, oneshot::Sender<Result<Preloaded, Status>>),
+    Preload(CircuitShape, oneshot::Sender<Result<Preloaded, DriverError>>),
     /// Drop parameters.
-    Evict(CircuitKey, oneshot::Sender<Result<Evicted, Status>>),
+    Evict(CircuitShape, oneshot::Sender<Result<Evicted, DriverError>>),
     /// A snapshot of the state.
     Snapshot(oneshot::Sender<Snapshot>),
     /// The Chrome trace of the timeline.
@@ -145,49 +108,45 @@ pub struct DriverHandle {
     pub(crate) tx: mpsc::UnboundedSender<Command>,
 }
 
-fn gone() -> Status {
-    Status::unavailable("the daemon is shutting down")
-}
-
 impl DriverHandle {
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, Status> {
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, DriverError> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())
+        self.tx.send(make(tx)).map_err(|_| DriverError::ShuttingDown)?;
+        rx.await.map_err(|_| DriverError::ShuttingDown)
     }
 
     /// Submits a job.
-    pub async fn submit(&self, req: JobRequest) -> Result<Submitted, Status> {
+    pub async fn submit(&self, req: JobRequest) -> Result<Submitted, DriverError> {
         self.ask(|t| Command::Submit(req, t)).await?
     }
 
     /// The result watch of a job, if it is known.
-    pub async fn watch(&self, job: JobRef) -> Result<Option<ResultWatch>, Status> {
+    pub async fn watch(&self, job: JobRef) -> Result<Option<ResultWatch>, DriverError> {
         self.ask(|t| Command::Watch(job, t)).await
     }
 
     /// Cancels a job.
-    pub async fn cancel(&self, job: JobRef) -> Result<bool, Status> {
+    pub async fn cancel(&self, job: JobRef) -> Result<bool, DriverError> {
         self.ask(|t| Command::Cancel(job, t)).await?
     }
 
     /// Preloads parameters.
-    pub async fn preload(&self, spec: CircuitKey) -> Result<Preloaded, Status> {
+    pub async fn preload(&self, spec: CircuitShape) -> Result<Preloaded, DriverError> {
         self.ask(|t| Command::Preload(spec, t)).await?
     }
 
     /// Evicts parameters.
-    pub async fn evict(&self, spec: CircuitKey) -> Result<Evicted, Status> {
+    pub async fn evict(&self, spec: CircuitShape) -> Result<Evicted, DriverError> {
         self.ask(|t| Command::Evict(spec, t)).await?
     }
 
     /// A snapshot.
-    pub async fn snapshot(&self) -> Result<Snapshot, Status> {
+    pub async fn snapshot(&self) -> Result<Snapshot, DriverError> {
         self.ask(Command::Snapshot).await
     }
 
     /// The Chrome trace.
-    pub async fn trace(&self) -> Result<String, Status> {
+    pub async fn trace(&self) -> Result<String, DriverError> {
         self.ask(Command::Trace).await
     }
 

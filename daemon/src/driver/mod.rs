@@ -1,11 +1,15 @@
 //! Drives the sans-io engine from tokio: one task owns the [`Engine`]; API calls arrive as
-//! [`Command`]s, finished work as [`Completion`]s; after every input the engine's actions are
-//! drained and executed (synthesis and finalize on a bounded CPU pool, GPU stages and
-//! parameter loads on blocking threads), and each completion is fed back with its end time.
+//! [`Command`]s, finished work as completions; after every input the engine's actions are
+//! drained and handed to the [`Worker`] (synthesis and finalize on a bounded CPU pool, GPU
+//! stages and parameter loads on blocking threads), and each completion is fed back with its
+//! end time. The driver knows nothing of gRPC: it answers in [`DriverError`].
 
+mod error;
 mod handle;
+mod job;
 mod snapshot;
-mod work;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -13,28 +17,26 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
-use cuzk_core::backend::Backend;
 use cuzk_core::engine::{
     Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobFailure, JobId, JobKind, JobSpec, Location, Nanos, Outcome, PartitionId, Presence,
     Stage, Tier,
 };
-use cuzk_core::params::{Parameters, Validation, VerifyingKey};
+use cuzk_core::params::Validation;
 use cuzk_core::proof::Proof;
-use cuzk_core::prover::ProvingKey;
+use cuzk_worker::{catch_panics, LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use ff::PrimeField;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tonic::Status;
 
-pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobRef, JobResult, Preloaded, ResultWatch, Submitted};
-pub use work::{Completion, Loaded, PartData, Work};
+pub use error::DriverError;
+pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
+pub use job::{BadJobRef, FilecoinJob, JobRef, JobRequest, MAX_REQUEST_ID};
 
-use crate::circuits::{params_log_size, CircuitKey, Registry};
+use crate::circuits::{params_log_size, CircuitShape, Registry};
 use crate::config::ShutdownMode;
-use crate::request::{priority_name, JobRequest};
+use crate::names::{kind_name, priority_name};
 use crate::setup::params_path;
 use crate::status::{Histogram, JobCounts};
-use work::{LoadInput, StageInput};
 
 /// What the driver needs besides the engine configuration.
 #[derive(Debug, Clone)]
@@ -52,7 +54,7 @@ pub struct DriverConfig {
     /// The engine's configuration.
     pub engine: EngineConfig,
     /// Circuits to make resident at start.
-    pub preload: Vec<CircuitKey>,
+    pub preload: Vec<CircuitShape>,
     /// After a shutdown has ended every job, how long results are still served.
     pub linger: Duration,
 }
@@ -78,16 +80,24 @@ struct Running {
     circuit: CircuitId,
 }
 
-type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, Status>>);
+type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, DriverError>>);
 
-/// The engine's owner. Generic over the compute backend; one backend instance per device.
-pub struct Driver<B: Backend> {
+/// A finished worker task.
+enum Completion<D> {
+    /// A stage ended.
+    Stage { partition: PartitionId, stage: Stage, started: Instant, ended: Instant, result: Result<StageOutput<D>, WorkError> },
+    /// A parameter load ended.
+    Params { circuit: CircuitId, at: Location, ended: Instant, result: Result<(), WorkError> },
+}
+
+/// The engine's owner. Generic over the worker that runs the engine's actions.
+pub struct Driver<W: Worker> {
     cfg: DriverConfig,
     engine: Engine,
     epoch: Instant,
-    backends: Vec<Arc<B>>,
+    worker: Arc<W>,
     pool: Arc<rayon::ThreadPool>,
-    done_tx: mpsc::UnboundedSender<Completion<B>>,
+    done_tx: mpsc::UnboundedSender<Completion<W::Data>>,
     registry: Registry,
     jobs: HashMap<JobId, LiveJob>,
     results: HashMap<JobId, watch::Sender<Option<Arc<JobResult>>>>,
@@ -96,10 +106,7 @@ pub struct Driver<B: Backend> {
     request_ids: HashMap<String, (JobId, [u8; 32])>,
     /// Per API proof kind: completed, failed, and the summed seconds of the completed.
     kind_totals: HashMap<&'static str, KindTotals>,
-    parts: HashMap<PartitionId, PartData<B>>,
-    host_params: HashMap<CircuitId, Arc<Parameters>>,
-    keys: HashMap<(CircuitId, u32), Arc<ProvingKey<B>>>,
-    vks: HashMap<CircuitId, Arc<VerifyingKey>>,
+    parts: HashMap<PartitionId, W::Data>,
     running: HashMap<PartitionId, Running>,
     loading: HashMap<(CircuitId, Location), Instant>,
     preload_waiters: HashMap<CircuitId, Vec<PreloadWaiter>>,
@@ -137,11 +144,11 @@ fn scalar_bytes(s: &[Scalar]) -> Vec<u8> {
 
 /// Starts the driver task; returns its handle and the task (which ends after a shutdown once
 /// every accepted job has ended).
-pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, pool: rayon::ThreadPool) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
+pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPool) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
     let epoch = Instant::now();
     let engine = Engine::new(cfg.engine.clone(), Nanos::ZERO)?;
-    if backends.len() != cfg.engine.devices.len() {
-        return Err(EngineError::InvalidConfig("one backend per configured device is needed"));
+    if worker.devices() != cfg.engine.devices.len() {
+        return Err(EngineError::InvalidConfig("the worker must drive one device per configured device"));
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -149,7 +156,7 @@ pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, poo
         cfg,
         engine,
         epoch,
-        backends,
+        worker,
         pool: Arc::new(pool),
         done_tx,
         registry: Registry::default(),
@@ -159,9 +166,6 @@ pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, poo
         request_ids: HashMap::new(),
         kind_totals: HashMap::new(),
         parts: HashMap::new(),
-        host_params: HashMap::new(),
-        keys: HashMap::new(),
-        vks: HashMap::new(),
         running: HashMap::new(),
         loading: HashMap::new(),
         preload_waiters: HashMap::new(),
@@ -178,7 +182,7 @@ pub fn spawn<B: Backend + 'static>(cfg: DriverConfig, backends: Vec<Arc<B>>, poo
     Ok((DriverHandle { tx }, task))
 }
 
-impl<B: Backend + 'static> Driver<B> {
+impl<W: Worker> Driver<W> {
     fn now(&self) -> Nanos {
         self.at(Instant::now())
     }
@@ -191,7 +195,7 @@ impl<B: Backend + 'static> Driver<B> {
         self.epoch + Duration::from_nanos(t.0)
     }
 
-    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>, mut done: mpsc::UnboundedReceiver<Completion<B>>) {
+    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Command>, mut done: mpsc::UnboundedReceiver<Completion<W::Data>>) {
         loop {
             if self.draining.is_some() && self.engine.live_jobs() == 0 {
                 break;
@@ -252,7 +256,7 @@ impl<B: Backend + 'static> Driver<B> {
             Command::Cancel(job, reply) => {
                 let r = match self.resolve(&job) {
                     Some(j) => self.cancel(j),
-                    None => Err(Status::not_found(format!("no job {job}"))),
+                    None => Err(DriverError::NotFound(job.to_string())),
                 };
                 let _ = reply.send(r);
             }
@@ -309,77 +313,66 @@ impl<B: Backend + 'static> Driver<B> {
             Action::LoadParams { circuit, to, from_host, .. } => self.load(circuit, to, from_host),
             Action::EvictParams { circuit, from, .. } => {
                 tracing::info!(circuit = circuit.0, at = ?from, "parameters evicted");
-                match from {
-                    Location::Host => {
-                        self.host_params.remove(&circuit);
-                    }
-                    Location::Device(d) => {
-                        self.keys.remove(&(circuit, d.0));
-                    }
-                }
+                self.worker.evict_params(circuit, from);
             }
             Action::JobEnded { job, outcome } => self.job_ended(job, outcome),
         }
     }
 
+    fn fail_now(&self, partition: PartitionId, stage: Stage, reason: &str) {
+        let now = Instant::now();
+        let result = Err(WorkError::Internal(reason.into()));
+        let _ = self.done_tx.send(Completion::Stage { partition, stage, started: now, ended: now, result });
+    }
+
     fn start(&mut self, d: Dispatch) {
         let p = d.partition;
-        let now = Instant::now();
         let Some(job) = self.jobs.get_mut(&p.job) else {
             // Cannot happen (the engine starts no stage of an ended job); report it anyway.
-            let _ =
-                self.done_tx.send(Completion::Stage { partition: p, stage: d.stage, started: now, ended: now, result: Err("internal: job unknown".into()) });
-            return;
+            return self.fail_now(p, d.stage, "job unknown");
         };
         job.started = true;
-        let spec = self.registry.entry(d.circuit).map(|r| r.spec);
-        let seed = job.req.seed.wrapping_add(u64::from(p.index));
-        let prepared = job.req.filecoin.as_ref().and_then(|f| f.prepared.clone());
         let verify_with = (self.cfg.verify_proofs && d.stage == Stage::Finalize).then(|| job.publics.get(p.index as usize).cloned().unwrap_or_default());
-        self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: now, circuit: d.circuit });
-        let dev = match d.location {
-            Location::Device(x) => x.0,
-            Location::Host => 0,
+        let input = if d.stage == Stage::Synthesize {
+            let seed = job.req.seed.wrapping_add(u64::from(p.index));
+            let prepared = job.req.filecoin.as_ref().and_then(|f| f.prepared.clone());
+            match (self.registry.entry(d.circuit).map(|r| r.spec), prepared) {
+                (Some(CircuitShape::Builtin(s)), _) => StageInput::Circuit(Work::Builtin(s, seed)),
+                (Some(CircuitShape::Filecoin(f)), Some(prep)) => StageInput::Circuit(Work::Filecoin(f, prep.partition(p.index as usize))),
+                (Some(CircuitShape::Filecoin(_)), None) => return self.fail_now(p, d.stage, "Filecoin job not prepared"),
+                (None, _) => return self.fail_now(p, d.stage, "circuit unknown"),
+            }
+        } else {
+            match self.parts.remove(&p) {
+                Some(data) => StageInput::Data(data),
+                None => return self.fail_now(p, d.stage, "no data from the previous stage"),
+            }
         };
-        let Some(spec) = spec else {
-            let _ = self.done_tx.send(Completion::Stage {
-                partition: p,
-                stage: d.stage,
-                started: now,
-                ended: now,
-                result: Err("internal: circuit unknown".into()),
-            });
-            return;
-        };
-        let input = StageInput {
-            partition: p,
-            stage: d.stage,
-            data: self.parts.remove(&p),
-            backend: self.backends[(dev as usize).min(self.backends.len() - 1)].clone(),
-            key: self.keys.get(&(d.circuit, dev)).cloned(),
-            vk: self.vks.get(&d.circuit).cloned(),
-            circuit: match (spec, prepared) {
-                (CircuitKey::Builtin(s), _) => Work::Builtin(s.kind, s.log_size, seed),
-                (CircuitKey::Filecoin(f), Some(prep)) => Work::Filecoin(f, prep.partition(p.index as usize)),
-                (CircuitKey::Filecoin(_), None) => {
-                    let _ = self.done_tx.send(Completion::Stage {
-                        partition: p,
-                        stage: d.stage,
-                        started: now,
-                        ended: now,
-                        result: Err("internal: Filecoin job not prepared".into()),
-                    });
-                    return;
-                }
-            },
-            verify_with,
-        };
+        self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: Instant::now(), circuit: d.circuit });
+        let task = StageTask { partition: p, stage: d.stage, location: d.location, circuit: d.circuit, input, verify_with, randomness: None };
         tracing::debug!(job = p.job.0, partition = p.index, stage = d.stage.name(), at = ?d.location, slot = d.slot, "stage start");
-        let tx = self.done_tx.clone();
+        let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
+        let run = move || {
+            let (partition, stage) = (task.partition, task.stage);
+            let started = Instant::now();
+            let result = catch_panics(|| worker.run_stage(task));
+            let ended = Instant::now();
+            match &result {
+                Ok(_) => tracing::debug!(
+                    job = partition.job.0,
+                    partition = partition.index,
+                    stage = stage.name(),
+                    ms = (ended - started).as_secs_f64() * 1e3,
+                    "stage done"
+                ),
+                Err(e) => tracing::warn!(job = partition.job.0, partition = partition.index, stage = stage.name(), error = %e, "stage failed"),
+            }
+            let _ = tx.send(Completion::Stage { partition, stage, started, ended, result });
+        };
         match d.stage {
-            Stage::Synthesize | Stage::Finalize => self.pool.spawn(move || work::run_and_report(input, &tx)),
+            Stage::Synthesize | Stage::Finalize => self.pool.spawn(run),
             Stage::Upload | Stage::Ntt | Stage::Msm => {
-                tokio::task::spawn_blocking(move || work::run_and_report(input, &tx));
+                tokio::task::spawn_blocking(run);
             }
         }
     }
@@ -388,24 +381,22 @@ impl<B: Backend + 'static> Driver<B> {
         let Some(reg) = self.registry.entry(circuit) else {
             return;
         };
-        let dev = match at {
-            Location::Device(d) => d.0 as usize,
-            Location::Host => 0,
-        };
-        let input = LoadInput {
-            circuit,
-            at,
-            path: reg.path.clone(),
-            validation: self.cfg.validation,
-            host: if from_host { self.host_params.get(&circuit).cloned() } else { None },
-            backend: self.backends[dev.min(self.backends.len() - 1)].clone(),
-        };
+        let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host };
         self.loading.insert((circuit, at), Instant::now());
-        let tx = self.done_tx.clone();
-        tokio::task::spawn_blocking(move || work::load_and_report(input, &tx));
+        let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
+        tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
+            let path = task.path.clone();
+            let result = catch_panics(|| worker.load_params(task));
+            match &result {
+                Ok(()) => tracing::info!(circuit = circuit.0, at = ?at, path = %path.display(), ms = t.elapsed().as_secs_f64() * 1e3, "parameters loaded"),
+                Err(e) => tracing::warn!(circuit = circuit.0, at = ?at, path = %path.display(), error = %e, "parameter load failed"),
+            }
+            let _ = tx.send(Completion::Params { circuit, at, ended: Instant::now(), result });
+        });
     }
 
-    fn completion(&mut self, c: Completion<B>) {
+    fn completion(&mut self, c: Completion<W::Data>) {
         match c {
             Completion::Stage { partition, stage, started, ended, result } => {
                 self.running.remove(&partition);
@@ -424,25 +415,25 @@ impl<B: Backend + 'static> Driver<B> {
                                 Stage::Finalize => {}
                             }
                             match data {
-                                PartData::Synth { synth, public } => {
+                                StageOutput::Synthesized { data, public } => {
                                     if let Some(slot) = j.publics.get_mut(i) {
                                         *slot = public;
                                     }
-                                    self.parts.insert(partition, PartData::Synth { synth, public: Vec::new() });
+                                    self.parts.insert(partition, data);
                                 }
-                                PartData::Proof(p) => {
+                                StageOutput::Proof(p) => {
                                     if let Some(slot) = j.proofs.get_mut(i) {
                                         *slot = Some(p);
                                     }
                                 }
-                                other => {
-                                    self.parts.insert(partition, other);
+                                StageOutput::Data(data) => {
+                                    self.parts.insert(partition, data);
                                 }
                             }
                         }
                         self.engine.stage_finished(partition, stage, t)
                     }
-                    Err(reason) => self.engine.stage_failed(partition, stage, t, reason),
+                    Err(reason) => self.engine.stage_failed(partition, stage, t, reason.to_string()),
                 };
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "engine refused a stage report");
@@ -452,16 +443,8 @@ impl<B: Backend + 'static> Driver<B> {
                 let since = self.loading.remove(&(circuit, at)).unwrap_or(ended);
                 let t = self.at(ended);
                 let r = match result {
-                    Ok(Loaded::Host(p)) => {
-                        self.vks.insert(circuit, Arc::new(p.vk.clone()));
-                        self.host_params.insert(circuit, p);
-                        self.engine.params_loaded(circuit, at, t)
-                    }
-                    Ok(Loaded::Device(k)) => {
-                        self.vks.insert(circuit, Arc::new(k.vk.clone()));
-                        if let Location::Device(d) = at {
-                            self.keys.insert((circuit, d.0), k);
-                        }
+                    Ok(()) if at == Location::Host => self.engine.params_loaded(circuit, at, t),
+                    Ok(()) => {
                         for j in self.jobs.values_mut().filter(|j| j.circuit == circuit) {
                             if let Some(s) = j.srs_wait_since.take() {
                                 j.srs_load = ended.saturating_duration_since(s);
@@ -474,9 +457,10 @@ impl<B: Backend + 'static> Driver<B> {
                         self.engine.params_loaded(circuit, at, t)
                     }
                     Err(reason) => {
+                        let reason = reason.to_string();
                         if matches!(at, Location::Device(_)) {
                             for (_, w) in self.preload_waiters.remove(&circuit).unwrap_or_default() {
-                                let _ = w.send(Err(Status::failed_precondition(format!("loading parameters failed: {reason}"))));
+                                let _ = w.send(Err(DriverError::LoadFailed(reason.clone())));
                             }
                         }
                         self.engine.params_load_failed(circuit, at, t, reason)
@@ -538,7 +522,7 @@ impl<B: Backend + 'static> Driver<B> {
                 self.counts.cancelled += 1;
             }
         }
-        let totals = self.kind_totals.entry(crate::request::kind_name(j.req.kind)).or_default();
+        let totals = self.kind_totals.entry(kind_name(j.req.kind)).or_default();
         match res.status {
             FinalStatus::Completed => {
                 totals.completed += 1;
@@ -562,20 +546,20 @@ impl<B: Backend + 'static> Driver<B> {
         }
     }
 
-    fn circuit_id(&mut self, spec: CircuitKey) -> Result<CircuitId, Status> {
+    fn circuit_id(&mut self, spec: CircuitShape) -> Result<CircuitId, DriverError> {
         if let Some(id) = self.registry.get(&spec) {
             return Ok(id);
         }
         let Some((id, reg)) = self.registry.add(&self.cfg.data_dir, &self.cfg.fil_dir, spec) else {
-            return Err(Status::failed_precondition(match spec {
-                CircuitKey::Builtin(spec) => format!(
+            return Err(DriverError::MissingParams(match spec {
+                CircuitShape::Builtin(spec) => format!(
                     "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
                     spec.id(),
                     params_path(&self.cfg.data_dir, spec.kind, spec.log_size).display(),
                     spec.kind.name(),
                     spec.log_size
                 ),
-                CircuitKey::Filecoin(f) => format!(
+                CircuitShape::Filecoin(f) => format!(
                     "no parameter file for {} in the Filecoin parameter cache {}; run `cuzk setup --filecoin {}` or set params.generate_missing",
                     f.id(),
                     self.cfg.fil_dir.display(),
@@ -584,19 +568,19 @@ impl<B: Backend + 'static> Driver<B> {
             }));
         };
         let profile = match spec {
-            CircuitKey::Builtin(s) => s.profile(reg.file_bytes),
-            CircuitKey::Filecoin(_) => {
-                let k = params_log_size(&reg.path).ok_or_else(|| Status::failed_precondition(format!("{}: not a valid parameter file", reg.path.display())))?;
+            CircuitShape::Builtin(s) => crate::circuits::profile(s.log_size, reg.file_bytes),
+            CircuitShape::Filecoin(_) => {
+                let k = params_log_size(&reg.path).ok_or_else(|| DriverError::BadParams(reg.path.clone()))?;
                 crate::circuits::profile(k, reg.file_bytes)
             }
         };
-        self.engine.register_circuit(id, profile).map_err(|e| Status::internal(e.to_string()))?;
+        self.engine.register_circuit(id, profile).map_err(DriverError::Internal)?;
         Ok(id)
     }
 
-    fn submit(&mut self, req: JobRequest) -> Result<Submitted, Status> {
+    fn submit(&mut self, req: JobRequest) -> Result<Submitted, DriverError> {
         if self.draining.is_some() {
-            return Err(Status::unavailable("the daemon is shutting down and accepts no new jobs"));
+            return Err(DriverError::ShuttingDown);
         }
         if let Some(&(job, payload)) = self.request_ids.get(&req.request_id).filter(|_| !req.request_id.is_empty()) {
             // Curio reuses a request id on every retry: the same payload joins a live or
@@ -623,8 +607,8 @@ impl<B: Backend + 'static> Driver<B> {
         }
         let hot = self.engine.tier(circuit) == Some(Tier::Hot);
         let job = self.engine.submit(spec, now).map_err(|e| match e {
-            EngineError::TooLarge { .. } => Status::resource_exhausted(e.to_string()),
-            e => Status::internal(e.to_string()),
+            EngineError::TooLarge { .. } => DriverError::TooLarge(e),
+            e => DriverError::Internal(e),
         })?;
         let queue_position = self.jobs.values().filter(|j| !j.started && j.req.priority >= req.priority).count() as u32;
         let (tx, rx) = watch::channel(None);
@@ -663,34 +647,30 @@ impl<B: Backend + 'static> Driver<B> {
         }
     }
 
-    fn cancel(&mut self, job: JobId) -> Result<bool, Status> {
+    fn cancel(&mut self, job: JobId) -> Result<bool, DriverError> {
         let Some(j) = self.jobs.get(&job) else {
-            return Err(if self.results.contains_key(&job) {
-                Status::failed_precondition(format!("job {} has already ended", job.0))
-            } else {
-                Status::not_found(format!("no job {}", job.0))
-            });
+            return Err(if self.results.contains_key(&job) { DriverError::AlreadyEnded(job.0) } else { DriverError::NotFound(job.0.to_string()) });
         };
         let was_running = j.started;
         let now = self.now();
-        self.engine.cancel(job, now).map_err(|e| Status::failed_precondition(e.to_string()))?;
+        self.engine.cancel(job, now).map_err(DriverError::Refused)?;
         self.drain();
         Ok(was_running)
     }
 
     fn devices(&self) -> impl Iterator<Item = Location> {
-        (0..self.backends.len() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
+        (0..self.worker.devices() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
     }
 
-    fn preload(&mut self, spec: CircuitKey, reply: oneshot::Sender<Result<Preloaded, Status>>) {
+    fn preload(&mut self, spec: CircuitShape, reply: oneshot::Sender<Result<Preloaded, DriverError>>) {
         if self.draining.is_some() {
-            let _ = reply.send(Err(Status::unavailable("the daemon is shutting down")));
+            let _ = reply.send(Err(DriverError::ShuttingDown));
             return;
         }
         let id = match self.circuit_id(spec) {
             Ok(id) => id,
             Err(e) => {
-                tracing::warn!(circuit = %spec.id(), error = %e.message(), "preload refused");
+                tracing::warn!(circuit = %spec.id(), error = %e, "preload refused");
                 let _ = reply.send(Err(e));
                 return;
             }
@@ -708,7 +688,7 @@ impl<B: Backend + 'static> Driver<B> {
             let now = self.now();
             if let Err(e) = self.engine.preload(id, to, now) {
                 self.drain();
-                let _ = reply.send(Err(Status::resource_exhausted(e.to_string())));
+                let _ = reply.send(Err(DriverError::TooLarge(e)));
                 return;
             }
         }
@@ -716,7 +696,7 @@ impl<B: Backend + 'static> Driver<B> {
         self.drain();
     }
 
-    fn evict(&mut self, spec: CircuitKey) -> Result<Evicted, Status> {
+    fn evict(&mut self, spec: CircuitShape) -> Result<Evicted, DriverError> {
         let Some(id) = self.registry.get(&spec) else {
             return Ok(Evicted { was_loaded: false, freed_bytes: 0 });
         };
@@ -726,7 +706,7 @@ impl<B: Backend + 'static> Driver<B> {
         for l in locs {
             if self.engine.presence(id, l) == Some(Presence::Resident) {
                 let now = self.now();
-                self.engine.evict(id, l, now).map_err(|e| Status::failed_precondition(e.to_string()))?;
+                self.engine.evict(id, l, now).map_err(DriverError::Refused)?;
                 self.drain();
                 out.was_loaded = true;
                 out.freed_bytes += bytes;

@@ -1,11 +1,12 @@
 //! Builds the [`Snapshot`] the status endpoints serve.
 
-use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind, Tier};
 
+use cuzk_worker::Worker;
+
 use super::Driver;
+use crate::names::{kind_name, priority_name};
 use crate::proto::ProofKind;
-use crate::request::{kind_name, priority_name};
 use crate::status::{Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
 
 /// How far back the timeline on the status page reaches.
@@ -31,12 +32,12 @@ fn pending_running<'a>(jobs: impl Iterator<Item = &'a super::LiveJob>) -> (u32, 
     jobs.fold((0, 0), |(p, r), j| if j.started { (p, r + 1) } else { (p + 1, r) })
 }
 
-impl<B: Backend + 'static> Driver<B> {
+impl<W: Worker> Driver<W> {
     pub(super) fn snapshot(&self) -> Snapshot {
         let now = self.now();
         let from = now.saturating_sub(TIMELINE_WINDOW);
         let name = |c| self.registry.entry(c).map(|r| r.spec.id()).unwrap_or_default();
-        let n_dev = self.backends.len();
+        let n_dev = self.worker.devices();
         let mut host = Track::default();
         let mut dev_spans: Vec<Vec<SpanView>> = vec![Vec::new(); n_dev];
         for s in self.engine.timeline().spans().filter(|s| s.end >= from) {
@@ -116,7 +117,7 @@ impl<B: Backend + 'static> Driver<B> {
                     .and_then(|(p, _)| self.jobs.get(&p.job).map(|j| (super::api_id(p.job, &j.req), kind_name(j.req.kind))));
                 DeviceStatus {
                     id: d as u32,
-                    name: self.backends[d].name(),
+                    name: self.worker.device_name(d),
                     busy_s: busy.as_secs_f64(),
                     busy_fraction: if now.0 == 0 { 0.0 } else { busy.0 as f64 / now.0 as f64 },
                     memory: budget(Location::Device(id)),
@@ -169,7 +170,7 @@ impl<B: Backend + 'static> Driver<B> {
         latency.sort_by(|a, b| a.circuit.cmp(&b.circuit));
         Snapshot {
             version: env!("CARGO_PKG_VERSION").into(),
-            backend: self.backends.first().map(|b| b.name()).unwrap_or_default(),
+            backend: self.worker.device_name(0),
             uptime_s: self.epoch.elapsed().as_secs_f64(),
             now_ms: ms(now),
             draining: self.draining.is_some(),

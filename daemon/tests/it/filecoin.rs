@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use common::{config, stop, Daemon};
-use cuzk_circuits_filecoin::{fixtures, params, verify, FilCircuitId, FilKind, FilRequest};
+use cuzk_circuits_filecoin::{fixtures, params, verify, FilKind, FilRequest, FilShape};
 use cuzk_daemon::curio::submission as filecoin_submission;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use tonic::Code;
@@ -46,7 +46,7 @@ fn request(kind: FilKind) -> FilRequest {
 }
 
 pub fn ensure_params(kind: FilKind) {
-    params::generate(&cache(), FilCircuitId::new(kind, KIB2).expect("id"), false, &mut rand::rngs::OsRng).expect("parameters");
+    params::generate(&cache(), FilShape::new(kind, KIB2).expect("id"), false, &mut rand::rngs::OsRng).expect("parameters");
 }
 
 async fn daemon() -> Daemon {

@@ -32,7 +32,7 @@ pub fn vk(log_size: u32) -> Arc<VerifyingKey> {
     let m = CACHE.get_or_init(Default::default);
     let path = ensure(log_size);
     let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-    g.entry(log_size).or_insert_with(|| Arc::new(cuzk_daemon::read_params(&path, Validation::Trusted).expect("params").vk)).clone()
+    g.entry(log_size).or_insert_with(|| Arc::new(cuzk_worker::read_params(&path, Validation::Trusted).expect("params").vk)).clone()
 }
 
 /// A daemon on a private socket, HTTP on an ephemeral loopback port.

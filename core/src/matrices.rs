@@ -1,4 +1,4 @@
-//! Pre-compiled constraint evaluation ("PCE"): a synthesis cache.
+//! Recorded constraint matrices: a synthesis cache.
 //!
 //! The constraint matrices of a circuit are the same for every proof of that circuit; only the
 //! witness changes. [`ConstraintMatrices::record`] runs the circuit once and keeps `A, B, C`
@@ -19,7 +19,7 @@ use ff::{Field, PrimeField};
 
 use crate::alloc::{heap, AllocError, PinnedVec, SharedAllocator};
 use crate::density::DensityBitmap;
-use crate::synth::{SizeHint, SynthesizeError, Synthesized};
+use crate::synth::{ShapeChanged, SizeHint, SynthesizeError, Synthesized};
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 const AUX: u32 = 1 << 31;
@@ -264,20 +264,6 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     fn get_root(&mut self) -> &mut Self::Root {
         self
     }
-}
-
-/// The witness does not fit the recorded shape.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the circuit's shape changed: recorded {want_inputs} inputs and {want_aux} aux variables, the witness has {got_inputs} and {got_aux}")]
-pub struct ShapeChanged {
-    /// Recorded inputs.
-    pub want_inputs: usize,
-    /// Recorded aux variables.
-    pub want_aux: usize,
-    /// Witness inputs.
-    pub got_inputs: usize,
-    /// Witness aux variables.
-    pub got_aux: usize,
 }
 
 impl ConstraintMatrices {

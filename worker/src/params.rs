@@ -1,7 +1,11 @@
-//! Parallel decoding of bellperson parameter files.
+//! Reading bellperson parameter files: the file is mapped, its layout checked, and the point
+//! sections decoded on all threads.
+
+use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::WorkError;
 use cuzk_core::params::{decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, Section, Validation, G1_UNCOMPRESSED, G2_UNCOMPRESSED};
 
 /// Points decoded per task.
@@ -37,4 +41,13 @@ pub fn load_parameters(bytes: &[u8], validation: Validation) -> Result<Parameter
         b_g2: g2_section(&bytes[layout.b_g2.clone()], Section::BG2, validation)?,
         vk: layout.vk,
     })
+}
+
+/// Reads and decodes a parameter file with all threads.
+pub fn read_params(path: &Path, validation: Validation) -> Result<Parameters, WorkError> {
+    let io = |source| WorkError::Io { path: path.into(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // SAFETY: the file is only read; cuzk never writes a file it has open.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    load_parameters(&map, validation).map_err(|source| WorkError::Params { path: path.into(), source })
 }

@@ -1,0 +1,246 @@
+//! The worker over real backends: one per device, the resident parameters of each, and the
+//! recorded constraint matrices.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use blstrs::Scalar;
+use cuzk_core::backend::Backend;
+use cuzk_core::domain::Domain;
+use cuzk_core::engine::{CircuitId, Location, Stage};
+use cuzk_core::params::{Parameters, VerifyingKey};
+use cuzk_core::proof::verify;
+use cuzk_core::prover::{compute_h, finalize, msms, upload, MsmResults, ProvingKey, Uploaded, Witness};
+use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
+use ff::Field;
+
+use crate::matrices::MatrixCache;
+use crate::params::read_params;
+use crate::shape::CircuitShape;
+use crate::{LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+
+/// A partition's data between stages (moved, never copied, so variant sizes do not matter).
+#[allow(clippy::large_enum_variant)]
+pub enum PartData<B: Backend> {
+    /// After synthesis.
+    Synthesized(Synthesized),
+    /// After upload.
+    Uploaded(Uploaded<B>),
+    /// After the NTT stage.
+    H {
+        /// Coefficients of `h`.
+        h: B::Scalars,
+        /// The domain.
+        domain: Domain,
+        /// Assignments.
+        witness: Witness<B>,
+    },
+    /// After the MSMs.
+    Msm(MsmResults),
+}
+
+impl<B: Backend> PartData<B> {
+    fn name(&self) -> &'static str {
+        match self {
+            PartData::Synthesized(_) => "synthesized",
+            PartData::Uploaded(_) => "uploaded",
+            PartData::H { .. } => "h",
+            PartData::Msm(_) => "msm results",
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs stages and loads on one backend per device.
+pub struct BackendWorker<B: Backend> {
+    backends: Vec<Arc<B>>,
+    matrices: Option<MatrixCache>,
+    sync_stages: bool,
+    host_params: Mutex<HashMap<CircuitId, Arc<Parameters>>>,
+    keys: Mutex<HashMap<(CircuitId, usize), Arc<ProvingKey<B>>>>,
+    vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
+}
+
+impl<B: Backend> BackendWorker<B> {
+    /// A worker over `backends` (device `i` is `backends[i]`; host stages allocate through the
+    /// first), recording constraint matrices for every circuit shape it synthesizes.
+    pub fn new(backends: Vec<Arc<B>>) -> Self {
+        BackendWorker {
+            backends,
+            matrices: Some(MatrixCache::default()),
+            sync_stages: false,
+            host_params: Mutex::default(),
+            keys: Mutex::default(),
+            vks: Mutex::default(),
+        }
+    }
+
+    /// Synthesizes every circuit in full instead of recording matrices (a single proof, where
+    /// recording would cost a second synthesis).
+    pub fn without_matrix_cache(mut self) -> Self {
+        self.matrices = None;
+        self
+    }
+
+    /// Waits for the device at the end of every device stage, so a stage's wall time is its
+    /// own (benchmarks); by default an asynchronous backend lets a stage's work overlap the
+    /// next one, as in production.
+    pub fn with_stage_sync(mut self, on: bool) -> Self {
+        self.sync_stages = on;
+        self
+    }
+
+    /// The backend of device `d`.
+    pub fn backend(&self, d: usize) -> Option<&Arc<B>> {
+        self.backends.get(d)
+    }
+
+    /// The recorded constraint matrices, when the cache is on.
+    pub fn matrices(&self) -> Option<&MatrixCache> {
+        self.matrices.as_ref()
+    }
+
+    /// The verifying key of a loaded circuit.
+    pub fn verifying_key(&self, circuit: CircuitId) -> Option<Arc<VerifyingKey>> {
+        lock(&self.vks).get(&circuit).cloned()
+    }
+
+    fn backend_at(&self, at: Location) -> Result<&Arc<B>, WorkError> {
+        let d = match at {
+            Location::Host => 0,
+            Location::Device(d) => d.0 as usize,
+        };
+        self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))
+    }
+
+    fn key(&self, circuit: CircuitId, at: Location, stage: Stage) -> Result<Arc<ProvingKey<B>>, WorkError> {
+        let Location::Device(d) = at else { return Err(WorkError::Internal(format!("{} runs on a device", stage.name()))) };
+        lock(&self.keys).get(&(circuit, d.0 as usize)).cloned().ok_or_else(|| WorkError::Internal(format!("no parameters resident for {}", stage.name())))
+    }
+
+    /// Synthesizes through the matrix cache when it has (or can record) the structure.
+    fn synthesize_cached<C: bellpepper_core::Circuit<Scalar> + Clone>(&self, shape: CircuitShape, c: C, backend: &B) -> Result<Synthesized, WorkError> {
+        let alloc = backend.host_allocator();
+        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
+            Some(m) => crate::matrices::synthesize(&m, c, alloc)?,
+            None => synthesize(c, alloc, SizeHint::default())?,
+        })
+    }
+
+    fn synthesize(&self, work: Work, backend: &B) -> Result<StageOutput<PartData<B>>, WorkError> {
+        let shape = work.shape();
+        let (synth, public) = match work {
+            Work::Builtin(s, seed) => {
+                let c = s.kind.instance(s.log_size, seed)?;
+                let public = c.public_inputs();
+                (self.synthesize_cached(shape, c, backend)?, public)
+            }
+            Work::Filecoin(_, c) => {
+                let public = c.public_inputs()?;
+                let synth = self.synthesize_cached(shape, c, backend)?;
+                if let Some(constraint) = first_unsatisfied(&synth) {
+                    return Err(WorkError::Unsatisfied { constraint });
+                }
+                if synth.input.get(1..) != Some(&public[..]) {
+                    return Err(WorkError::PublicInputsDiffer);
+                }
+                (synth, public)
+            }
+        };
+        Ok(StageOutput::Synthesized { data: PartData::Synthesized(synth), public })
+    }
+}
+
+/// The first constraint `a·b = c` the record violates, if any: an unsatisfied circuit (a bad
+/// witness) must fail the job, never yield a proof that does not verify.
+fn first_unsatisfied(s: &Synthesized) -> Option<usize> {
+    use rayon::prelude::*;
+    (0..s.a.len()).into_par_iter().with_min_len(1 << 14).find_first(|&i| s.a[i] * s.b[i] != s.c[i])
+}
+
+impl<B: Backend + 'static> Worker for BackendWorker<B> {
+    type Data = PartData<B>;
+
+    fn devices(&self) -> usize {
+        self.backends.len()
+    }
+
+    fn device_name(&self, d: usize) -> String {
+        self.backends.get(d).map(|b| b.name()).unwrap_or_default()
+    }
+
+    fn run_stage(&self, task: StageTask<PartData<B>>) -> Result<StageOutput<PartData<B>>, WorkError> {
+        let StageTask { partition, stage, location, circuit, input, verify_with, randomness } = task;
+        let _span = tracing::info_span!("stage", job = partition.job.0, partition = partition.index, stage = stage.name()).entered();
+        let backend = self.backend_at(location)?;
+        let data = match input {
+            StageInput::Circuit(work) if stage == Stage::Synthesize => return self.synthesize(work, backend),
+            StageInput::Circuit(_) => return Err(WorkError::Internal(format!("{} has no input data", stage.name()))),
+            StageInput::Data(d) => d,
+        };
+        let out = match (stage, data) {
+            (Stage::Upload, PartData::Synthesized(synth)) => PartData::Uploaded(upload(&**backend, &*self.key(circuit, location, stage)?, synth)?),
+            (Stage::Ntt, PartData::Uploaded(up)) => {
+                let (h, domain, witness) = compute_h(&**backend, up)?;
+                PartData::H { h, domain, witness }
+            }
+            (Stage::Msm, PartData::H { h, domain, witness }) => PartData::Msm(msms(&**backend, &*self.key(circuit, location, stage)?, &h, &domain, &witness)?),
+            (Stage::Finalize, PartData::Msm(m)) => {
+                let vk = self.verifying_key(circuit).ok_or_else(|| WorkError::Internal("no verifying key".into()))?;
+                let (r, s) = randomness.unwrap_or_else(|| {
+                    let mut rng = rand::thread_rng();
+                    (Scalar::random(&mut rng), Scalar::random(&mut rng))
+                });
+                let proof = finalize(&vk, &m, r, s);
+                if let Some(public) = verify_with {
+                    if !verify(&vk, &proof, &public)? {
+                        return Err(WorkError::ProofInvalid);
+                    }
+                }
+                return Ok(StageOutput::Proof(proof));
+            }
+            (stage, d) => return Err(WorkError::Internal(format!("{} cannot consume {} data", stage.name(), d.name()))),
+        };
+        if self.sync_stages {
+            backend.wait_idle()?;
+        }
+        Ok(StageOutput::Data(out))
+    }
+
+    fn load_params(&self, task: LoadTask) -> Result<(), WorkError> {
+        let _span = tracing::info_span!("load_params", circuit = task.circuit.0, at = ?task.at).entered();
+        let backend = self.backend_at(task.at)?;
+        let host = if task.from_host { lock(&self.host_params).get(&task.circuit).cloned() } else { None };
+        match task.at {
+            Location::Host => {
+                let p = Arc::new(read_params(&task.path, task.validation)?);
+                lock(&self.vks).insert(task.circuit, Arc::new(p.vk.clone()));
+                lock(&self.host_params).insert(task.circuit, p);
+            }
+            Location::Device(d) => {
+                let params = match host {
+                    Some(p) => (*p).clone(),
+                    None => read_params(&task.path, task.validation)?,
+                };
+                let key = ProvingKey::load(&**backend, params)?;
+                lock(&self.vks).insert(task.circuit, Arc::new(key.vk.clone()));
+                lock(&self.keys).insert((task.circuit, d.0 as usize), Arc::new(key));
+            }
+        }
+        Ok(())
+    }
+
+    fn evict_params(&self, circuit: CircuitId, from: Location) {
+        match from {
+            Location::Host => {
+                lock(&self.host_params).remove(&circuit);
+            }
+            Location::Device(d) => {
+                lock(&self.keys).remove(&(circuit, d.0 as usize));
+            }
+        }
+    }
+}

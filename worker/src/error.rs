@@ -1,0 +1,70 @@
+//! Why a worker task failed.
+
+use std::path::PathBuf;
+
+use cuzk_circuits::CircuitError;
+use cuzk_circuits_filecoin::FilError;
+use cuzk_core::backend::BackendError;
+use cuzk_core::params::ParamsError;
+use cuzk_core::proof::VerifyError;
+use cuzk_core::prover::ProveError;
+use cuzk_core::synth::SynthesizeError;
+
+/// A failed stage or parameter load. The engine records the message as the job's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// The built-in circuit cannot be built at that size.
+    #[error(transparent)]
+    Circuit(#[from] CircuitError),
+    /// The Filecoin request could not be turned into a circuit.
+    #[error(transparent)]
+    Filecoin(#[from] FilError),
+    /// Synthesis failed.
+    #[error(transparent)]
+    Synthesize(#[from] SynthesizeError),
+    /// The witness violates a constraint: the proof could not verify.
+    #[error("the circuit is not satisfied (constraint {constraint}): the witness does not match the public inputs")]
+    Unsatisfied {
+        /// The first violated constraint.
+        constraint: usize,
+    },
+    /// Synthesis produced other public inputs than Filecoin computes for the request.
+    #[error("the synthesized public inputs differ from Filecoin's")]
+    PublicInputsDiffer,
+    /// A prover stage failed.
+    #[error(transparent)]
+    Prove(#[from] ProveError),
+    /// Making parameters resident failed.
+    #[error("making the parameters resident failed: {0}")]
+    Backend(#[from] BackendError),
+    /// The proof could not be checked.
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+    /// The proof does not verify (a bug: report it).
+    #[error("the proof does not verify")]
+    ProofInvalid,
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A parameter file is invalid.
+    #[error("parameter file {path}: {source}")]
+    Params {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: ParamsError,
+    },
+    /// The engine asked for something the worker's state cannot satisfy (a bug: report it).
+    #[error("internal: {0}")]
+    Internal(String),
+    /// The task panicked (a bug: report it).
+    #[error("panicked{}", if .0.is_empty() { String::new() } else { format!(": {}", .0) })]
+    Panicked(String),
+}

@@ -1,0 +1,180 @@
+//! `cuzk-worker`: the blocking layer between the sans-io engine (`cuzk-core`) and the daemon.
+//!
+//! The engine decides *what* runs; a [`Worker`] runs one of its actions on the calling thread:
+//! a stage of one partition ([`Worker::run_stage`]) or a parameter load
+//! ([`Worker::load_params`]). [`BackendWorker`] is the worker over real backends: it owns the
+//! parameters resident on the host and on each device and the recorded constraint matrices
+//! ([`matrices::MatrixCache`]) as values, so two workers in one process share nothing.
+//! Nothing here spawns a thread of its own beyond rayon's pool, waits on a runtime or speaks a
+//! wire protocol; `cuzk prove`, the benches and the daemon all run their stages through it.
+
+#![warn(missing_docs)]
+
+mod backend_worker;
+mod error;
+pub mod matrices;
+pub mod params;
+pub mod shape;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
+use cuzk_core::params::Validation;
+use cuzk_core::proof::Proof;
+
+pub use backend_worker::{BackendWorker, PartData};
+pub use error::WorkError;
+pub use params::read_params;
+pub use shape::{BuiltinShape, CircuitShape};
+
+/// The circuit a partition's synthesis runs.
+#[derive(Clone)]
+pub enum Work {
+    /// A built-in circuit with the seed of its witness.
+    Builtin(BuiltinShape, u64),
+    /// One partition of a checked Filecoin request.
+    Filecoin(cuzk_circuits_filecoin::FilShape, cuzk_circuits_filecoin::PartitionCircuit),
+}
+
+impl Work {
+    /// The shape the circuit has.
+    pub fn shape(&self) -> CircuitShape {
+        match self {
+            Work::Builtin(s, _) => CircuitShape::Builtin(*s),
+            Work::Filecoin(f, _) => CircuitShape::Filecoin(*f),
+        }
+    }
+}
+
+/// What a stage consumes: the circuit (synthesis) or the previous stage's data.
+pub enum StageInput<D> {
+    /// The circuit to synthesize.
+    Circuit(Work),
+    /// The output of the previous stage.
+    Data(D),
+}
+
+/// One stage of one partition, as the engine dispatched it.
+pub struct StageTask<D> {
+    /// The partition.
+    pub partition: PartitionId,
+    /// The stage.
+    pub stage: Stage,
+    /// Where it runs: a device for the GPU stages, the host for synthesis and finalize.
+    pub location: Location,
+    /// The circuit's engine id (whose parameters the stage uses).
+    pub circuit: CircuitId,
+    /// What it consumes.
+    pub input: StageInput<D>,
+    /// Finalize checks the proof against these public inputs (without `ONE`) when set.
+    pub verify_with: Option<Vec<Scalar>>,
+    /// Finalize's `r, s`; fresh randomness when `None` (fixed values make proofs reproducible).
+    pub randomness: Option<(Scalar, Scalar)>,
+}
+
+/// What a stage produced.
+pub enum StageOutput<D> {
+    /// Data for the next stage.
+    Data(D),
+    /// Synthesis: data for the upload and the partition's public inputs (without `ONE`).
+    Synthesized {
+        /// Data for the upload.
+        data: D,
+        /// The public inputs.
+        public: Vec<Scalar>,
+    },
+    /// Finalize: the partition's proof.
+    Proof(Proof),
+}
+
+/// A parameter load the engine asked for.
+#[derive(Debug, Clone)]
+pub struct LoadTask {
+    /// The circuit.
+    pub circuit: CircuitId,
+    /// Where to: the host (a warm copy) or a device.
+    pub at: Location,
+    /// The parameter file.
+    pub path: PathBuf,
+    /// How carefully to check it.
+    pub validation: Validation,
+    /// Build the device copy from the warm host copy instead of reading the file.
+    pub from_host: bool,
+}
+
+/// Runs engine actions on the calling thread. Implementations must be callable from many
+/// threads at once (stages of different partitions run in parallel).
+pub trait Worker: Send + Sync + 'static {
+    /// A partition's data between two stages.
+    type Data: Send + 'static;
+
+    /// Number of devices this worker drives (engine device ids `0..devices()`).
+    fn devices(&self) -> usize;
+
+    /// A short name of device `d` for logs and the status page (`"cuda:0 NVIDIA H200"`).
+    fn device_name(&self, d: usize) -> String;
+
+    /// Runs one stage.
+    fn run_stage(&self, task: StageTask<Self::Data>) -> Result<StageOutput<Self::Data>, WorkError>;
+
+    /// Makes a circuit's parameters resident where `task.at` says.
+    fn load_params(&self, task: LoadTask) -> Result<(), WorkError>;
+
+    /// Drops a circuit's parameters from `from` (stages still running keep their reference).
+    fn evict_params(&self, circuit: CircuitId, from: Location);
+}
+
+/// Proves one partition on the calling thread, stage after stage (what `cuzk prove` and the
+/// benches run; the daemon dispatches the same stages one by one). The parameters of `circuit`
+/// must be resident on `device`. With `verify`, finalize checks the proof against the
+/// synthesized public inputs. `on_stage` sees each stage, its wall time and its output.
+/// Returns the proof and the public inputs (without `ONE`).
+pub fn prove_one<W: Worker>(
+    worker: &W,
+    circuit: CircuitId,
+    device: u32,
+    work: Work,
+    randomness: Option<(Scalar, Scalar)>,
+    verify: bool,
+    mut on_stage: impl FnMut(Stage, Duration, &StageOutput<W::Data>),
+) -> Result<(Proof, Vec<Scalar>), WorkError> {
+    let partition = PartitionId { job: JobId(0), index: 0 };
+    let mut input = StageInput::Circuit(work);
+    let mut public = Vec::new();
+    for stage in Stage::ALL {
+        let location = match stage {
+            Stage::Synthesize | Stage::Finalize => Location::Host,
+            Stage::Upload | Stage::Ntt | Stage::Msm => Location::Device(DeviceId(device)),
+        };
+        let verify_with = (verify && stage == Stage::Finalize).then(|| public.clone());
+        let t = Instant::now();
+        let out = worker.run_stage(StageTask { partition, stage, location, circuit, input, verify_with, randomness })?;
+        on_stage(stage, t.elapsed(), &out);
+        input = match out {
+            StageOutput::Synthesized { data, public: p } => {
+                public = p;
+                StageInput::Data(data)
+            }
+            StageOutput::Data(data) => StageInput::Data(data),
+            StageOutput::Proof(proof) => return Ok((proof, public)),
+        };
+    }
+    Err(WorkError::Internal("finalize produced no proof".into()))
+}
+
+/// Runs `f`, turning a panic into [`WorkError::Panicked`] so a task always reports back.
+pub fn catch_panics<T>(f: impl FnOnce() -> Result<T, WorkError>) -> Result<T, WorkError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = if let Some(s) = p.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = p.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            String::new()
+        };
+        Err(WorkError::Panicked(msg))
+    })
+}
