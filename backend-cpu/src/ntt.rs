@@ -8,7 +8,7 @@ use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
-use cuzk_core::domain::Domain;
+use cuzk_core::domain::{fill_powers, Domain};
 
 /// Butterflies below this count run on one thread.
 const PAR_MIN: usize = 1 << 10;
@@ -29,16 +29,10 @@ impl SharedMut {
     }
 }
 
-/// Powers `root^0 .. root^(len-1)`, computed in parallel.
+/// Powers `root^0 .. root^(len-1)`, in parallel chunks ([`fill_powers`] each).
 pub fn powers(root: Scalar, len: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; len];
-    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| {
-        let mut w = root.pow_vartime([(ci * 4096) as u64]);
-        for x in chunk {
-            *x = w;
-            w *= root;
-        }
-    });
+    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| fill_powers(root, (ci * 4096) as u64, chunk));
     out
 }
 

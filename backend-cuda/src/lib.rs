@@ -26,11 +26,12 @@ pub mod pinned;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::{result, sys, CudaContext};
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
+use cuzk_core::msm::{fp2_from_bytes, fp_from_bytes};
 use group::Group as _;
 
 pub use error::CudaError;
@@ -451,18 +452,7 @@ impl CudaBackend {
         sc: MsmScalars<'_, CudaScalars>,
         cfg: msm::MsmConfig,
     ) -> Result<Vec<(Vec<u8>, u32, usize)>, CudaError> {
-        if sc.len > sc.buf.len {
-            return Err(CudaError::Invalid(format!("MSM over {} scalars, buffer has {}", sc.len, sc.buf.len)));
-        }
-        if let Some(d) = sc.density {
-            if d.len() != sc.len {
-                return Err(CudaError::Invalid(format!("density has {} bits for {} scalars", d.len(), sc.len)));
-            }
-        }
-        let need = sc.bases_needed();
-        if offset.checked_add(need).is_none_or(|e| e > bases.len) {
-            return Err(CudaError::Invalid(format!("MSM needs bases {offset}..{} of {}", offset.saturating_add(need), bases.len)));
-        }
+        cuzk_core::msm::check_inputs(&sc, sc.buf.len, bases.len, offset).map_err(CudaError::Invalid)?;
         let _g = self.enter()?;
         self.ready(sc.buf)?;
         let src = msm::ScalarSource { ptr: sc.buf.ptr(), len: sc.len, density: sc.density.map(|d| (d.words(), d.count())) };
@@ -497,24 +487,12 @@ impl CudaBackend {
     }
 }
 
-fn fp_from(b: &[u8]) -> Fp {
-    let mut l = [0u64; 6];
-    for (i, c) in b.chunks_exact(8).enumerate() {
-        l[i] = u64::from_le_bytes(c.try_into().unwrap());
-    }
-    Fp::from_raw_unchecked(l)
-}
-
 fn g1_from_jacobian(b: &[u8]) -> G1Projective {
-    G1Projective::from_raw_unchecked(fp_from(&b[0..48]), fp_from(&b[48..96]), fp_from(&b[96..144]))
-}
-
-fn fp2_from(b: &[u8]) -> Fp2 {
-    Fp2::new(fp_from(&b[0..48]), fp_from(&b[48..96]))
+    G1Projective::from_raw_unchecked(fp_from_bytes(&b[0..48]), fp_from_bytes(&b[48..96]), fp_from_bytes(&b[96..144]))
 }
 
 fn g2_from_jacobian(b: &[u8]) -> G2Projective {
-    G2Projective::from_raw_unchecked(fp2_from(&b[0..96]), fp2_from(&b[96..192]), fp2_from(&b[192..288]))
+    G2Projective::from_raw_unchecked(fp2_from_bytes(&b[0..96]), fp2_from_bytes(&b[96..192]), fp2_from_bytes(&b[192..288]))
 }
 
 impl Backend for CudaBackend {

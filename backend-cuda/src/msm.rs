@@ -8,47 +8,26 @@
 use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
 use crate::error::CudaError;
 
-/// Which group: kernel suffix and sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
-    /// G1 over Fp.
-    G1,
-    /// G2 over Fp2.
-    G2,
-}
+pub use cuzk_core::msm::Group;
 
-impl Group {
-    fn suffix(self) -> &'static str {
-        match self {
-            Group::G1 => "g1",
-            Group::G2 => "g2",
-        }
-    }
-    /// Bytes of one base-field element.
-    pub fn field_bytes(self) -> usize {
-        match self {
-            Group::G1 => 48,
-            Group::G2 => 96,
-        }
-    }
-    /// Bytes of an affine point.
-    pub fn affine_bytes(self) -> usize {
-        2 * self.field_bytes()
-    }
-    fn xyzz_bytes(self) -> usize {
-        4 * self.field_bytes()
+/// The suffix of a group's kernels (`msm_accumulate_seg_g1`, ...).
+fn suffix(group: Group) -> &'static str {
+    match group {
+        Group::G1 => "g1",
+        Group::G2 => "g2",
     }
 }
 
-/// Window size for `m` scalars: ~log2(m) - 6 up to 16; 20 from 2^24 scalars on, where 13
-/// windows instead of 16 save more bucket additions than the larger window sums cost
-/// (`cuzk-cuda-bench g1c` / `g2c` on the H200, docs/perf-cuda.md).
+/// Window size for `m` scalars: the shared rule ([`cuzk_core::msm::window_bits`], ~log2(m) - 6
+/// up to 16), and 20 from 2^24 scalars on, where 13 windows instead of 16 save more bucket
+/// additions than the larger window sums cost (`cuzk-cuda-bench g1c` / `g2c` on the H200,
+/// docs/perf-cuda.md).
 pub fn window_bits(m: usize) -> u32 {
     if m >= 1 << 24 {
-        return 20;
+        20
+    } else {
+        cuzk_core::msm::window_bits(m)
     }
-    let lg = usize::BITS - m.max(1).leading_zeros(); // ~log2(m) + 1
-    (lg as i64 - 7).clamp(4, 16) as u32
 }
 
 /// Which MSMs run batch-affine bucket rounds before the XYZZ ones (see [`plan`]).
@@ -95,11 +74,11 @@ pub struct MsmSizes {
 impl MsmSizes {
     /// Windows: ceil(256 / window bits).
     pub fn windows(&self) -> u32 {
-        256u32.div_ceil(self.window_bits)
+        cuzk_core::msm::windows(self.window_bits)
     }
     /// Buckets: windows × 2^(window bits - 1).
     pub fn buckets(&self) -> u32 {
-        self.windows() << (self.window_bits - 1)
+        cuzk_core::msm::buckets(self.window_bits)
     }
 }
 
@@ -373,7 +352,7 @@ pub fn windows_prepared(
     m: usize,
     cfg: MsmConfig,
 ) -> Result<(Vec<u8>, u32, usize), CudaError> {
-    let sfx = group.suffix();
+    let sfx = suffix(group);
     if m == 0 {
         return Ok((Vec::new(), 1, 0));
     }
@@ -385,7 +364,7 @@ pub fn windows_prepared(
     if !(2..=24).contains(&c) {
         return Err(CudaError::Invalid(format!("window size {c} is outside 2..=24")));
     }
-    let w = 256u32.div_ceil(c);
+    let w = cuzk_core::msm::windows(c);
     // Entries (one per nonzero digit) are counted and placed with 32-bit offsets.
     if w as u64 * m as u64 >= 1 << 32 {
         return Err(CudaError::Invalid(format!("{m} scalars in {w} windows could exceed 2^32 bucket entries; split the MSM")));
@@ -452,7 +431,7 @@ pub fn windows_prepared(
         // Round 1 reads the bases through the entries, or the batch-affine rounds' points.
         let acc_bases = reduced_points.as_ref().map_or(bases, |p: &DevBuf| p.ptr);
         let entries_ptr = entries.as_ref().map_or(0, |e| e.ptr);
-        let s_chunk = ((acc_total >> 19) as u32).clamp(16, 256);
+        let s_chunk = cuzk_core::msm::segment_len(acc_total);
         let mut cur_off = offsets;
         let max_chunks = DevBuf::new(stream, 4)?;
         let xb = group.xyzz_bytes();
@@ -618,7 +597,7 @@ fn affine_rounds(
     total: usize,
     rounds: u32,
 ) -> Result<Reduced, CudaError> {
-    let sfx = group.suffix();
+    let sfx = suffix(group);
     let (ab, fb) = (group.affine_bytes(), group.field_bytes());
     let nb1 = nb as usize + 1;
     let layout = |ceil_div: u32, drop_upto: u32| -> Result<DevBuf, CudaError> {
@@ -948,7 +927,7 @@ mod tests {
         for group in [Group::G1, Group::G2] {
             for k in 10..=27 {
                 let m = 1usize << k;
-                let w = 256usize.div_ceil(window_bits(m) as usize);
+                let w = cuzk_core::msm::windows(window_bits(m)) as usize;
                 let dense = decide(group, m, w * m, 600, AffineRule::Auto);
                 let sparse = decide(group, m, m, (m / 2) as u32, AffineRule::Auto);
                 got += &format!("{group:?} 2^{k}: {dense} | {sparse}\n");

@@ -163,19 +163,7 @@ impl WgpuBackend {
 }
 
 fn check_msm(bases_len: usize, offset: usize, s: &MsmScalars<'_, WgpuScalars>) -> Result<(), WgpuError> {
-    if s.len > s.buf.len {
-        return Err(WgpuError::Invalid(format!("MSM over {} scalars of a buffer of {}", s.len, s.buf.len)));
-    }
-    if let Some(d) = s.density {
-        if d.len() != s.len {
-            return Err(WgpuError::Invalid(format!("density of {} bits for {} scalars", d.len(), s.len)));
-        }
-    }
-    let need = s.bases_needed();
-    if offset.checked_add(need).is_none_or(|end| end > bases_len) {
-        return Err(WgpuError::Invalid(format!("MSM needs {need} bases from offset {offset}, only {bases_len} exist")));
-    }
-    Ok(())
+    cuzk_core::msm::check_inputs(s, s.buf.len, bases_len, offset).map_err(WgpuError::Invalid)
 }
 
 fn scalars_buf(s: &WgpuScalars) -> Result<&wgpu::Buffer, WgpuError> {

@@ -6,8 +6,9 @@
 //! offsets, so one submission runs them), reduce each window on the GPU, and combine the
 //! window sums and the chunks on the host.
 
-use blstrs::{Fp, Fp2, G1Projective, G2Projective};
+use blstrs::{G1Projective, G2Projective};
 use cuzk_core::density::DensityBitmap;
+use cuzk_core::msm::{buckets, fp2_from_bytes, fp_from_bytes, segment_len, window_bits, windows, Group};
 use ff::Field;
 use group::Group as _;
 
@@ -15,44 +16,7 @@ use crate::device::{Batch, Bind, Gpu};
 use crate::error::WgpuError;
 use crate::kernels::{CurveKernels, PrepareKernels};
 
-/// Which group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
-    /// G1 over Fp.
-    G1,
-    /// G2 over Fp2.
-    G2,
-}
-
-impl Group {
-    /// Bytes of one base-field element.
-    pub fn field_bytes(self) -> u64 {
-        match self {
-            Group::G1 => 48,
-            Group::G2 => 96,
-        }
-    }
-    /// Bytes of an affine point.
-    pub fn affine_bytes(self) -> u64 {
-        2 * self.field_bytes()
-    }
-    fn xyzz_bytes(self) -> u64 {
-        4 * self.field_bytes()
-    }
-}
-
-/// Window size for `m` scalars (as the CUDA backend).
-pub fn window_bits(m: usize) -> u32 {
-    let lg = usize::BITS - m.max(1).leading_zeros();
-    (lg as i64 - 7).clamp(4, 16) as u32
-}
-
 const NONE: u32 = u32::MAX;
-
-/// The most entries (round 1) or partials (later rounds) one invocation of the bucket rounds
-/// adds. With `window_split`, this bounds the curve operations of one invocation, which must
-/// stay far below llvmpipe's 65535 loop iterations per invocation (`shaders::tests`).
-pub(crate) const MAX_SEGMENT: u32 = 256;
 
 /// Segments per window and buckets per segment (a power of two each) for the window sums of
 /// `nw` windows of `c` bits: about 16384 invocations in all.
@@ -133,20 +97,20 @@ fn plan(len: usize, density: Option<&DensityBitmap>, max_m: usize, max_span: usi
 /// Window bits, windows and bucket count for a chunk of `m` under the binding limit.
 fn shape(m: usize, xb: u64, max_binding: u64) -> (u32, u32, u32) {
     let mut c = window_bits(m);
-    while c > 4 && (256u64.div_ceil(c as u64) << (c - 1)) * xb * 2 > max_binding {
+    while c > 4 && buckets(c) as u64 * xb * 2 > max_binding {
         c -= 1;
     }
-    let w = 256u32.div_ceil(c);
-    (c, w, w << (c - 1))
+    (c, windows(c), buckets(c))
 }
 
 /// Whether a chunk of `m` scalars keeps every buffer within the binding limit.
 fn fits(m: usize, g: Group, mb: u64) -> bool {
     let m64 = m as u64;
-    let (_, w, nb) = shape(m, g.xyzz_bytes(), mb);
+    let (ab, xb) = (g.affine_bytes() as u64, g.xyzz_bytes() as u64);
+    let (_, w, nb) = shape(m, xb, mb);
     let entries = 4 * w as u64 * m64;
-    let partials = (w as u64 * m64 / 16 + nb as u64 + 1) * g.xyzz_bytes();
-    32 * m64 <= mb && m64 * g.affine_bytes() + 256 <= mb && entries <= mb && partials <= mb
+    let partials = (w as u64 * m64 / 16 + nb as u64 + 1) * xb;
+    32 * m64 <= mb && m64 * ab + 256 <= mb && entries <= mb && partials <= mb
 }
 
 /// The largest chunk size (a multiple of 64) that fits, at most `want`.
@@ -202,7 +166,7 @@ fn msm_windows(
     let chunks = plan(src.len, src.density, max_m, max_span);
     let dummy = gpu.storage(8, "dummy")?;
     let align = gpu.limits.min_storage_buffer_offset_alignment.max(4) as u64;
-    let (ab, xb) = (g.affine_bytes(), g.xyzz_bytes());
+    let (ab, xb) = (g.affine_bytes() as u64, g.xyzz_bytes() as u64);
     let mut results = Vec::new();
     for ch in chunks {
         let m = ch.m;
@@ -265,8 +229,11 @@ fn msm_windows(
             m as u64,
             false,
         )?;
-        // 4. Bucket rounds.
-        let s = ((total >> 19) as u32).clamp(16, MAX_SEGMENT);
+        // 4. Bucket rounds: at most `cuzk_core::msm::MAX_SEGMENT` entries (round 1) or partials
+        // (later rounds) per invocation. With `window_split`, this bounds the curve operations
+        // of one invocation, which must stay far below llvmpipe's 65535 loop iterations per
+        // invocation (`shaders::program_tests`).
+        let s = segment_len(total);
         let byte_off = (offset + ch.r0) as u64 * ab;
         let base_al = byte_off / align * align;
         let bases_bind = Bind { buf: bases, offset: base_al, size: Some(byte_off - base_al + m as u64 * ab) };
@@ -358,18 +325,6 @@ fn msm_windows(
     Ok(results)
 }
 
-fn fp_from(b: &[u8]) -> Fp {
-    let mut l = [0u64; 6];
-    for (i, c) in b.chunks_exact(8).enumerate() {
-        l[i] = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-    }
-    Fp::from_raw_unchecked(l)
-}
-
-fn fp2_from(b: &[u8]) -> Fp2 {
-    Fp2::new(fp_from(&b[..48]), fp_from(&b[48..96]))
-}
-
 /// XYZZ (X, Y, ZZ, ZZZ) to Jacobian (X·ZZ·ZZZ², Y·ZZ³·ZZZ², ZZ·ZZZ); `None` for the identity.
 fn xyzz_to_jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F, F)> {
     if bool::from(zz.is_zero()) {
@@ -385,7 +340,7 @@ pub fn msm_g1(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu:
     for (raw, c) in msm_windows(gpu, prep, ck, Group::G1, bases, offset, src)? {
         let pts: Vec<G1Projective> = raw
             .chunks_exact(192)
-            .map(|p| match xyzz_to_jacobian(fp_from(&p[..48]), fp_from(&p[48..96]), fp_from(&p[96..144]), fp_from(&p[144..])) {
+            .map(|p| match xyzz_to_jacobian(fp_from_bytes(&p[..48]), fp_from_bytes(&p[48..96]), fp_from_bytes(&p[96..144]), fp_from_bytes(&p[144..])) {
                 Some((x, y, z)) => G1Projective::from_raw_unchecked(x, y, z),
                 None => G1Projective::identity(),
             })
@@ -401,7 +356,7 @@ pub fn msm_g2(gpu: &Gpu, prep: &PrepareKernels, ck: &CurveKernels, bases: &wgpu:
     for (raw, c) in msm_windows(gpu, prep, ck, Group::G2, bases, offset, src)? {
         let pts: Vec<G2Projective> = raw
             .chunks_exact(384)
-            .map(|p| match xyzz_to_jacobian(fp2_from(&p[..96]), fp2_from(&p[96..192]), fp2_from(&p[192..288]), fp2_from(&p[288..])) {
+            .map(|p| match xyzz_to_jacobian(fp2_from_bytes(&p[..96]), fp2_from_bytes(&p[96..192]), fp2_from_bytes(&p[192..288]), fp2_from_bytes(&p[288..])) {
                 Some((x, y, z)) => G2Projective::from_raw_unchecked(x, y, z),
                 None => G2Projective::identity(),
             })

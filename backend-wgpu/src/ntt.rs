@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
-use cuzk_core::domain::Domain;
+use cuzk_core::domain::{fill_powers, Domain};
 use ff::Field;
 use rayon::prelude::*;
 
@@ -26,16 +26,10 @@ pub struct TwiddleCache(Mutex<Vec<Arc<Twiddles>>>);
 
 const CACHE: usize = 2;
 
-/// `root^0 .. root^(len-1)`, in parallel chunks.
+/// `root^0 .. root^(len-1)`, in parallel chunks ([`fill_powers`] each).
 pub fn powers(root: Scalar, len: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; len];
-    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| {
-        let mut w = root.pow_vartime([(ci * 4096) as u64]);
-        for x in chunk {
-            *x = w;
-            w *= root;
-        }
-    });
+    out.par_chunks_mut(4096).enumerate().for_each(|(ci, chunk)| fill_powers(root, (ci * 4096) as u64, chunk));
     out
 }
 

@@ -410,11 +410,10 @@ pub(crate) mod program_tests {
             let dbl = len("DBL");
             let add = len("ADD_A") + len("ADD_B").max(dbl);
             let madd = len("MADD_A") + len("MADD_B").max(dbl);
-            let s = crate::msm::MAX_SEGMENT as u64;
+            let s = cuzk_core::msm::MAX_SEGMENT as u64;
             let mut worst = [0u64; 3];
             for c in 4..=16u32 {
-                let nw = 256u32.div_ceil(c);
-                let nb = u64::from(nw) << (c - 1);
+                let (nw, nb) = (cuzk_core::msm::windows(c), u64::from(cuzk_core::msm::buckets(c)));
                 let search = u64::from(64 - nb.leading_zeros()) + 1;
                 let (_, seg) = crate::msm::window_split(c, nw);
                 let round1 = search + s * (1 + search + madd);

@@ -73,9 +73,36 @@ impl Domain {
     }
 }
 
+/// Fills `out[i]` with `root^(first + i)`: one exponentiation, then one product per element.
+/// The backends split a table into chunks and fill them in parallel.
+pub fn fill_powers(root: Scalar, first: u64, out: &mut [Scalar]) {
+    let mut w = root.pow_vartime([first]);
+    for x in out {
+        *x = w;
+        w *= root;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn powers_match_repeated_multiplication() {
+        let root = Domain::new(10).unwrap().omega;
+        let mut naive = vec![Scalar::ONE];
+        for i in 1..3000 {
+            naive.push(naive[i - 1] * root);
+        }
+        for (first, len) in [(0usize, 0usize), (0, 1), (0, 3000), (1, 7), (1023, 1024), (2999, 1)] {
+            let mut out = vec![Scalar::ZERO; len];
+            fill_powers(root, first as u64, &mut out);
+            assert_eq!(out, naive[first..first + len], "first {first}, len {len}");
+        }
+        let mut wrap = [Scalar::ZERO; 2];
+        fill_powers(root, 1024 + 5, &mut wrap);
+        assert_eq!(wrap, naive[5..7], "root has order 1024");
+    }
 
     #[test]
     fn roots_have_exact_order() {

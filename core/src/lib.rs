@@ -16,6 +16,7 @@ pub mod density;
 pub mod domain;
 pub mod engine;
 pub mod matrices;
+pub mod msm;
 pub mod params;
 pub mod proof;
 pub mod prover;
