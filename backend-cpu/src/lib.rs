@@ -73,19 +73,7 @@ impl CpuBackend {
 }
 
 fn check_msm<S>(bases_len: usize, offset: usize, scalars: &MsmScalars<'_, S>, buf_len: usize) -> Result<(), BackendError> {
-    if scalars.len > buf_len {
-        return Err(BackendError::InvalidInput(format!("MSM over {} scalars of a buffer of {}", scalars.len, buf_len)));
-    }
-    if let Some(d) = scalars.density {
-        if d.len() != scalars.len {
-            return Err(BackendError::InvalidInput(format!("density of {} bits for {} scalars", d.len(), scalars.len)));
-        }
-    }
-    let need = scalars.bases_needed();
-    if offset.checked_add(need).is_none_or(|end| end > bases_len) {
-        return Err(BackendError::InvalidInput(format!("MSM needs {need} bases from offset {offset}, only {bases_len} exist")));
-    }
-    Ok(())
+    cuzk_core::msm::check_inputs(scalars, buf_len, bases_len, offset).map_err(BackendError::InvalidInput)
 }
 
 impl Backend for CpuBackend {

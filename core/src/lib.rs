@@ -1,9 +1,10 @@
 //! `cuzk-core`: the runtime-free heart of cuzk.
 //!
 //! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]) and the
-//! recorded constraint matrices that cache it ([`matrices`]), the
-//! bellperson parameter and proof formats ([`params`], [`proof`]), the [`backend::Backend`]
-//! trait and the Groth16 prover written once over it ([`prover`]).
+//! recorded constraint matrices that cache it ([`matrices`]), the bellperson parameter and
+//! proof formats ([`params`], [`proof`]), the MSM helpers the backends share ([`msm`]), the
+//! [`backend::Backend`] trait and the Groth16 prover written once over it ([`prover`]), and the
+//! scheduler state machine ([`engine`]).
 //!
 //! This crate owns no threads, never blocks on I/O and never reads a clock: callers pass time
 //! in and run the work the engine asks for.

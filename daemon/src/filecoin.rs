@@ -70,7 +70,7 @@ pub fn gen_vanilla(out: &Path, size: u64, seed: u64) -> Result<Vec<PathBuf>, Cli
     for r in reqs {
         // In the encodings Curio sends: the C1 output in Curio's wrapper, bincode elements, raw
         // commitments.
-        let r = crate::curio::from_fixture(r);
+        let r = crate::client::curio::from_fixture(r);
         let id = cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_err(fil)?;
         let path = out.join(format!("{}.json", id.id()));
         let text = serde_json::to_vec_pretty(&r).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -115,10 +115,10 @@ pub fn reference_prove(dir: &Path, request: &Path, out: Option<&Path>) -> Result
     }
 }
 
-/// `cuzk fil-synth-bench`: synthesis time per constraint of a request's partition 0, plain
+/// `cuzk fil-synth-times`: synthesis time per constraint of a request's partition 0, plain
 /// (our `RecordingCs`) against the constraint-matrix cache (witness generation plus sparse
 /// products); the median of `reps` runs each. Checks the two records are identical.
-pub fn synth_bench(request: &Path, reps: usize) -> Result<String, CliError> {
+pub fn synth_times(request: &Path, reps: usize) -> Result<String, CliError> {
     use cuzk_core::alloc::heap;
     use cuzk_core::matrices::ConstraintMatrices;
     use cuzk_core::synth::{synthesize, SizeHint};

@@ -1,10 +1,13 @@
 //! `cuzk-daemon`: the `cuzk` command and the `cuzk serve` proving daemon.
 //!
-//! The daemon is a thin tokio layer over the sans-io engine of `cuzk-core`: [`driver`] owns
-//! the engine and executes its actions; [`service`] is the `cuzk.v1.ProvingEngine` gRPC API
-//! ([`proto`]); [`http`] serves the status page, `/status` and `/metrics`; [`server`] wires the
-//! listeners and the shutdown. [`client`], [`commands`], [`loadgen`] and [`curio`] (requests as
-//! Curio's Go client builds them) are the client side.
+//! The daemon is plumbing over the two layers below it: the sans-io engine (`cuzk-core`) decides
+//! what runs, the worker (`cuzk-worker`) runs it. Server side: [`driver`] owns the engine and
+//! hands its actions to the worker; [`request`] validates API requests into jobs; [`service`]
+//! is the `cuzk.v1.ProvingEngine` gRPC API ([`proto`]) and the one place driver errors become
+//! gRPC codes; [`http`] serves the status page, `/status` and `/metrics` ([`status`],
+//! [`metrics`]); [`server`] wires the listeners and the shutdown. Shared by both sides:
+//! [`proto`], [`names`], [`auth`], [`circuits`], [`config`], [`setup`]. Client side: [`client`]
+//! (nothing on the server side imports it). Command-line tools: [`filecoin`], [`compare_bellperson`].
 
 #![warn(missing_docs)]
 // gRPC handlers return `tonic::Status` (176 bytes) by design; boxing it everywhere buys nothing.
@@ -14,17 +17,14 @@ pub mod auth;
 pub mod circuits;
 pub mod client;
 pub mod codec;
-pub mod commands;
+pub mod compare_bellperson;
 pub mod config;
-pub mod curio;
 pub mod driver;
 pub mod filecoin;
 pub mod http;
-pub mod loadgen;
 pub mod metrics;
 pub mod names;
 pub mod proto;
-pub mod prover_bench;
 pub mod request;
 pub mod server;
 pub mod service;

@@ -13,10 +13,10 @@ use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::Validation;
-use cuzk_daemon::commands::{self, Conn, SubmitArgs};
+use cuzk_daemon::client::commands::{self, Conn, SubmitArgs};
+use cuzk_daemon::client::loadgen::BenchArgs;
 use cuzk_daemon::config::{Config, LogFormat, ShutdownMode};
-use cuzk_daemon::loadgen::BenchArgs;
-use cuzk_daemon::{data_dir, prover_bench, server, setup, CliError};
+use cuzk_daemon::{compare_bellperson, data_dir, server, setup, CliError};
 use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
 use ff::Field;
 use rand::SeedableRng;
@@ -144,7 +144,7 @@ enum Command {
     },
     /// Synthesis time per constraint of a Filecoin request, plain and through the
     /// constraint-matrix cache.
-    FilSynthBench {
+    FilSynthTimes {
         /// The request (JSON from gen-vanilla).
         #[arg(long)]
         request: PathBuf,
@@ -183,7 +183,7 @@ enum Command {
         trust_params: bool,
     },
     /// Benchmarks our CPU prover against bellperson's on the same circuits and parameters.
-    BenchProver {
+    CompareBellperson {
         /// Built-in circuits to run (default: both).
         #[arg(long, value_delimiter = ',')]
         circuits: Vec<String>,
@@ -359,7 +359,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::FilVerify { request, proof, filecoin_dir } => {
             cuzk_daemon::filecoin::verify_file(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, &proof)
         }
-        Command::FilSynthBench { request, reps } => cuzk_daemon::filecoin::synth_bench(&request, reps).map(|_| ()),
+        Command::FilSynthTimes { request, reps } => cuzk_daemon::filecoin::synth_times(&request, reps).map(|_| ()),
         Command::FilReference { request, filecoin_dir, out } => {
             cuzk_daemon::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
@@ -381,7 +381,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 None => run_prove(CpuBackend::new(), shape, seed, path, validation),
             }
         }
-        Command::BenchProver { circuits, log_sizes, reps } => prover_bench::bench_prover(&dir, &circuits, &log_sizes, reps),
+        Command::CompareBellperson { circuits, log_sizes, reps } => compare_bellperson::compare_bellperson(&dir, &circuits, &log_sizes, reps),
         Command::Serve(args) => {
             let cfg = serve_config(&args, cli.token.clone())?;
             init_logging(&cfg.log.filter, cfg.log.format);
@@ -392,7 +392,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Await { job_id, timeout_ms, out } => runtime()?.block_on(commands::await_job(&conn(), &job_id, timeout_ms, out.as_ref())),
         Command::Status => runtime()?.block_on(commands::status(&conn())),
         Command::Cancel { job_id } => runtime()?.block_on(commands::cancel(&conn(), &job_id)),
-        Command::Bench(args) => runtime()?.block_on(cuzk_daemon::loadgen::bench(&conn(), &dir, &args)).map(|_| ()),
+        Command::Bench(args) => runtime()?.block_on(cuzk_daemon::client::loadgen::bench(&conn(), &dir, &args)).map(|_| ()),
         Command::Trace { http, out } => runtime()?.block_on(commands::trace(http, cli.token.as_deref(), &out)),
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Filecoin proof kinds on the GPU host: random 2 KiB parameters (cuzk setup), a sealed 2 KiB
 # sector's vanilla proofs (cuzk gen-vanilla), synthesis plain and through the constraint-matrix
-# cache (cuzk fil-synth-bench), then PoRep C2, SnapDeals, WindowPoSt and WinningPoSt proved by
+# cache (cuzk fil-synth-times), then PoRep C2, SnapDeals, WindowPoSt and WinningPoSt proved by
 # `cuzk serve` on the CUDA and on the CPU backend, each proof checked by Filecoin's own
 # verifier (cuzk fil-verify), and filecoin-proofs' own CPU prover timed on the same requests
 # (cuzk fil-reference). Requests are sent as Curio's Go client sends them (cuzk gen-vanilla
@@ -31,7 +31,7 @@ tee -a "$S" < "$OUT/setup.txt"
 step gen-vanilla 600 "$CUZK" gen-vanilla --sector-size 2k --out "$W/req"
 note "== synthesis per constraint, plain vs constraint-matrix cache (partition 0)"
 for k in porep-2k snap-2k; do
-  timeout 120 "$CUZK" fil-synth-bench --request "$W/req/$k.json" --reps 3 2>&1 | tail -1 | tee -a "$S"
+  timeout 120 "$CUZK" fil-synth-times --request "$W/req/$k.json" --reps 3 2>&1 | tail -1 | tee -a "$S"
 done
 
 for backend in $BACKENDS; do

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use common::{config, stop, Daemon};
 use cuzk_circuits_filecoin::{fixtures, params, verify, FilKind, FilRequest, FilShape};
-use cuzk_daemon::curio::submission as filecoin_submission;
+use cuzk_daemon::client::curio::submission as filecoin_submission;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use tonic::Code;
 
@@ -42,7 +42,7 @@ pub fn raw_request(kind: FilKind) -> FilRequest {
 
 /// The fixture of `kind` in Curio's encodings (what `cuzk gen-vanilla` writes).
 fn request(kind: FilKind) -> FilRequest {
-    cuzk_daemon::curio::from_fixture(raw_request(kind))
+    cuzk_daemon::client::curio::from_fixture(raw_request(kind))
 }
 
 pub fn ensure_params(kind: FilKind) {

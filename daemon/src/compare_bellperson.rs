@@ -1,4 +1,4 @@
-//! `cuzk bench-prover`: our CPU prover against bellperson's, same circuits, same parameters,
+//! `cuzk compare-bellperson`: our CPU prover against bellperson's, same circuits, same parameters,
 //! same `r, s`, in one run.
 
 use std::path::Path;
@@ -23,7 +23,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 /// Runs the comparison and prints a Markdown table.
-pub fn bench_prover(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: usize) -> Result<(), CliError> {
+pub fn compare_bellperson(dir: &Path, circuits: &[String], log_sizes: &[u32], reps: usize) -> Result<(), CliError> {
     let kinds: Vec<CircuitKind> =
         if circuits.is_empty() { CircuitKind::ALL.to_vec() } else { circuits.iter().map(|c| CircuitKind::from_name(c)).collect::<Result<_, _>>()? };
     let reps = reps.max(1);

@@ -1,5 +1,11 @@
-//! Client side: connecting to a daemon (unix socket or TCP with a token), a minimal HTTP GET
-//! for the status endpoints, and proof verification of results.
+//! The client side: connecting to a daemon (unix socket or TCP with a token), a minimal HTTP
+//! GET for the status endpoints and proof verification of results; the `cuzk` client
+//! commands ([`commands`]), the load generator ([`loadgen`]) and requests built as Curio's Go
+//! client builds them ([`curio`]). Nothing on the server side imports this module.
+
+pub mod commands;
+pub mod curio;
+pub mod loadgen;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

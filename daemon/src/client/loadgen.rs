@@ -15,8 +15,8 @@ use tokio::task::JoinSet;
 use cuzk_circuits_filecoin::FilRequest;
 
 use crate::circuits::{BuiltinShape, CircuitShape};
+use crate::client::commands::{Conn, PriorityArg};
 use crate::client::{verify_result, Client, ClientError};
-use crate::commands::{Conn, PriorityArg};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus};
 use crate::setup::params_path;
 use crate::CliError;
@@ -152,7 +152,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             (Some(f), _) => {
                 // As Curio sends it, under a request id of its own (Curio's id is per sector:
                 // repeating it would join the first job instead of proving again).
-                let mut s = crate::curio::submission(f);
+                let mut s = crate::client::curio::submission(f);
                 s.request_id = format!("{}-bench-{i}", s.request_id);
                 s
             }
