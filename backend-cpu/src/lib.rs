@@ -9,11 +9,13 @@ pub mod ntt;
 use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_core::alloc::{heap, PinnedVec, SharedAllocator};
-use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
+use cuzk_core::backend::{check_evaluation, Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
+use cuzk_core::matrices::ConstraintMatrices;
 
 use ntt::Twiddles;
 
@@ -76,10 +78,43 @@ fn check_msm<S>(bases_len: usize, offset: usize, scalars: &MsmScalars<'_, S>, bu
     cuzk_core::msm::check_inputs(scalars, buf_len, bases_len, offset).map_err(BackendError::InvalidInput)
 }
 
+/// Rows of `A, B, C` per parallel task of [`Backend::evaluate_constraints`].
+const ROWS_PER_TASK: usize = 1 << 13;
+
 impl Backend for CpuBackend {
     type Scalars = PinnedVec<Scalar>;
     type G1Bases = Vec<G1Affine>;
     type G2Bases = Vec<G2Affine>;
+    /// Host memory is the CPU's device memory: the recorded matrices are shared, not copied.
+    type Matrices = Arc<ConstraintMatrices>;
+
+    fn load_matrices(&self, m: &Arc<ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
+        Ok(m.clone())
+    }
+
+    fn matrices_bytes(&self, _: &Self::Matrices) -> u64 {
+        0
+    }
+
+    fn evaluate_constraints(
+        &self,
+        m: &Self::Matrices,
+        input: &Self::Scalars,
+        aux: &Self::Scalars,
+        domain: &Domain,
+    ) -> Result<[Self::Scalars; 3], BackendError> {
+        check_evaluation(m, input.len(), aux.len(), domain)?;
+        let zeros = || PinnedVec::from_elem_in(Scalar::ZERO, domain.size(), heap()).map_err(|e| BackendError::OutOfMemory(e.to_string()));
+        let (mut a, mut b, mut c) = (zeros()?, zeros()?, zeros()?);
+        let rows = m.num_constraints();
+        a[..rows].par_chunks_mut(ROWS_PER_TASK).zip(b[..rows].par_chunks_mut(ROWS_PER_TASK)).zip(c[..rows].par_chunks_mut(ROWS_PER_TASK)).enumerate().for_each(
+            |(t, ((a, b), c))| {
+                let lo = t * ROWS_PER_TASK;
+                m.evaluate_rows(lo..lo + a.len(), input, aux, a, b, c);
+            },
+        );
+        Ok([a, b, c])
+    }
 
     fn name(&self) -> String {
         format!("cpu ({} threads)", rayon::current_num_threads())

@@ -499,6 +499,27 @@ impl Backend for CudaBackend {
     type Scalars = CudaScalars;
     type G1Bases = CudaBases;
     type G2Bases = CudaBases;
+    /// Evaluated through the host for now (`cuzk_core::backend::evaluate_on_host`): provers
+    /// keep synthesizing `a, b, c` on the CPU for this backend.
+    type Matrices = std::sync::Arc<cuzk_core::matrices::ConstraintMatrices>;
+
+    fn load_matrices(&self, m: &std::sync::Arc<cuzk_core::matrices::ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
+        Ok(m.clone())
+    }
+
+    fn matrices_bytes(&self, _: &Self::Matrices) -> u64 {
+        0
+    }
+
+    fn evaluate_constraints(
+        &self,
+        m: &Self::Matrices,
+        input: &Self::Scalars,
+        aux: &Self::Scalars,
+        domain: &Domain,
+    ) -> Result<[Self::Scalars; 3], BackendError> {
+        cuzk_core::backend::evaluate_on_host(self, m, input, aux, domain)
+    }
 
     fn name(&self) -> String {
         self.inner.name.clone()

@@ -3,11 +3,15 @@
 //! Buffers are associated types so a GPU backend keeps data on the device between calls:
 //! `a, b, c` are uploaded once, transformed in place, and only MSM results come back.
 
+use std::sync::Arc;
+
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
 
 use crate::alloc::{PinnedVec, SharedAllocator};
 use crate::density::DensityBitmap;
 use crate::domain::Domain;
+use crate::matrices::ConstraintMatrices;
 
 /// Direction of a number-theoretic transform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +82,8 @@ pub trait Backend: Send + Sync {
     type G1Bases: Send + Sync;
     /// Resident G2 bases.
     type G2Bases: Send + Sync;
+    /// A circuit's constraint matrices, resident on the backend (device memory on a GPU).
+    type Matrices: Send + Sync;
 
     /// A short name for logs and tables (`"cpu"`, `"cuda:0 NVIDIA H200"`).
     fn name(&self) -> String;
@@ -121,6 +127,25 @@ pub trait Backend: Send + Sync {
         Ok(a)
     }
 
+    /// Makes a circuit's recorded constraint matrices resident (once per circuit and device).
+    fn load_matrices(&self, m: &Arc<ConstraintMatrices>) -> Result<Self::Matrices, BackendError>;
+
+    /// Bytes that resident matrices occupy on the backend (for memory budgets and status).
+    fn matrices_bytes(&self, m: &Self::Matrices) -> u64;
+
+    /// `a = A·w, b = B·w, c = C·w` for the witness `w = (input, aux)` already on the backend,
+    /// each padded with zeros to `domain.size()`: the NTT's operands, without `a, b, c` ever
+    /// existing on the host. `input` and `aux` hold at least the matrices' inputs and aux
+    /// variables; the domain holds at least their constraints.
+    fn evaluate_constraints(&self, m: &Self::Matrices, input: &Self::Scalars, aux: &Self::Scalars, domain: &Domain)
+        -> Result<[Self::Scalars; 3], BackendError>;
+
+    /// Whether [`Backend::evaluate_constraints`] runs on the device itself (so provers should
+    /// move only the witness); `false` when it goes through the host.
+    fn evaluates_constraints_on_device(&self) -> bool {
+        false
+    }
+
     /// Makes G1 points resident.
     fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError>;
 
@@ -139,6 +164,38 @@ pub trait Backend: Send + Sync {
 
     /// G2 counterpart of [`Backend::msm_g1`].
     fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError>;
+}
+
+/// Checks that `domain` and witness lengths fit the matrices of [`Backend::evaluate_constraints`].
+pub fn check_evaluation(m: &ConstraintMatrices, input_len: usize, aux_len: usize, domain: &Domain) -> Result<(), BackendError> {
+    if input_len < m.num_inputs || aux_len < m.num_aux {
+        return Err(BackendError::InvalidInput(format!(
+            "witness of {input_len} inputs and {aux_len} aux variables for matrices of {} and {}",
+            m.num_inputs, m.num_aux
+        )));
+    }
+    if m.num_constraints() > domain.size() {
+        return Err(BackendError::InvalidInput(format!("{} constraints do not fit a domain of {}", m.num_constraints(), domain.size())));
+    }
+    Ok(())
+}
+
+/// [`Backend::evaluate_constraints`] through the host, on the calling thread: downloads the
+/// witness, evaluates every row and uploads `a, b, c`. For backends without a kernel for it.
+pub fn evaluate_on_host<B: Backend>(
+    backend: &B,
+    m: &ConstraintMatrices,
+    input: &B::Scalars,
+    aux: &B::Scalars,
+    domain: &Domain,
+) -> Result<[B::Scalars; 3], BackendError> {
+    let (input, aux) = (backend.download_scalars(input)?, backend.download_scalars(aux)?);
+    check_evaluation(m, input.len(), aux.len(), domain)?;
+    let (alloc, n, rows) = (backend.host_allocator(), domain.size(), m.num_constraints());
+    let zeros = || PinnedVec::from_elem_in(Scalar::ZERO, n, alloc.clone()).map_err(|e| BackendError::OutOfMemory(e.to_string()));
+    let (mut a, mut b, mut c) = (zeros()?, zeros()?, zeros()?);
+    m.evaluate_rows(0..rows, &input, &aux, &mut a[..rows], &mut b[..rows], &mut c[..rows]);
+    Ok([backend.upload_scalars(a)?, backend.upload_scalars(b)?, backend.upload_scalars(c)?])
 }
 
 /// Combines Pippenger window sums: `sum_w 2^(c·w) · S_w` (window 0 first) by Horner's rule.

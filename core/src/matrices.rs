@@ -22,10 +22,11 @@ use crate::density::DensityBitmap;
 use crate::synth::{ShapeChanged, SizeHint, SynthesizeError, Synthesized};
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
-const AUX: u32 = 1 << 31;
-/// Coefficient-table indices with fast paths.
-const COEFF_ONE: u32 = 0;
-const COEFF_MINUS_ONE: u32 = 1;
+pub const AUX: u32 = 1 << 31;
+/// Coefficient-table index of `1` (a fast path: no multiplication).
+pub const COEFF_ONE: u32 = 0;
+/// Coefficient-table index of `−1` (a fast path: a subtraction).
+pub const COEFF_MINUS_ONE: u32 = 1;
 
 /// One sparse matrix in compressed rows.
 #[derive(Debug, Clone, Default)]
@@ -78,6 +79,34 @@ impl Csr {
     fn entries(&self) -> usize {
         self.cols.len()
     }
+
+    fn view(&self) -> CsrView<'_> {
+        CsrView { row_start: &self.row_start, cols: &self.cols, coeffs: &self.coeffs }
+    }
+}
+
+/// One of `A, B, C` as a backend uploads it: row `r`'s entries are
+/// `row_start[r]..row_start[r + 1]`; an entry is a column (an input index, or an aux index with
+/// [`AUX`] set) and an index into [`ConstraintMatrices::coefficients`] ([`COEFF_ONE`] and
+/// [`COEFF_MINUS_ONE`] are `1` and `−1`). A matrix without constraints has an empty
+/// `row_start`.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrView<'a> {
+    /// Row offsets, one more than the rows.
+    pub row_start: &'a [u64],
+    /// Column of each entry.
+    pub cols: &'a [u32],
+    /// Coefficient-table index of each entry.
+    pub coeffs: &'a [u32],
+}
+
+/// A variable of a constraint: a public input (`Input(0)` is `ONE`) or an aux variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// Public input `i`.
+    Input(usize),
+    /// Aux variable `i`.
+    Aux(usize),
 }
 
 /// Distinct coefficients, deduplicated by their canonical bytes.
@@ -302,6 +331,91 @@ impl ConstraintMatrices {
             b_input_density: r.b_input_density,
             b_aux_density: r.b_aux_density,
         })
+    }
+
+    /// Matrices from explicit rows (`a[r]` is row `r` of `A`, entries in order, duplicates and
+    /// zero coefficients kept as given): for tests and tools that need shapes recording never
+    /// produces. Densities are set for the non-zero entries, as recording sets them.
+    pub fn from_rows(
+        num_inputs: usize,
+        num_aux: usize,
+        a: &[Vec<(Column, Scalar)>],
+        b: &[Vec<(Column, Scalar)>],
+        c: &[Vec<(Column, Scalar)>],
+    ) -> Result<Self, String> {
+        if a.len() != b.len() || a.len() != c.len() {
+            return Err(format!("A, B, C have {}, {} and {} rows", a.len(), b.len(), c.len()));
+        }
+        let alloc = heap();
+        let (mut a_aux, mut b_in, mut b_aux) = (DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc));
+        for _ in 0..num_aux {
+            a_aux.push().and_then(|_| b_aux.push()).map_err(|e| e.to_string())?;
+        }
+        for _ in 0..num_inputs {
+            b_in.push().map_err(|e| e.to_string())?;
+        }
+        let mut table = CoeffTable::new();
+        let mut build = |rows: &[Vec<(Column, Scalar)>], mut mark: Box<dyn FnMut(Column) + '_>| -> Result<Csr, String> {
+            let mut m = Csr { row_start: vec![0], ..Csr::default() };
+            for row in rows {
+                for &(col, k) in row {
+                    let code = match col {
+                        Column::Input(i) if i < num_inputs => i as u32,
+                        Column::Aux(i) if i < num_aux && (i as u32) < AUX => i as u32 | AUX,
+                        _ => return Err(format!("column {col:?} out of range ({num_inputs} inputs, {num_aux} aux)")),
+                    };
+                    m.cols.push(code);
+                    m.coeffs.push(table.index(&k));
+                    if !k.is_zero_vartime() {
+                        mark(col);
+                    }
+                }
+                m.row_start.push(m.cols.len() as u64);
+            }
+            Ok(m)
+        };
+        let ma = build(
+            a,
+            Box::new(|col| {
+                if let Column::Aux(i) = col {
+                    a_aux.set(i)
+                }
+            }),
+        )?;
+        let mb = build(
+            b,
+            Box::new(|col| match col {
+                Column::Aux(i) => b_aux.set(i),
+                Column::Input(i) => b_in.set(i),
+            }),
+        )?;
+        let mc = build(c, Box::new(|_| {}))?;
+        Ok(ConstraintMatrices {
+            a: ma,
+            b: mb,
+            c: mc,
+            coeffs: table.values,
+            num_inputs,
+            num_aux,
+            a_aux_density: a_aux,
+            b_input_density: b_in,
+            b_aux_density: b_aux,
+        })
+    }
+
+    /// `A`, `B` and `C` for uploading.
+    pub fn views(&self) -> [CsrView<'_>; 3] {
+        [self.a.view(), self.b.view(), self.c.view()]
+    }
+
+    /// The distinct coefficients the entries index (`1` and `−1` first).
+    pub fn coefficients(&self) -> &[Scalar] {
+        &self.coeffs
+    }
+
+    /// The density bitmaps of the A query (aux), the B query (inputs) and the B query (aux).
+    pub fn densities(&self) -> [&DensityBitmap; 3] {
+        [&self.a_aux_density, &self.b_input_density, &self.b_aux_density]
     }
 
     /// Constraints, input constraints included.

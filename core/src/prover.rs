@@ -10,6 +10,7 @@ use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, BackendError, MsmScalars};
 use crate::domain::{Domain, DomainTooLarge};
+use crate::matrices::{ConstraintMatrices, WitnessCs};
 use crate::params::{Parameters, VerifyingKey};
 use crate::proof::Proof;
 use crate::synth::Synthesized;
@@ -104,24 +105,29 @@ impl<B: Backend> ProvingKey<B> {
 
     /// Checks that `synth` is a circuit these parameters were made for; returns its domain.
     pub fn check(&self, backend: &B, synth: &Synthesized) -> Result<Domain, ProveError> {
-        let domain = Domain::for_len(synth.num_constraints())?;
+        let b_need = synth.b_input_density.count() + synth.b_aux_density.count();
+        self.check_shape(backend, synth.num_constraints(), synth.input.len(), synth.aux.len(), synth.a_aux_density.count(), b_need)
+    }
+
+    /// [`ProvingKey::check`] from the numbers alone: constraints, inputs (with `ONE`), aux
+    /// variables, aux variables in the A query, variables in the B query.
+    fn check_shape(&self, backend: &B, constraints: usize, inputs: usize, aux: usize, a_aux: usize, b_need: usize) -> Result<Domain, ProveError> {
+        let domain = Domain::for_len(constraints)?;
         let n = domain.size();
         let mismatch = |what: &str, want: usize, got: usize| Err(ProveError::ShapeMismatch(format!("{what}: parameters have {want}, circuit needs {got}")));
-        let inputs = synth.input.len();
         if self.vk.ic.len() != inputs {
             return mismatch("public inputs (ic)", self.vk.ic.len(), inputs);
         }
         if backend.g1_len(&self.h) != n - 1 {
             return mismatch("h query points (domain size - 1)", backend.g1_len(&self.h), n - 1);
         }
-        if backend.g1_len(&self.l) != synth.aux.len() {
-            return mismatch("l query points (aux variables)", backend.g1_len(&self.l), synth.aux.len());
+        if backend.g1_len(&self.l) != aux {
+            return mismatch("l query points (aux variables)", backend.g1_len(&self.l), aux);
         }
-        let a_need = inputs + synth.a_aux_density.count();
+        let a_need = inputs + a_aux;
         if backend.g1_len(&self.a) != a_need {
             return mismatch("a query points", backend.g1_len(&self.a), a_need);
         }
-        let b_need = synth.b_input_density.count() + synth.b_aux_density.count();
         if backend.g1_len(&self.b_g1) != b_need {
             return mismatch("b_g1 query points", backend.g1_len(&self.b_g1), b_need);
         }
@@ -184,6 +190,27 @@ pub fn upload<B: Backend>(backend: &B, key: &ProvingKey<B>, synth: Synthesized) 
         c: up(c)?,
         witness: Witness { input: up(input)?, input_len, aux: up(aux)?, aux_len, a_aux_density, b_input_density, b_aux_density },
     })
+}
+
+/// Moves a witness to the backend and evaluates `a, b, c` there from the circuit's resident
+/// matrices ([`Backend::evaluate_constraints`]): only the assignments cross to the device, and
+/// the result is exactly what [`upload`] of the full record gives.
+pub fn upload_witness<B: Backend>(
+    backend: &B,
+    key: &ProvingKey<B>,
+    matrices: &ConstraintMatrices,
+    resident: &B::Matrices,
+    w: WitnessCs,
+) -> Result<Uploaded<B>, ProveError> {
+    let [a_aux, b_input, b_aux] = matrices.densities();
+    let domain = key.check_shape(backend, matrices.num_constraints(), w.input.len(), w.aux.len(), a_aux.count(), b_input.count() + b_aux.count())?;
+    let (input_len, aux_len) = (w.input.len(), w.aux.len());
+    let e = at(Stage::Upload);
+    let input = backend.upload_scalars(w.input).map_err(&e)?;
+    let aux = backend.upload_scalars(w.aux).map_err(&e)?;
+    let [a, b, c] = backend.evaluate_constraints(resident, &input, &aux, &domain).map_err(&e)?;
+    let witness = Witness { input, input_len, aux, aux_len, a_aux_density: a_aux.clone(), b_input_density: b_input.clone(), b_aux_density: b_aux.clone() };
+    Ok(Uploaded { domain, a, b, c, witness })
 }
 
 /// Computes the coefficients of `h` on the backend.

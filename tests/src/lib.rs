@@ -12,6 +12,7 @@ use cuzk_core::alloc::PinnedVec;
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
 use cuzk_core::density::DensityBitmap;
 use cuzk_core::domain::Domain;
+use cuzk_core::matrices::{Column, ConstraintMatrices};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -249,4 +250,151 @@ pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
         }
     }
     count
+}
+
+/// A coefficient as real circuits have them: zero, ±1, small (±2..±16), or random.
+fn coefficient(rng: &mut ChaCha8Rng) -> Scalar {
+    match rng.gen_range(0..10) {
+        0 => Scalar::ZERO,
+        1 | 2 => Scalar::ONE,
+        3 => -Scalar::ONE,
+        4 | 5 => Scalar::from(rng.gen_range(2u64..17)),
+        6 => -Scalar::from(rng.gen_range(2u64..17)),
+        _ => Scalar::random(&mut *rng),
+    }
+}
+
+/// Random matrices of `rows` rows over `inputs` inputs and `aux` aux variables: empty rows,
+/// long rows, duplicate columns, and every kind of [`coefficient`].
+pub fn random_matrices(rows: usize, inputs: usize, aux: usize, rng: &mut ChaCha8Rng) -> ConstraintMatrices {
+    let mut matrix = || -> Vec<Vec<(Column, Scalar)>> {
+        (0..rows)
+            .map(|_| {
+                let len = match rng.gen_range(0..10) {
+                    0 => 0,
+                    1 => rng.gen_range(8..40),
+                    _ => rng.gen_range(1..5),
+                };
+                let mut row: Vec<(Column, Scalar)> = Vec::with_capacity(len);
+                for _ in 0..len {
+                    let col = if let (true, Some(&(c, _))) = (rng.gen_range(0..6) == 0, row.last()) {
+                        c // a duplicate column
+                    } else if aux == 0 || rng.gen_range(0..4) == 0 {
+                        Column::Input(rng.gen_range(0..inputs))
+                    } else {
+                        Column::Aux(rng.gen_range(0..aux))
+                    };
+                    row.push((col, coefficient(rng)));
+                }
+                row
+            })
+            .collect()
+    };
+    let (a, b, c) = (matrix(), matrix(), matrix());
+    ConstraintMatrices::from_rows(inputs, aux, &a, &b, &c).expect("valid rows")
+}
+
+/// `Σ coefficient · w[column]` per row, the naive way (an independent reference).
+fn naive_rows(rows: &[Vec<(Column, Scalar)>], input: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
+    rows.iter()
+        .map(|row| {
+            row.iter().fold(Scalar::ZERO, |acc, &(col, k)| {
+                acc + k * match col {
+                    Column::Input(i) => input[i],
+                    Column::Aux(i) => aux[i],
+                }
+            })
+        })
+        .collect()
+}
+
+/// Rebuilds the rows of `A, B, C` from their compressed form (checks the view, too).
+fn rows_of(m: &ConstraintMatrices) -> [Vec<Vec<(Column, Scalar)>>; 3] {
+    let table = m.coefficients();
+    m.views().map(|v| {
+        (0..v.row_start.len().saturating_sub(1))
+            .map(|r| {
+                (v.row_start[r] as usize..v.row_start[r + 1] as usize)
+                    .map(|e| {
+                        let col = v.cols[e];
+                        let col = if col & cuzk_core::matrices::AUX != 0 {
+                            Column::Aux((col & !cuzk_core::matrices::AUX) as usize)
+                        } else {
+                            Column::Input(col as usize)
+                        };
+                        (col, table[v.coeffs[e] as usize])
+                    })
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+/// `evaluate_constraints` of `backend` on `m` at a random witness equals the naive products,
+/// zero-padded to `domain` (and to a domain twice as large).
+pub fn check_evaluation_of<B: Backend>(backend: &B, m: &std::sync::Arc<ConstraintMatrices>, rng: &mut ChaCha8Rng) {
+    let mut input = random_scalars(m.num_inputs, rng);
+    if let Some(one) = input.first_mut() {
+        *one = Scalar::ONE;
+    }
+    let aux = random_scalars(m.num_aux, rng);
+    let want = rows_of(m).map(|rows| naive_rows(&rows, &input, &aux));
+    let resident = backend.load_matrices(m).expect("load matrices");
+    let (input_buf, aux_buf) = (upload(backend, &input), upload(backend, &aux));
+    let rows = m.num_constraints();
+    let smallest = Domain::for_len(rows).expect("domain");
+    for domain in [smallest, Domain::new(smallest.log_n + 1).expect("domain")] {
+        let got = backend.evaluate_constraints(&resident, &input_buf, &aux_buf, &domain).expect("evaluate");
+        for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip(&want)) {
+            let got = backend.download_scalars(got).expect("download");
+            assert_eq!(got.len(), domain.size(), "{which}: not padded to the domain");
+            if let Some(r) = (0..rows).find(|&r| got[r] != want[r]) {
+                panic!("{}: {which}[{r}] differs from the naive product ({rows} rows, {} inputs, {} aux)", backend.name(), m.num_inputs, m.num_aux);
+            }
+            assert!(got[rows..].iter().all(|x| x.is_zero_vartime()), "{which}: padding is not zero");
+        }
+    }
+}
+
+/// Constraint evaluation on random matrices of each size in `rows` (plus a matrix of empty rows
+/// and one without constraints) against the naive products.
+pub fn check_constraint_evaluation<B: Backend>(backend: &B, rows: impl IntoIterator<Item = usize>, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for n in rows {
+        let inputs = 1 + n % 5;
+        let aux = n / 2 + 1;
+        let m = std::sync::Arc::new(random_matrices(n, inputs, aux, &mut rng));
+        check_evaluation_of(backend, &m, &mut rng);
+    }
+    let empty_rows = vec![Vec::new(); 9];
+    let m = ConstraintMatrices::from_rows(2, 3, &empty_rows, &empty_rows, &empty_rows).unwrap();
+    check_evaluation_of(backend, &std::sync::Arc::new(m), &mut rng);
+    let none: Vec<Vec<(Column, Scalar)>> = Vec::new();
+    let m = ConstraintMatrices::from_rows(1, 0, &none, &none, &none).unwrap();
+    check_evaluation_of(backend, &std::sync::Arc::new(m), &mut rng);
+}
+
+/// Constraint evaluation on the recorded matrices of the built-in circuits (each kind at each
+/// log size) equals what full synthesis records as `a, b, c`.
+pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32> + Clone, seed: u64) {
+    use cuzk_core::synth::{synthesize, SizeHint};
+    for kind in cuzk_circuits::CircuitKind::ALL {
+        for k in logs.clone() {
+            if k < kind.min_log_size() {
+                continue;
+            }
+            let circuit = kind.instance(k, seed).expect("circuit");
+            let m = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
+            let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
+            let w = m.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
+            let resident = backend.load_matrices(&m).expect("load matrices");
+            let domain = Domain::for_len(m.num_constraints()).expect("domain");
+            let got = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &w.aux), &domain).expect("evaluate");
+            for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip([&full.a, &full.b, &full.c])) {
+                let got = backend.download_scalars(got).expect("download");
+                assert!(got[..want.len()] == want[..], "{} {}-2^{k}: {which} differs from full synthesis", backend.name(), kind.name());
+                assert!(got[want.len()..].iter().all(|x| x.is_zero_vartime()), "{which}: padding is not zero");
+            }
+        }
+    }
 }

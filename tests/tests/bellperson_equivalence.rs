@@ -6,10 +6,11 @@ use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::alloc::heap;
+use cuzk_core::backend::Backend;
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::{Parameters, Validation};
 use cuzk_core::proof::{verify, Proof};
-use cuzk_core::prover::{prove, ProvingKey};
+use cuzk_core::prover::{compute_h, finalize, msms, prove, upload_witness, ProvingKey};
 use cuzk_core::synth::{synthesize, SizeHint};
 use ff::Field;
 use proptest::prelude::*;
@@ -170,6 +171,13 @@ fn check_against_bellperson<C: Circuit<Scalar> + Clone + Send>(circuit: C, publi
     }
     let ours = prove(&backend, &key, synth, r, s, &mut |_| {}).expect("cuzk proof");
     assert_eq!(ours.to_bytes().to_vec(), theirs_bytes, "proof bytes differ from bellperson's");
+    // Witness-only synthesis, `a, b, c` evaluated by the backend from resident matrices.
+    let matrices = std::sync::Arc::new(matrices);
+    let resident = backend.load_matrices(&matrices).unwrap();
+    let up = upload_witness(&backend, &key, &matrices, &resident, matrices.witness(circuit.clone(), heap()).unwrap()).expect("witness upload");
+    let (h, domain, w) = compute_h(&backend, up).unwrap();
+    let via_matrices = finalize(&key.vk, &msms(&backend, &key, &h, &domain, &w).unwrap(), r, s);
+    assert_eq!(via_matrices.to_bytes().to_vec(), theirs_bytes, "proof through resident matrices differs from bellperson's");
 
     let pvk = groth16::prepare_verifying_key(&params.vk);
     let decoded = groth16::Proof::<Bls12>::read(&ours.to_bytes()[..]).unwrap();

@@ -25,3 +25,13 @@ fn eip2537_msm_vectors() {
     assert!(n > 400, "only {n} vector cases ran");
     eprintln!("{n} EIP-2537 MSM cases passed");
 }
+
+#[test]
+fn constraint_evaluation_matches_naive_products() {
+    check_constraint_evaluation(&CpuBackend::new(), [1, 2, 3, 7, 100, 1000, 20_000], 5);
+}
+
+#[test]
+fn constraint_evaluation_of_builtin_circuits_matches_full_synthesis() {
+    check_builtin_matrices(&CpuBackend::new(), [10, 12], 6);
+}

@@ -8,9 +8,10 @@ use blstrs::Scalar;
 use cuzk_core::backend::Backend;
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, Stage};
+use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
 use cuzk_core::params::{Parameters, VerifyingKey};
 use cuzk_core::proof::verify;
-use cuzk_core::prover::{compute_h, finalize, msms, upload, MsmResults, ProvingKey, Uploaded, Witness};
+use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, MsmResults, ProvingKey, Uploaded, Witness};
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 
@@ -24,6 +25,16 @@ use crate::{LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worke
 pub enum PartData<B: Backend> {
     /// After synthesis.
     Synthesized(Synthesized),
+    /// After witness-only synthesis: the upload moves the witness and the device evaluates
+    /// `a, b, c` from the shape's resident matrices.
+    Witness {
+        /// The assignments.
+        witness: WitnessCs,
+        /// The shape's recorded matrices.
+        matrices: Arc<ConstraintMatrices>,
+        /// The shape (the key of the resident copies).
+        shape: CircuitShape,
+    },
     /// After upload.
     Uploaded(Uploaded<B>),
     /// After the NTT stage.
@@ -43,6 +54,7 @@ impl<B: Backend> PartData<B> {
     fn name(&self) -> &'static str {
         match self {
             PartData::Synthesized(_) => "synthesized",
+            PartData::Witness { .. } => "witness",
             PartData::Uploaded(_) => "uploaded",
             PartData::H { .. } => "h",
             PartData::Msm(_) => "msm results",
@@ -62,6 +74,8 @@ pub struct BackendWorker<B: Backend> {
     host_params: Mutex<HashMap<CircuitId, Arc<Parameters>>>,
     keys: Mutex<HashMap<(CircuitId, usize), Arc<ProvingKey<B>>>>,
     vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
+    /// Matrices resident per shape and device (for backends that evaluate on the device).
+    device_matrices: Mutex<HashMap<(CircuitShape, usize), Arc<B::Matrices>>>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -75,6 +89,7 @@ impl<B: Backend> BackendWorker<B> {
             host_params: Mutex::default(),
             keys: Mutex::default(),
             vks: Mutex::default(),
+            device_matrices: Mutex::default(),
         }
     }
 
@@ -130,12 +145,32 @@ impl<B: Backend> BackendWorker<B> {
         })
     }
 
+    /// The shape's matrices on device `d`, uploaded on first use.
+    fn resident_matrices(&self, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
+        if let Some(r) = lock(&self.device_matrices).get(&(shape, d)) {
+            return Ok(r.clone());
+        }
+        let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
+        let r = Arc::new(backend.load_matrices(m)?);
+        tracing::info!(circuit = %shape.id(), device = d, bytes = backend.matrices_bytes(&r), "constraint matrices resident");
+        Ok(lock(&self.device_matrices).entry((shape, d)).or_insert(r).clone())
+    }
+
     fn synthesize(&self, work: Work, backend: &B) -> Result<StageOutput<PartData<B>>, WorkError> {
         let shape = work.shape();
         let (synth, public) = match work {
             Work::Builtin(s, seed) => {
                 let c = s.kind.instance(s.log_size, seed)?;
                 let public = c.public_inputs();
+                // With recorded matrices and a backend that evaluates them on the device, only
+                // the witness is generated here. (Filecoin circuits keep the host products:
+                // their satisfaction check below reads a, b, c.)
+                if backend.evaluates_constraints_on_device() {
+                    if let Some(matrices) = self.matrices.as_ref().and_then(|cache| cache.get(shape)) {
+                        let witness = matrices.witness(c, backend.host_allocator())?;
+                        return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
+                    }
+                }
                 (self.synthesize_cached(shape, c, backend)?, public)
             }
             Work::Filecoin(_, c) => {
@@ -183,6 +218,11 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         };
         let out = match (stage, data) {
             (Stage::Upload, PartData::Synthesized(synth)) => PartData::Uploaded(upload(&**backend, &*self.key(circuit, location, stage)?, synth)?),
+            (Stage::Upload, PartData::Witness { witness, matrices, shape }) => {
+                let Location::Device(d) = location else { return Err(WorkError::Internal("upload runs on a device".into())) };
+                let resident = self.resident_matrices(shape, &matrices, d.0 as usize)?;
+                PartData::Uploaded(upload_witness(&**backend, &*self.key(circuit, location, stage)?, &matrices, &resident, witness)?)
+            }
             (Stage::Ntt, PartData::Uploaded(up)) => {
                 let (h, domain, witness) = compute_h(&**backend, up)?;
                 PartData::H { h, domain, witness }
