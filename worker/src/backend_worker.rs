@@ -66,16 +66,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What is resident per key and device index.
+type PerDevice<K, V> = HashMap<(K, usize), Arc<V>>;
+
 /// Runs stages and loads on one backend per device.
 pub struct BackendWorker<B: Backend> {
     backends: Vec<Arc<B>>,
     matrices: Option<MatrixCache>,
     sync_stages: bool,
     host_params: Mutex<HashMap<CircuitId, Arc<Parameters>>>,
-    keys: Mutex<HashMap<(CircuitId, usize), Arc<ProvingKey<B>>>>,
+    keys: Mutex<PerDevice<CircuitId, ProvingKey<B>>>,
     vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
     /// Matrices resident per shape and device (for backends that evaluate on the device).
-    device_matrices: Mutex<HashMap<(CircuitShape, usize), Arc<B::Matrices>>>,
+    device_matrices: Mutex<PerDevice<CircuitShape, B::Matrices>>,
 }
 
 impl<B: Backend> BackendWorker<B> {

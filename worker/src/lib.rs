@@ -75,7 +75,8 @@ pub struct StageTask<D> {
     pub randomness: Option<(Scalar, Scalar)>,
 }
 
-/// What a stage produced.
+/// What a stage produced (moved once, so the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 pub enum StageOutput<D> {
     /// Data for the next stage.
     Data(D),

@@ -82,7 +82,8 @@ struct Running {
 
 type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, DriverError>>);
 
-/// A finished worker task.
+/// A finished worker task (sent once through a channel, so the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 enum Completion<D> {
     /// A stage ended.
     Stage { partition: PartitionId, stage: Stage, started: Instant, ended: Instant, result: Result<StageOutput<D>, WorkError> },

@@ -1,0 +1,127 @@
+//! The worker's stages against full synthesis: with recorded matrices and a backend that
+//! evaluates them on the device, later proofs move only the witness, and every proof is
+//! byte-identical to the one full synthesis gives with the same `r, s`, and verifies.
+
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::CircuitKind;
+use cuzk_core::alloc::{PinnedVec, SharedAllocator};
+use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
+use cuzk_core::domain::Domain;
+use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
+use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::params::Validation;
+use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
+use ff::Field;
+use rand::SeedableRng;
+
+/// The CPU oracle, claiming to evaluate constraints on its "device", so the worker takes the
+/// witness-only path with it.
+struct DeviceEvaluatingCpu(CpuBackend);
+
+impl Backend for DeviceEvaluatingCpu {
+    type Scalars = <CpuBackend as Backend>::Scalars;
+    type G1Bases = <CpuBackend as Backend>::G1Bases;
+    type G2Bases = <CpuBackend as Backend>::G2Bases;
+    type Matrices = <CpuBackend as Backend>::Matrices;
+    fn name(&self) -> String {
+        "cpu evaluating on the device".into()
+    }
+    fn host_allocator(&self) -> SharedAllocator {
+        self.0.host_allocator()
+    }
+    fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
+        self.0.upload_scalars(host)
+    }
+    fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, BackendError> {
+        self.0.download_scalars(buf)
+    }
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), BackendError> {
+        self.0.ntt(buf, domain, direction, coset)
+    }
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), BackendError> {
+        self.0.quotient_on_coset(a, b, c, domain)
+    }
+    fn load_matrices(&self, m: &Arc<ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
+        self.0.load_matrices(m)
+    }
+    fn matrices_bytes(&self, m: &Self::Matrices) -> u64 {
+        self.0.matrices_bytes(m)
+    }
+    fn evaluate_constraints(
+        &self,
+        m: &Self::Matrices,
+        input: &Self::Scalars,
+        aux: &Self::Scalars,
+        domain: &Domain,
+    ) -> Result<[Self::Scalars; 3], BackendError> {
+        self.0.evaluate_constraints(m, input, aux, domain)
+    }
+    fn evaluates_constraints_on_device(&self) -> bool {
+        true
+    }
+    fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {
+        self.0.load_g1(points)
+    }
+    fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
+        self.0.load_g2(points)
+    }
+    fn g1_len(&self, bases: &Self::G1Bases) -> usize {
+        self.0.g1_len(bases)
+    }
+    fn g2_len(&self, bases: &Self::G2Bases) -> usize {
+        self.0.g2_len(bases)
+    }
+    fn msm_g1(&self, bases: &Self::G1Bases, offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, BackendError> {
+        self.0.msm_g1(bases, offset, scalars)
+    }
+    fn msm_g2(&self, bases: &Self::G2Bases, offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
+        self.0.msm_g2(bases, offset, scalars)
+    }
+}
+
+/// What synthesis handed to the upload.
+#[derive(Debug, PartialEq, Eq)]
+enum Handed {
+    Record,
+    Witness,
+}
+
+#[test]
+fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
+    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("params");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
+    std::fs::write(&path, params.to_bytes()).unwrap();
+    let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
+        w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false }).unwrap()
+    };
+    let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
+    load(&|t| full.load_params(t));
+    let cached = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]);
+    load(&|t| cached.load_params(t));
+
+    let mut handed = Vec::new();
+    for seed in [1u64, 2, 3] {
+        let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let (want, public) = prove_one(&full, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("full synthesis proof");
+        let (got, got_public) = prove_one(&cached, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |stage, _, out| {
+            if stage == Stage::Synthesize {
+                handed.push(match out {
+                    StageOutput::Synthesized { data: PartData::Witness { .. }, .. } => Handed::Witness,
+                    _ => Handed::Record,
+                });
+            }
+        })
+        .expect("proof through the worker's matrices");
+        assert_eq!(got.to_bytes(), want.to_bytes(), "seed {seed}: proofs differ");
+        assert_eq!(got_public, public);
+    }
+    // The first synthesis records the matrices; the later ones generate only the witness.
+    assert_eq!(handed, [Handed::Record, Handed::Witness, Handed::Witness]);
+    assert_eq!(cached.matrices().map(|m| m.len()), Some(1));
+}
