@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CUDA kernels on the GPU host: the kernels against the CPU oracle (backend-cuda/tests/gpu.rs),
-# compute-sanitizer, then the kernel timings of docs/perf-cuda.md (cuzk-cuda-bench).
+# compute-sanitizer, then the kernel timings of docs/perf-cuda.md (cuzk-cuda-kernels).
 #
 #   OUT=/tmp/kernels bash scripts/h200/kernels.sh                 # tests, sanitizer, bench
 #   PARTS=full OUT=/tmp/kernels-full bash scripts/h200/kernels.sh # oracle tests at full size
@@ -14,16 +14,16 @@
 #   conformance  the shared suite on CUDA (tests/tests/cuda_conformance.rs), if built
 #   sanitizer  memcheck on the small field, curve, NTT, MSM and pool tests (default sizes, and
 #              the batch-affine tests to 2^10), racecheck on the NTT to 2^10
-#   bench      cuzk-cuda-bench h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
+#   bench      cuzk-cuda-kernels h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
 #              G2 2^24 phases (CUZK_MSM_PROFILE=1); overlap 24 4, h 27 27 (upload overlapping
 #              compute_h), g1 22 24 g1s 22 24 (resident against streamed bases)
-#   windows    the window-size sweep: cuzk-cuda-bench cs 16,18,20 g1c 24 26 g2c 22 24
-# Needs gpu-bin/{gpu,cuzk-cuda-bench} and gpu-bin/vectors/. Logs and summary.txt go to $OUT.
+#   windows    the window-size sweep: cuzk-cuda-kernels cs 16,18,20 g1c 24 26 g2c 22 24
+# Needs gpu-bin/{gpu,cuzk-cuda-kernels} and gpu-bin/vectors/. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
-need gpu cuzk-cuda-bench
+need gpu cuzk-cuda-kernels
 PARTS=${PARTS:-"tests sanitizer bench"}
 G=$BIN/gpu
-B=$BIN/cuzk-cuda-bench
+B=$BIN/cuzk-cuda-kernels
 R='^test |test result|panicked|MISMATCH|mismatch'
 
 for part in $PARTS; do

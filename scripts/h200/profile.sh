@@ -4,18 +4,18 @@
 #   OUT=/tmp/profile bash scripts/h200/profile.sh
 #
 # PARTS (default "phases ntt msm"), any of:
-#   phases   CUZK_MSM_PROFILE=1 cuzk-cuda-bench g1 24 24 g2 24 24: per-phase MSM times and, per
+#   phases   CUZK_MSM_PROFILE=1 cuzk-cuda-kernels g1 24 24 g2 24 24: per-phase MSM times and, per
 #            group of batch-affine rounds, each round's pairs / prefix / inversion / finish
 #   ntt      Nsight Compute on the passes of one 2^24 forward NTT after the warm-up (speed of
 #            light, pipes, stalls, occupancy), and the pipe utilisation metrics
 #   msm      Nsight Compute on the G1 2^24 MSM's sort, round and window-sum kernels, and the
 #            duration of every kernel of the warm-up MSM (kernels serialized; CSV)
 #   nsys     an Nsight Systems kernel trace of G1 2^24 (CSV, gzipped), when nsys is installed
-# Needs gpu-bin/cuzk-cuda-bench. Logs and summary.txt go to $OUT.
+# Needs gpu-bin/cuzk-cuda-kernels. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
-need cuzk-cuda-bench
+need cuzk-cuda-kernels
 PARTS=${PARTS:-"phases ntt msm"}
-B=$BIN/cuzk-cuda-bench
+B=$BIN/cuzk-cuda-kernels
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
 SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats

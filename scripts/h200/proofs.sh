@@ -13,7 +13,10 @@
 #   pipelined    per-stage medians and 8 proofs with 8 synthesis workers feeding the GPU, at
 #                2^20, 2^22, 2^24 (real parameters at 2^20, timing-only from 2^22)
 #   partition27  the 2^27 SHA-256 partition, first upload -> proof, no stage waits (its
-#                timing-only parameters take 135-175 s to generate)
+#                timing-only parameters take 135-175 s to generate and are made resident
+#                from memory: their parameter file would be 77 GB)
+# The bench runs every stage through the worker; latency and pipelined write each circuit's
+# parameters (up to about 10 GB at 2^24) to a file in $TMPDIR (default /tmp) for it to load.
 # Needs gpu-bin/{proof,prove}. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 PARTS=${PARTS:-"proof latency"}
@@ -28,21 +31,19 @@ for part in $PARTS; do
       ;;
     latency)
       need prove
-      CUZK_BENCH_BACKENDS=cuda CUZK_BENCH_LOGS=20,24 CUZK_BENCH_TIMING_PARAMS_FROM=20 CUZK_BENCH_REPS=1 \
-        CUZK_BENCH_PIPELINE=0 step latency 450 "$P" --bench
+      step latency 450 "$P" --bench --backends cuda --logs 20,24 --timing-params-from 20 --reps 1 --pipeline 0
       pick "$OUT/latency.txt" '^\|' | cut -c1-300
       ;;
     pipelined)
       need prove
-      CUZK_BENCH_BACKENDS=cuda CUZK_BENCH_LOGS=20,22,24 CUZK_BENCH_TIMING_PARAMS_FROM=22 CUZK_BENCH_REPS=2 \
-        CUZK_BENCH_PIPELINE=8 CUZK_BENCH_SYNTH_WORKERS=8 step pipelined 560 "$P" --bench
+      step pipelined 560 "$P" --bench --backends cuda --logs 20,22,24 --timing-params-from 22 --reps 2 \
+        --pipeline 8 --synth-workers 8
       pick "$OUT/pipelined.txt" '^\||synth|param' | cut -c1-300
       ;;
     partition27)
       need prove
-      CUZK_BENCH_STAGE_WAIT=0 CUZK_BENCH_BACKENDS=cuda CUZK_BENCH_LOGS=27 CUZK_BENCH_CIRCUITS=sha256-chain \
-        CUZK_BENCH_TIMING_PARAMS_FROM=22 CUZK_BENCH_REPS=0 CUZK_BENCH_PIPELINE=0 CUZK_BENCH_PCE=0 \
-        step partition27 560 "$P" --bench
+      step partition27 560 "$P" --bench --stage-wait off --backends cuda --logs 27 --circuits sha256-chain \
+        --timing-params-from 22 --timing-params-in-memory --reps 0 --pipeline 0 --matrices off
       pick "$OUT/partition27.txt" '\| sha|latency|first upload|param' | cut -c1-300
       ;;
     *) note "unknown part $part" ;;

@@ -8,11 +8,11 @@
 #
 # Sizes: NTT, H, MSM, MSM2, PROOF (conformance), BNTT, BMSM, BPROOF (benchmark); time limits
 # T_PROBE (150 s), T_CONF (240 s), T_BENCH (230 s). Needs gpu-bin/wgpu/{compile_probe,
-# cuzk-wgpu-bench,wgpu_conformance} and gpu-bin/vectors/; when the host has no Vulkan loader,
+# cuzk-wgpu-kernels,wgpu_conformance} and gpu-bin/vectors/; when the host has no Vulkan loader,
 # gpu-bin/wgpu/lib/libvulkan.so.1, and when it lacks libglvnd, its Debian packages in
 # gpu-bin/wgpu/gl/*.deb (README.md). Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
-need wgpu/compile_probe wgpu/cuzk-wgpu-bench wgpu/wgpu_conformance
+need wgpu/compile_probe wgpu/cuzk-wgpu-kernels wgpu/wgpu_conformance
 D=$BIN/wgpu
 
 {
@@ -64,6 +64,6 @@ CUZK_WGPU_TEST_MAX_LOG_MSM_G2=${MSM2:-16} CUZK_WGPU_TEST_PROOF_LOG=${PROOF:-16} 
   step conformance "${T_CONF:-240}" "$D/wgpu_conformance" --test-threads=1 --nocapture
 pick "$OUT/conformance.txt" '^test |test result|passed|FAIL|panick|SKIP'
 
-CUZK_WGPU_BENCH_NTT=${BNTT:-16,17,18,19,20,21,22} CUZK_WGPU_BENCH_MSM=${BMSM:-16,17,18,19,20,21,22} \
-CUZK_WGPU_BENCH_PROOF=${BPROOF:-20} step bench "${T_BENCH:-230}" "$D/cuzk-wgpu-bench"
+step bench "${T_BENCH:-230}" "$D/cuzk-wgpu-kernels" --ntt "${BNTT:-16,17,18,19,20,21,22}" \
+  --msm "${BMSM:-16,17,18,19,20,21,22}" --proof "${BPROOF:-20}"
 grep -E '^\|' "$OUT/bench.txt" | tee -a "$S"

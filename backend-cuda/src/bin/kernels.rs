@@ -1,9 +1,11 @@
-//! `cuzk-cuda-bench`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
+//! `cuzk-cuda-kernels`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
 //! first CUDA device.
 //!
-//! Usage: `cuzk-cuda-bench [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
+//! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
 //! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...]`
-//! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`.
+//! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
+//! arguments are checked before the device is opened: a bad one prints the usage and exits
+//! with status 2.
 //!
 //! `overlap K P`: P partitions' a, b, c (2^K each, in pinned pool buffers) go through upload +
 //! `compute_h`, first one after the other, then with a second thread uploading partition i+1
@@ -136,9 +138,100 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
     best
 }
 
+const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
+       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...]
+LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24).
+With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
+
+/// The largest log2 size an argument may ask for.
+const MAX_LOG: u32 = 30;
+
+/// One timing the arguments ask for, in order.
+#[derive(Debug)]
+enum Cmd {
+    H2d,
+    Field,
+    Ntt(u32, u32),
+    H(u32, u32),
+    /// Resident (`false`) or streamed (`true`) G1 bases.
+    G1(u32, u32, bool),
+    G2(u32, u32),
+    Overlap(u32, u32),
+    /// The window sweep over G1 (`true`) or G2 bases.
+    Windows(u32, u32, bool),
+    Affine(AffineRule),
+    Cs(Vec<u32>),
+}
+
+/// The next argument as a number.
+fn num<'a>(it: &mut impl Iterator<Item = &'a str>, name: &str, what: &str) -> Result<u32, String> {
+    let v = it.next().ok_or_else(|| format!("{name} needs {what}"))?;
+    v.parse().map_err(|_| format!("{name}: {what} must be a number, not {v:?}"))
+}
+
+/// The next two arguments as a range of log2 sizes.
+fn range<'a>(it: &mut impl Iterator<Item = &'a str>, name: &str) -> Result<(u32, u32), String> {
+    let (lo, hi) = (num(it, name, "LO")?, num(it, name, "HI")?);
+    if lo > hi || hi > MAX_LOG {
+        return Err(format!("{name} {lo} {hi}: need LO <= HI <= {MAX_LOG}"));
+    }
+    Ok((lo, hi))
+}
+
+/// The timings `args` ask for, or what is wrong with them.
+fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
+    let mut cmds = Vec::new();
+    let mut it = args.iter().map(String::as_str);
+    while let Some(a) = it.next() {
+        let it = &mut it;
+        cmds.push(match a {
+            "h2d" => Cmd::H2d,
+            "field" => Cmd::Field,
+            "ntt" => range(it, a).map(|(lo, hi)| Cmd::Ntt(lo, hi))?,
+            "h" => range(it, a).map(|(lo, hi)| Cmd::H(lo, hi))?,
+            "g1" | "g1s" => range(it, a).map(|(lo, hi)| Cmd::G1(lo, hi, a == "g1s"))?,
+            "g2" => range(it, a).map(|(lo, hi)| Cmd::G2(lo, hi))?,
+            "g1c" | "g2c" => range(it, a).map(|(lo, hi)| Cmd::Windows(lo, hi, a == "g1c"))?,
+            "overlap" => {
+                let (k, p) = (num(it, a, "K")?, num(it, a, "P")?);
+                if k > MAX_LOG || p == 0 {
+                    return Err(format!("overlap {k} {p}: need K <= {MAX_LOG} and P >= 1"));
+                }
+                Cmd::Overlap(k, p)
+            }
+            "affine" => Cmd::Affine(match it.next() {
+                Some("auto") => AffineRule::Auto,
+                Some("never") => AffineRule::Never,
+                Some("always") => AffineRule::Always,
+                Some("partial") => AffineRule::AlwaysPartial,
+                Some(o) => return Err(format!("affine takes auto, never, always or partial, not {o:?}")),
+                None => return Err("affine needs auto, never, always or partial".into()),
+            }),
+            "cs" => {
+                let v = it.next().ok_or("cs needs window sizes like 16,18,20")?;
+                let cs: Option<Vec<u32>> = v.split(',').map(|c| c.trim().parse().ok().filter(|c| (1..=24).contains(c))).collect();
+                Cmd::Cs(cs.ok_or_else(|| format!("cs takes window sizes like 16,18,20, not {v:?}"))?)
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        });
+    }
+    Ok(cmds)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return;
+    }
     let args = if args.is_empty() { "h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26".split(' ').map(String::from).collect() } else { args };
+    let cmds = match parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cuzk-cuda-kernels: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
     let b = match CudaBackend::first() {
         Ok(b) => b,
         Err(e) => {
@@ -155,30 +248,15 @@ fn main() {
     }
     // What `affine` and `cs` set for the MSMs after them.
     let mut cfg = MsmConfig::default();
-    let mut cs = "14,16,18,19,20,21,22".to_string();
-    let mut i = 0;
-    let range = |i: usize| -> (u32, u32) { (args[i + 1].parse().unwrap(), args[i + 2].parse().unwrap()) };
-    while i < args.len() {
-        match args[i].as_str() {
-            "affine" => {
-                cfg.affine = match args.get(i + 1).map(String::as_str) {
-                    Some("auto") => AffineRule::Auto,
-                    Some("never") => AffineRule::Never,
-                    Some("always") => AffineRule::Always,
-                    Some("partial") => AffineRule::AlwaysPartial,
-                    other => {
-                        eprintln!("affine takes auto, never, always or partial, not {other:?}");
-                        std::process::exit(2);
-                    }
-                };
+    let mut cs = vec![14, 16, 18, 19, 20, 21, 22];
+    for cmd in cmds {
+        match cmd {
+            Cmd::Affine(rule) => {
+                cfg.affine = rule;
                 println!("# batch-affine rule: {:?}", cfg.affine);
-                i += 2;
             }
-            "cs" => {
-                cs = args.get(i + 1).cloned().unwrap_or_default();
-                i += 2;
-            }
-            "h2d" => {
+            Cmd::Cs(c) => cs = c,
+            Cmd::H2d => {
                 // a, b, c of a 2^24 domain: 3 × 512 MiB.
                 let n = 3 << 24;
                 let bytes = (n * 32) as f64;
@@ -211,10 +289,8 @@ fn main() {
                     bytes / best_page / 1e9,
                     best_page / best_pin
                 );
-                i += 1;
             }
-            "ntt" => {
-                let (lo, hi) = range(i);
+            Cmd::Ntt(lo, hi) => {
                 for k in lo..=hi {
                     let d = Domain::new(k).unwrap();
                     let mut buf = b.upload_scalars(scalars_in(&b, d.size(), 3)).unwrap();
@@ -228,10 +304,8 @@ fn main() {
                     });
                     println!("ntt 2^{k}: forward {fwd:.3} ms, inverse coset {coset:.3} ms");
                 }
-                i += 3;
             }
-            "h" => {
-                let (lo, hi) = range(i);
+            Cmd::H(lo, hi) => {
                 for k in lo..=hi {
                     let d = Domain::new(k).unwrap();
                     let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 10 + j)).collect();
@@ -271,9 +345,8 @@ fn main() {
                     }
                     println!("upload a, b, c + compute_h 2^{k}: overlapped {ovl:.3} ms, sequential {seq:.3} ms ({:.2}x)", seq / ovl);
                 }
-                i += 3;
             }
-            "field" => {
+            Cmd::Field => {
                 // Product throughput: 2^20 threads × 4 chains × ITERS products, best of 3.
                 let (threads, iters) = (1u32 << 20, 64u32);
                 let products = threads as f64 * 4.0 * iters as f64;
@@ -309,12 +382,9 @@ fn main() {
                     let ms = (0..4).map(|_| b.inversion_seconds(&input).unwrap() * 1e3).skip(1).fold(f64::MAX, f64::min);
                     println!("Fp inversion, {n} in one launch: {ms:.3} ms (best of 3 after a warm-up)");
                 }
-                i += 1;
             }
-            "g1" | "g1s" => {
-                // g1s: the bases stay in host memory and are streamed in 2^22-point chunks.
-                let streamed = args[i] == "g1s";
-                let (lo, hi) = range(i);
+            Cmd::G1(lo, hi, streamed) => {
+                // g1s (streamed): the bases stay in host memory and are streamed in 2^22-point chunks.
                 let t = Instant::now();
                 let pts = g1_points(1 << hi);
                 let gen_s = t.elapsed().as_secs_f64();
@@ -329,10 +399,8 @@ fn main() {
                     });
                     println!("msm g1 2^{k}{label}: {ms:.2} ms");
                 }
-                i += 3;
             }
-            "g2" => {
-                let (lo, hi) = range(i);
+            Cmd::G2(lo, hi) => {
                 let t = Instant::now();
                 let pts = g2_points(1 << hi);
                 let gen_s = t.elapsed().as_secs_f64();
@@ -346,10 +414,8 @@ fn main() {
                     });
                     println!("msm g2 2^{k}: {ms:.2} ms");
                 }
-                i += 3;
             }
-            "overlap" => {
-                let (k, p) = range(i);
+            Cmd::Overlap(k, p) => {
                 let d = Domain::new(k).unwrap();
                 let host: Vec<PinnedVec<Scalar>> = (0..3).map(|j| scalars_in(&b, d.size(), 20 + j)).collect();
                 let parts = |p: u32| -> Vec<Vec<PinnedVec<Scalar>>> { (0..p).map(|_| host.to_vec()).collect() };
@@ -397,22 +463,15 @@ fn main() {
                     "overlap 2^{k} x {p} partitions (upload a,b,c + compute_h): sequential {seq:.2} ms/partition, overlapped {ovl:.2} ms/partition ({:.2}x)",
                     seq / ovl
                 );
-                i += 3;
             }
-            "g1c" | "g2c" => {
-                let (lo, hi) = range(i);
-                let g1 = args[i] == "g1c";
+            Cmd::Windows(lo, hi, g1) => {
                 let (g1b, g2b) = if g1 { (Some(b.load_g1(g1_points(1 << hi)).unwrap()), None) } else { (None, Some(b.load_g2(g2_points(1 << hi)).unwrap())) };
                 for k in lo..=hi {
                     let n = 1usize << k;
                     let s = b.upload_scalars(scalars_in(&b, n, 6)).unwrap();
                     let sc = || MsmScalars { buf: &s, len: n, density: None };
                     let mut row = Vec::new();
-                    for c in cs.split(',') {
-                        let Ok(bits) = c.trim().parse::<u32>() else {
-                            eprintln!("cs takes window sizes like 16,18,20, not {cs:?}");
-                            std::process::exit(2);
-                        };
+                    for &bits in &cs {
                         let with_c = MsmConfig { window_bits: Some(bits), ..cfg };
                         let ms = time(2, || match (&g1b, &g2b) {
                             (Some(bs), _) => drop(b.msm_g1_with(bs, 0, sc(), with_c).unwrap()),
@@ -423,11 +482,6 @@ fn main() {
                     }
                     println!("msm {} 2^{k} (ms): {}", if g1 { "g1" } else { "g2" }, row.join(", "));
                 }
-                i += 3;
-            }
-            other => {
-                eprintln!("unknown argument {other}");
-                std::process::exit(2);
             }
         }
     }
