@@ -15,6 +15,8 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("../../kernels/cuda/msm/msm.cu"),
     "\n",
+    include_str!("../../kernels/cuda/constraints/eval.cu"),
+    "\n",
     include_str!("../../kernels/cuda/field/selftest.cu"),
     "\n",
 );
@@ -59,6 +61,8 @@ pub const KERNELS: &[&str] = &[
     "msm_inv_prefix_g2",
     "msm_inv_down_g2",
     "msm_inv_each_g2",
+    "eval_constraints_u32",
+    "eval_constraints_u64",
     "selftest_fr_ops",
     "selftest_fp_ops",
     "selftest_fp2_ops",

@@ -10,12 +10,15 @@
 //!   host.
 //! - Scalars, G1 and G2 bases live on the device; the NTT family, the quotient, `compute_h`
 //!   and G1/G2 Pippenger MSMs run on the GPU ([`ntt`], [`msm`]).
+//! - A circuit's recorded constraint matrices live on the device too ([`CudaMatrices`]), and
+//!   `a, b, c` are evaluated there from the uploaded witness ([`constraints`]).
 //!
 //! blstrs types are `repr(transparent)` over blst's, whose Montgomery limbs are exactly the
 //! kernels' 32-bit-limb Montgomery form, so uploads and downloads are plain byte copies.
 
 #![warn(missing_docs)]
 
+pub mod constraints;
 pub mod device;
 pub mod error;
 pub mod kernels;
@@ -31,9 +34,11 @@ use cudarc::driver::{result, sys, CudaContext};
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
+use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::msm::{fp2_from_bytes, fp_from_bytes};
 use group::Group as _;
 
+pub use constraints::CudaMatrices;
 pub use error::CudaError;
 pub use pinned::PinnedPool;
 
@@ -227,6 +232,11 @@ impl CudaBackend {
         self.inner.module.num_regs(name)
     }
 
+    /// Identifies this backend and its clones (they share one context and its buffers).
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     fn enter(&self) -> Result<std::sync::MutexGuard<'_, ()>, CudaError> {
         self.inner.ctx.bind_to_thread()?;
         Ok(self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()))
@@ -335,7 +345,7 @@ impl CudaBackend {
 
     /// Seconds one launch of the MSM's last-level inversion kernel (`msm_inv_each_g1`: one
     /// Fp inversion per thread) takes on `elements` (48-byte Montgomery-form Fp elements), for
-    /// `cuzk-cuda-bench field`. The elements are inverted in place.
+    /// `cuzk-cuda-kernels field`. The elements are inverted in place.
     pub fn inversion_seconds(&self, elements: &[u8]) -> Result<f64, CudaError> {
         if elements.is_empty() || !elements.len().is_multiple_of(48) {
             return Err(CudaError::Invalid("inversion_seconds needs whole 48-byte elements".into()));
@@ -347,6 +357,79 @@ impl CudaBackend {
         let args = Args::new().push(buf.ptr).push(n as u32);
         // SAFETY: msm_inv_each_g1 takes (n elements, n).
         self.time_launch(|| unsafe { self.inner.module.launch("msm_inv_each_g1", (n as u32).div_ceil(64), 64, 0, s, args) })
+    }
+
+    /// Output buffers of `domain.size()` scalars for an evaluation of `m` with the rows beyond
+    /// the constraints zeroed, once the shapes are checked and the compute stream waits for
+    /// the witness. The caller holds the compute lock.
+    fn evaluation_outputs(&self, m: &CudaMatrices, input: &CudaScalars, aux: &CudaScalars, domain: &Domain) -> Result<[DevBuf; 3], CudaError> {
+        if m.owner != self.id() {
+            return Err(CudaError::Invalid(format!("matrices loaded by another CUDA backend than {}", self.inner.name)));
+        }
+        cuzk_core::backend::check_evaluation(m.host(), input.len, aux.len, domain).map_err(|e| match e {
+            BackendError::InvalidInput(s) => CudaError::Invalid(s),
+            other => CudaError::Invalid(other.to_string()),
+        })?;
+        self.ready(input)?;
+        self.ready(aux)?;
+        let (s, n, rows) = (&self.inner.stream, domain.size(), m.host().num_constraints());
+        let alloc = || -> Result<DevBuf, CudaError> {
+            let b = DevBuf::new(s, 32 * n)?;
+            if n > rows {
+                // SAFETY: the tail lies inside the buffer.
+                unsafe { result::memset_d8_async(b.at(32 * rows), 0, 32 * (n - rows), s.raw()) }?;
+            }
+            Ok(b)
+        };
+        Ok([alloc()?, alloc()?, alloc()?])
+    }
+
+    /// [`Backend::load_matrices`] with the row offsets forced to u64 (`Some(true)`) or to u32
+    /// (`Some(false)`, refused when some matrix has more than `u32::MAX` entries); `None` is the
+    /// trait method's choice, u32 whenever they fit (tests reach the u64 kernel this way).
+    pub fn load_matrices_with(&self, m: &Arc<ConstraintMatrices>, wide_offsets: Option<bool>) -> Result<CudaMatrices, CudaError> {
+        let _g = self.enter()?;
+        constraints::load(&self.inner.stream, m, wide_offsets, self.id())
+    }
+
+    /// [`Backend::evaluate_constraints`] with each matrix's rows on 2^`log_lanes[i]` lanes of a
+    /// warp (at most 32; tests and benchmarks: the trait method takes
+    /// [`CudaMatrices::default_log_lanes`]).
+    pub fn evaluate_constraints_with(
+        &self,
+        m: &CudaMatrices,
+        input: &CudaScalars,
+        aux: &CudaScalars,
+        domain: &Domain,
+        log_lanes: [u32; 3],
+    ) -> Result<[CudaScalars; 3], CudaError> {
+        let _g = self.enter()?;
+        let out = self.evaluation_outputs(m, input, aux, domain)?;
+        constraints::launch(&self.inner.module, &self.inner.stream, m, [0, 1, 2].map(|i| out[i].ptr), input.ptr(), aux.ptr(), log_lanes)?;
+        let n = domain.size();
+        Ok(out.map(|b| CudaScalars { buf: Some(b), len: n, ready: None }))
+    }
+
+    /// Seconds the constraint-evaluation kernel alone takes on `m` at the witness `(input,
+    /// aux)` (outputs allocated and padding zeroed beforehand), with the default lanes per row.
+    pub fn time_evaluate_constraints(&self, m: &CudaMatrices, input: &CudaScalars, aux: &CudaScalars, domain: &Domain) -> Result<f64, CudaError> {
+        self.time_evaluate_constraints_with(m, input, aux, domain, m.default_log_lanes())
+    }
+
+    /// [`CudaBackend::time_evaluate_constraints`] with 2^`log_lanes[i]` lanes per row of matrix
+    /// `i` (see [`CudaBackend::evaluate_constraints_with`]).
+    pub fn time_evaluate_constraints_with(
+        &self,
+        m: &CudaMatrices,
+        input: &CudaScalars,
+        aux: &CudaScalars,
+        domain: &Domain,
+        log_lanes: [u32; 3],
+    ) -> Result<f64, CudaError> {
+        let _g = self.enter()?;
+        let out = self.evaluation_outputs(m, input, aux, domain)?;
+        let ptrs = [0, 1, 2].map(|i| out[i].ptr);
+        self.time_launch(|| constraints::launch(&self.inner.module, &self.inner.stream, m, ptrs, input.ptr(), aux.ptr(), log_lanes))
     }
 
     /// Seconds `launch` takes on the main stream, from the stream's earlier work (uploads)
@@ -499,16 +582,14 @@ impl Backend for CudaBackend {
     type Scalars = CudaScalars;
     type G1Bases = CudaBases;
     type G2Bases = CudaBases;
-    /// Evaluated through the host for now (`cuzk_core::backend::evaluate_on_host`): provers
-    /// keep synthesizing `a, b, c` on the CPU for this backend.
-    type Matrices = std::sync::Arc<cuzk_core::matrices::ConstraintMatrices>;
+    type Matrices = CudaMatrices;
 
-    fn load_matrices(&self, m: &std::sync::Arc<cuzk_core::matrices::ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
-        Ok(m.clone())
+    fn load_matrices(&self, m: &Arc<ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
+        Ok(self.load_matrices_with(m, None)?)
     }
 
-    fn matrices_bytes(&self, _: &Self::Matrices) -> u64 {
-        0
+    fn matrices_bytes(&self, m: &Self::Matrices) -> u64 {
+        m.bytes()
     }
 
     fn evaluate_constraints(
@@ -518,7 +599,11 @@ impl Backend for CudaBackend {
         aux: &Self::Scalars,
         domain: &Domain,
     ) -> Result<[Self::Scalars; 3], BackendError> {
-        cuzk_core::backend::evaluate_on_host(self, m, input, aux, domain)
+        Ok(self.evaluate_constraints_with(m, input, aux, domain, m.default_log_lanes())?)
+    }
+
+    fn evaluates_constraints_on_device(&self) -> bool {
+        true
     }
 
     fn name(&self) -> String {

@@ -20,7 +20,7 @@ fn suffix(group: Group) -> &'static str {
 
 /// Window size for `m` scalars: the shared rule ([`cuzk_core::msm::window_bits`], ~log2(m) - 6
 /// up to 16), and 20 from 2^24 scalars on, where 13 windows instead of 16 save more bucket
-/// additions than the larger window sums cost (`cuzk-cuda-bench g1c` / `g2c` on the H200,
+/// additions than the larger window sums cost (`cuzk-cuda-kernels g1c` / `g2c` on the H200,
 /// docs/perf-cuda.md).
 pub fn window_bits(m: usize) -> u32 {
     if m >= 1 << 24 {

@@ -1,6 +1,6 @@
 // Montgomery products on the FP64 units. The NTT's twiddle products use them in the sm_90 build
 // (CUZK_NTT_FP64, ntt.cu); the MSM does not: on the H200 the Fr product is 1.18× faster than the
-// IMAD one and the Fp product 0.93× (`cuzk-cuda-bench field`; docs/perf-cuda.md, "Decisions").
+// IMAD one and the Fp product 0.93× (`cuzk-cuda-kernels field`; docs/perf-cuda.md, "Decisions").
 //
 // The H200 has as many FP64 FMA lanes as 32-bit integer multiply lanes, and the IMAD products
 // of mont.cuh leave them idle. Here the operands are cut into L limbs of 52 bits held in

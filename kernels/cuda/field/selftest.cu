@@ -54,7 +54,7 @@ extern "C" __global__ void selftest_g2_ops(const Affine<Fp2>* p, const Affine<Fp
     curve_ops<Fp2>(p, q, out, n);
 }
 
-// Product throughput (for `cuzk-cuda-bench field`): every thread runs four independent chains
+// Product throughput (for `cuzk-cuda-kernels field`): every thread runs four independent chains
 // x_k <- x_k · y for `iters` steps and stores their sum, so the products cannot be elided.
 // 4 · iters products per thread.
 template <class F, bool FP64 = false>

@@ -1,0 +1,277 @@
+//! Host side of constraint evaluation on the GPU (`kernels/cuda/constraints/eval.cu`):
+//! `a = A·w, b = B·w, c = C·w` from a circuit's recorded matrices, resident on the device.
+//!
+//! [`load`] checks the matrices ([`check_csr`]: every offset, column and coefficient index in
+//! range, so the kernel never reads outside its buffers) and uploads them once: per matrix the
+//! row offsets, as u32 when every matrix has at most `u32::MAX` entries ([`offsets_fit_u32`]),
+//! else as u64, the entries' columns and coefficient-table indices as recorded, and one
+//! coefficient table of Montgomery-form scalars. [`launch`] runs one kernel over the rows of
+//! all three matrices, each row on 2^[`log_lanes`] lanes of a warp.
+
+use std::sync::Arc;
+
+use cuzk_core::matrices::{ConstraintMatrices, CsrView, AUX};
+
+use crate::as_bytes;
+use crate::device::{htod_async, Args, DevBuf, Module, Stream};
+use crate::error::CudaError;
+
+/// Threads per block of the evaluation kernels (`EVAL_BLOCK` in `eval.cu`).
+const BLOCK: u64 = 256;
+
+/// Widest lane group per row: a warp.
+pub const MAX_LOG_LANES: u32 = 5;
+
+/// Offsets converted to u32 and copied this many at a time (16 MiB of host memory).
+const OFFSET_CHUNK: usize = 1 << 22;
+
+/// Whether the row offsets of matrices with `entries` entries each fit u32 (the largest offset
+/// is the entry count).
+pub fn offsets_fit_u32(entries: [usize; 3]) -> bool {
+    entries.iter().all(|&e| e <= u32::MAX as usize)
+}
+
+/// Log2 of the lanes that evaluate one row of a matrix with `entries` entries in `rows` rows:
+/// a thread per row up to 8 entries a row on average, then one lane per 4 entries (at most a
+/// warp).
+pub fn log_lanes(entries: usize, rows: usize) -> u32 {
+    let mean = entries / rows.max(1);
+    if mean < 8 {
+        0
+    } else {
+        (mean / 4).ilog2().min(MAX_LOG_LANES)
+    }
+}
+
+/// Checks one matrix of `rows` rows over `inputs` inputs and `aux` aux variables with a table of
+/// `table` coefficients: offsets start at 0, never decrease and end at the entries; every column
+/// and coefficient index is in range. Returns the entries.
+pub fn check_csr(v: &CsrView<'_>, rows: usize, inputs: usize, aux: usize, table: usize) -> Result<usize, String> {
+    let entries = v.cols.len();
+    if v.coeffs.len() != entries {
+        return Err(format!("{entries} columns but {} coefficient indices", v.coeffs.len()));
+    }
+    if rows == 0 {
+        if entries != 0 || v.row_start.len() > 1 || v.row_start.first().is_some_and(|&o| o != 0) {
+            return Err(format!("no rows but {} offsets and {entries} entries", v.row_start.len()));
+        }
+        return Ok(0);
+    }
+    if v.row_start.len() != rows + 1 {
+        return Err(format!("{} offsets for {rows} rows", v.row_start.len()));
+    }
+    if v.row_start[0] != 0 || v.row_start[rows] != entries as u64 {
+        return Err(format!("offsets run from {} to {}, entries from 0 to {entries}", v.row_start[0], v.row_start[rows]));
+    }
+    if let Some(r) = v.row_start.windows(2).position(|w| w[1] < w[0]) {
+        return Err(format!("offsets decrease at row {r}"));
+    }
+    if let Some(e) = v.cols.iter().position(|&c| if c & AUX != 0 { (c & !AUX) as usize >= aux } else { c as usize >= inputs }) {
+        return Err(format!("entry {e}: column {:#x} out of range ({inputs} inputs, {aux} aux)", v.cols[e]));
+    }
+    if let Some(e) = v.coeffs.iter().position(|&k| k as usize >= table) {
+        return Err(format!("entry {e}: coefficient {} of a table of {table}", v.coeffs[e]));
+    }
+    Ok(entries)
+}
+
+/// One matrix on the device (`None`: nothing to hold).
+#[derive(Debug)]
+struct DeviceCsr {
+    offsets: Option<DevBuf>,
+    cols: Option<DevBuf>,
+    coeffs: Option<DevBuf>,
+    entries: usize,
+}
+
+impl DeviceCsr {
+    fn ptrs(&self) -> [u64; 3] {
+        [&self.offsets, &self.cols, &self.coeffs].map(|b| b.as_ref().map_or(0, |b| b.ptr))
+    }
+}
+
+/// A circuit's constraint matrices resident on the device ([`crate::CudaBackend`]'s
+/// `Backend::Matrices`). Keeps the host matrices it was made from (shared, not copied) for the
+/// shape checks of each evaluation.
+#[derive(Debug)]
+pub struct CudaMatrices {
+    host: Arc<ConstraintMatrices>,
+    csr: [DeviceCsr; 3],
+    table: Option<DevBuf>,
+    wide: bool,
+    bytes: u64,
+    /// The backend that loaded them (its buffers are that context's).
+    pub(crate) owner: usize,
+}
+
+impl CudaMatrices {
+    /// The host matrices these were uploaded from.
+    pub fn host(&self) -> &Arc<ConstraintMatrices> {
+        &self.host
+    }
+
+    /// Whether the row offsets are u64 (some matrix has more than `u32::MAX` entries).
+    pub fn wide_offsets(&self) -> bool {
+        self.wide
+    }
+
+    /// Device bytes: offsets, entries and the coefficient table.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Log2 of the lanes per row that [`launch`] uses for `A`, `B`, `C` by default.
+    pub fn default_log_lanes(&self) -> [u32; 3] {
+        let rows = self.host.num_constraints();
+        [0, 1, 2].map(|i| log_lanes(self.csr[i].entries, rows))
+    }
+}
+
+/// A new device buffer holding `bytes` (`None` when empty), copied on `stream`: the caller
+/// keeps `bytes` alive and unchanged until `stream` has been synchronized.
+fn queue_upload(stream: &Stream, bytes: &[u8]) -> Result<Option<DevBuf>, CudaError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    let buf = DevBuf::new(stream, bytes.len())?;
+    // SAFETY: the buffer has room; the caller keeps the source until the stream is synced.
+    unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), stream)? };
+    Ok(Some(buf))
+}
+
+/// Row offsets as u32, converted and copied a chunk at a time (synchronously).
+fn upload_offsets_u32(stream: &Stream, offsets: &[u64]) -> Result<Option<DevBuf>, CudaError> {
+    if offsets.is_empty() {
+        return Ok(None);
+    }
+    let buf = DevBuf::new(stream, 4 * offsets.len())?;
+    let mut chunk = Vec::with_capacity(OFFSET_CHUNK.min(offsets.len()));
+    for (i, part) in offsets.chunks(OFFSET_CHUNK).enumerate() {
+        chunk.clear();
+        chunk.extend(part.iter().map(|&o| o as u32));
+        // SAFETY: the chunk lies inside the buffer; it is synced before `chunk` is reused.
+        unsafe { htod_async(buf.at(4 * i * OFFSET_CHUNK), chunk.as_ptr().cast(), 4 * chunk.len(), stream)? };
+        stream.sync()?;
+    }
+    Ok(Some(buf))
+}
+
+/// Checks `m` and uploads it on `stream`; returns once the copies have completed. `wide` forces
+/// u64 offsets (`Some(true)`) or u32 ones (`Some(false)`, refused when they do not fit); `None`
+/// takes u32 whenever they fit. `owner` identifies the loading backend.
+pub(crate) fn load(stream: &Stream, m: &Arc<ConstraintMatrices>, wide: Option<bool>, owner: usize) -> Result<CudaMatrices, CudaError> {
+    let rows = m.num_constraints();
+    if rows > u32::MAX as usize {
+        return Err(CudaError::Invalid(format!("{rows} constraints: at most 2^32 - 1 are evaluated on the GPU")));
+    }
+    let table = m.coefficients();
+    let views = m.views();
+    let mut entries = [0usize; 3];
+    for (i, v) in views.iter().enumerate() {
+        entries[i] = check_csr(v, rows, m.num_inputs, m.num_aux, table.len()).map_err(|e| CudaError::Invalid(format!("matrix {}: {e}", ["A", "B", "C"][i])))?;
+    }
+    let fit = offsets_fit_u32(entries);
+    if wide == Some(false) && !fit {
+        return Err(CudaError::Invalid(format!("u32 row offsets for matrices of {entries:?} entries")));
+    }
+    let wide = wide.unwrap_or(!fit);
+    let mut csr = Vec::with_capacity(3);
+    for (v, &entries) in views.iter().zip(&entries) {
+        let offsets = if wide { queue_upload(stream, as_bytes(v.row_start))? } else { upload_offsets_u32(stream, v.row_start)? };
+        let cols = queue_upload(stream, as_bytes(v.cols))?;
+        let coeffs = queue_upload(stream, as_bytes(v.coeffs))?;
+        csr.push(DeviceCsr { offsets, cols, coeffs, entries });
+    }
+    let table_buf = queue_upload(stream, as_bytes(table))?;
+    stream.sync()?; // the host slices may go now
+    let csr: [DeviceCsr; 3] = csr.try_into().expect("three matrices");
+    let offset_bytes = if wide { 8 } else { 4 };
+    let bytes = csr.iter().map(|c| (c.offsets.is_some() as usize * offset_bytes * (rows + 1) + 8 * c.entries) as u64).sum::<u64>() + 32 * table.len() as u64;
+    Ok(CudaMatrices { host: m.clone(), csr, table: table_buf, wide, bytes, owner })
+}
+
+/// Queues the evaluation of rows `0..num_constraints` of `A, B, C` into `out` on `stream`, row
+/// `r` of each matrix on 2^`log_lanes[i]` lanes (each at most [`MAX_LOG_LANES`]). `input` and
+/// `aux` hold the witness (checked by the caller); rows beyond the constraints are the
+/// caller's.
+pub(crate) fn launch(module: &Module, stream: &Stream, m: &CudaMatrices, out: [u64; 3], input: u64, aux: u64, log_lanes: [u32; 3]) -> Result<(), CudaError> {
+    if let Some(l) = log_lanes.iter().find(|&&l| l > MAX_LOG_LANES) {
+        return Err(CudaError::Invalid(format!("2^{l} lanes per row: at most 2^{MAX_LOG_LANES}")));
+    }
+    let rows = m.host.num_constraints() as u64;
+    if rows == 0 {
+        return Ok(());
+    }
+    let blocks = log_lanes.map(|l| (rows << l).div_ceil(BLOCK));
+    let total = blocks.iter().sum::<u64>();
+    if total > i32::MAX as u64 {
+        return Err(CudaError::Invalid(format!("{rows} rows need {total} blocks")));
+    }
+    let [a, b, c] = [0, 1, 2].map(|i| m.csr[i].ptrs());
+    let mut args = Args::new();
+    for k in 0..3 {
+        for p in [a[k], b[k], c[k]] {
+            args = args.push(p);
+        }
+    }
+    for p in out {
+        args = args.push(p);
+    }
+    for l in log_lanes {
+        args = args.push(l);
+    }
+    let table = m.table.as_ref().map_or(0, |t| t.ptr);
+    let args = args.push(blocks[0] as u32).push((blocks[0] + blocks[1]) as u32).push(table).push(input).push(aux).push(rows as u32);
+    let kernel = if m.wide { "eval_constraints_u64" } else { "eval_constraints_u32" };
+    // SAFETY: the arguments match EVAL_PARAMS; `load` checked every offset, column and
+    // coefficient index against the buffers, and the caller the witness lengths and outputs.
+    unsafe { module.launch(kernel, total as u32, BLOCK as u32, 0, stream, args) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view<'a>(row_start: &'a [u64], cols: &'a [u32], coeffs: &'a [u32]) -> CsrView<'a> {
+        CsrView { row_start, cols, coeffs }
+    }
+
+    #[test]
+    fn offsets_are_u32_up_to_u32_max_entries() {
+        assert!(offsets_fit_u32([0, 0, 0]));
+        assert!(offsets_fit_u32([u32::MAX as usize, 5, 0]));
+        assert!(!offsets_fit_u32([1, u32::MAX as usize + 1, 0]));
+        assert!(!offsets_fit_u32([0, 0, 1 << 40]));
+    }
+
+    #[test]
+    fn lanes_grow_with_row_length() {
+        assert_eq!(log_lanes(0, 0), 0);
+        assert_eq!(log_lanes(4 << 20, 1 << 20), 0);
+        assert_eq!(log_lanes(7, 1), 0);
+        assert_eq!(log_lanes(8, 1), 1);
+        assert_eq!(log_lanes(16, 1), 2);
+        assert_eq!(log_lanes(64, 1), 4);
+        assert_eq!(log_lanes(1 << 20, 1), MAX_LOG_LANES);
+    }
+
+    #[test]
+    fn malformed_matrices_are_refused() {
+        // Two rows, 2 inputs, 3 aux, a table of 3.
+        let ok = |rs: &[u64], cols: &[u32], k: &[u32]| check_csr(&view(rs, cols, k), 2, 2, 3, 3);
+        assert_eq!(ok(&[0, 1, 3], &[1, AUX | 2, 0], &[0, 1, 2]), Ok(3));
+        assert_eq!(ok(&[0, 0, 0], &[], &[]), Ok(0));
+        assert!(ok(&[0, 1, 3], &[2, 0, 0], &[0, 0, 0]).unwrap_err().contains("column 0x2"), "input column out of range");
+        assert!(ok(&[0, 1, 3], &[0, AUX | 3, 0], &[0, 0, 0]).unwrap_err().contains("out of range"), "aux column out of range");
+        assert!(ok(&[0, 1, 3], &[0, 0, 0], &[0, 3, 0]).unwrap_err().contains("coefficient 3"));
+        assert!(ok(&[0, 2, 1], &[0], &[0]).is_err(), "end is not the entries");
+        assert!(ok(&[0, 2, 1, 1], &[0], &[0]).is_err(), "offsets for 3 rows");
+        assert!(ok(&[0, 3, 2], &[0, 0], &[0, 0]).unwrap_err().contains("decrease"));
+        assert!(ok(&[1, 1, 2], &[0, 0], &[0, 0]).is_err(), "does not start at 0");
+        assert!(ok(&[0, 1, 2], &[0, 0], &[0]).is_err(), "fewer coefficient indices than columns");
+        // No rows: no offsets or just [0], no entries.
+        assert_eq!(check_csr(&view(&[], &[], &[]), 0, 1, 0, 2), Ok(0));
+        assert_eq!(check_csr(&view(&[0], &[], &[]), 0, 1, 0, 2), Ok(0));
+        assert!(check_csr(&view(&[0, 0], &[], &[]), 0, 1, 0, 2).is_err());
+    }
+}
