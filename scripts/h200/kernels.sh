@@ -12,6 +12,9 @@
 #   full       gpu.rs at full size: NTT 2^1 … 2^26 (all four directions, compute_h to 2^24), G1
 #              and G2 MSM 2^0 … 2^24 (about 7 minutes)
 #   conformance  the shared suite on CUDA (tests/tests/cuda_conformance.rs), if built
+#   eval       constraint evaluation (a, b, c = A·w, B·w, C·w) on random matrices of 2^20 and
+#              2^24 rows of 1-7 entries and 2^18 rows of 16-48, every lane setting, checked
+#              against the CPU oracle (cuda_conformance's ignored timing test)
 #   sanitizer  memcheck on the small field, curve, NTT, MSM and pool tests (default sizes, and
 #              the batch-affine tests to 2^10), racecheck on the NTT to 2^10
 #   bench      cuzk-cuda-kernels h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
@@ -51,6 +54,11 @@ for part in $PARTS; do
       else
         note "conformance: $BIN/cuda_conformance not built, skipped"
       fi
+      ;;
+    eval)
+      need cuda_conformance
+      step eval 200 "$BIN/cuda_conformance" --test-threads=1 --ignored --nocapture cuda_constraint_evaluation_timing
+      pick "$OUT/eval.txt" 'eval timing|test result'
       ;;
     sanitizer)
       step memcheck 200 "$SANITIZER" --tool memcheck "$G" --test-threads=1 --skip batch_affine field_ops curve_ops ntt_small msm pinned

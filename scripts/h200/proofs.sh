@@ -12,6 +12,8 @@
 #                parameters (the comparison with bellperson's GPU provers)
 #   pipelined    per-stage medians and 8 proofs with 8 synthesis workers feeding the GPU, at
 #                2^20, 2^22, 2^24 (real parameters at 2^20, timing-only from 2^22)
+#   matrices     sha256-chain 2^20 and 2^22 with recorded matrices (witness-only synthesis, a, b, c
+#                evaluated on the GPU) and without (full synthesis), per-stage and pipelined
 #   partition27  the 2^27 SHA-256 partition, first upload -> proof, no stage waits (its
 #                timing-only parameters take 135-175 s to generate and are made resident
 #                from memory: their parameter file would be 77 GB)
@@ -39,6 +41,14 @@ for part in $PARTS; do
       step pipelined 560 "$P" --bench --backends cuda --logs 20,22,24 --timing-params-from 22 --reps 2 \
         --pipeline 8 --synth-workers 8
       pick "$OUT/pipelined.txt" '^\||synth|param' | cut -c1-300
+      ;;
+    matrices)
+      need prove
+      for m in on off; do
+        step "matrices-$m" 200 "$P" --bench --backends cuda --logs 20,22 --circuits sha256-chain --timing-params-from 20 \
+          --reps 3 --pipeline 6 --matrices "$m"
+        pick "$OUT/matrices-$m.txt" '^\||synthesis ' | cut -c1-300
+      done
       ;;
     partition27)
       need prove
