@@ -133,7 +133,11 @@ fn golden(kind: FilKind) -> (proto::SubmitProofRequest, FilRequest) {
     check_encodings(&f);
     let g = go_request(&f);
     let wire = cuzk_daemon::client::curio::from_fixture(f);
-    assert_eq!(cuzk_daemon::client::curio::submission(&wire).encode_to_vec(), g.encode_to_vec(), "{kind:?}: the daemon's Curio builder and the Go code disagree");
+    assert_eq!(
+        cuzk_daemon::client::curio::submission(&wire).encode_to_vec(),
+        g.encode_to_vec(),
+        "{kind:?}: the daemon's Curio builder and the Go code disagree"
+    );
     (g, wire)
 }
 
