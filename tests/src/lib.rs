@@ -374,27 +374,44 @@ pub fn check_constraint_evaluation<B: Backend>(backend: &B, rows: impl IntoItera
     check_evaluation_of(backend, &std::sync::Arc::new(m), &mut rng);
 }
 
-/// Constraint evaluation on the recorded matrices of the built-in circuits (each kind at each
-/// log size) equals what full synthesis records as `a, b, c`.
-pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32> + Clone, seed: u64) {
+/// Constraint evaluation on the recorded matrices of `circuit` equals what full synthesis
+/// records as `a, b, c`, zero-padded to the domain.
+pub fn check_circuit_matrices<B: Backend, C: bellpepper_core::Circuit<Scalar> + Clone>(backend: &B, name: &str, circuit: C) {
     use cuzk_core::synth::{synthesize, SizeHint};
+    let m = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
+    let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
+    let w = m.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
+    let resident = backend.load_matrices(&m).expect("load matrices");
+    let domain = Domain::for_len(m.num_constraints()).expect("domain");
+    let got = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &w.aux), &domain).expect("evaluate");
+    for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip([&full.a, &full.b, &full.c])) {
+        let got = backend.download_scalars(got).expect("download");
+        assert!(got[..want.len()] == want[..], "{} {name}: {which} differs from full synthesis", backend.name());
+        assert!(got[want.len()..].iter().all(|x| x.is_zero_vartime()), "{name}: {which}: padding is not zero");
+    }
+}
+
+/// [`check_circuit_matrices`] on the built-in circuits, each kind at each log size.
+pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<Item = u32> + Clone, seed: u64) {
     for kind in cuzk_circuits::CircuitKind::ALL {
         for k in logs.clone() {
-            if k < kind.min_log_size() {
-                continue;
-            }
-            let circuit = kind.instance(k, seed).expect("circuit");
-            let m = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
-            let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
-            let w = m.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
-            let resident = backend.load_matrices(&m).expect("load matrices");
-            let domain = Domain::for_len(m.num_constraints()).expect("domain");
-            let got = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &w.aux), &domain).expect("evaluate");
-            for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip([&full.a, &full.b, &full.c])) {
-                let got = backend.download_scalars(got).expect("download");
-                assert!(got[..want.len()] == want[..], "{} {}-2^{k}: {which} differs from full synthesis", backend.name(), kind.name());
-                assert!(got[want.len()..].iter().all(|x| x.is_zero_vartime()), "{which}: padding is not zero");
+            if k >= kind.min_log_size() {
+                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), kind.instance(k, seed).expect("circuit"));
             }
         }
     }
+}
+
+/// [`check_circuit_matrices`] on partition 0 of each Filecoin proof kind at 2 KiB, from a
+/// sector sealed for the test (PoRep, SnapDeals, WindowPoSt, WinningPoSt). Returns the kinds run.
+pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
+    let work = std::env::temp_dir().join(format!("cuzk-filecoin-matrices-{}", std::process::id()));
+    std::fs::create_dir_all(&work).expect("work dir");
+    let requests = cuzk_circuits_filecoin::fixtures::generate(&work, 2048, 7).expect("2 KiB fixtures");
+    for r in &requests {
+        let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
+        check_circuit_matrices(backend, &format!("{:?} 2 KiB", r.kind), prepared.partition(0));
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    requests.len()
 }

@@ -35,3 +35,8 @@ fn constraint_evaluation_matches_naive_products() {
 fn constraint_evaluation_of_builtin_circuits_matches_full_synthesis() {
     check_builtin_matrices(&CpuBackend::new(), [10, 12], 6);
 }
+
+#[test]
+fn constraint_evaluation_of_filecoin_circuits_matches_full_synthesis() {
+    assert_eq!(check_filecoin_matrices(&CpuBackend::new()), 4, "the four Filecoin kinds");
+}

@@ -48,6 +48,12 @@ fn cuda_constraint_evaluation_of_builtin_circuits_matches_full_synthesis() {
     check_builtin_matrices(&gpu, [10, 12, 16], 16);
 }
 
+#[test]
+fn cuda_constraint_evaluation_of_filecoin_circuits_matches_full_synthesis() {
+    let Some(gpu) = backend() else { return };
+    assert_eq!(check_filecoin_matrices(&gpu), 4, "the four Filecoin kinds");
+}
+
 /// Every lane count per row (a thread up to a warp, mixed across `A, B, C`) gives the CPU
 /// oracle's `a, b, c`, with u32 and u64 row offsets, the witness uploaded through the copy
 /// stream or synchronously.
