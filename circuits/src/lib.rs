@@ -8,6 +8,8 @@
 
 #![warn(missing_docs)]
 
+mod parallel;
+
 use std::sync::OnceLock;
 
 use bellpepper::gadgets::multipack;
@@ -158,16 +160,11 @@ impl Sha256Chain {
 
     /// The final digest's bits (big-endian), computed natively.
     pub fn digest_bits(&self) -> Vec<bool> {
-        let mut block = bits_to_bytes(&self.preimage[..]);
+        let mut block = first_block(&self.preimage);
         let mut out = [0u8; 32];
         for _ in 0..self.blocks {
-            let mut state = SHA256_IV;
-            let arr: [u8; 64] = block.clone().try_into().expect("64 bytes");
-            sha2::compress256(&mut state, &[arr.into()]);
-            for (i, w) in state.iter().enumerate() {
-                out[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
-            }
-            block = [out, out].concat();
+            out = compress(&block);
+            block = double(&out);
         }
         multipack::bytes_to_bits(&out)
     }
@@ -180,8 +177,32 @@ impl Sha256Chain {
 
 const SHA256_IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
-fn bits_to_bytes(bits: &[bool]) -> Vec<u8> {
-    bits.chunks(8).map(|c| c.iter().fold(0u8, |acc, &b| (acc << 1) | u8::from(b))).collect()
+/// The first 64-byte block: the preimage bits, big-endian within each byte.
+fn first_block(bits: &[bool; 512]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    for (o, c) in out.iter_mut().zip(bits.chunks(8)) {
+        *o = c.iter().fold(0u8, |acc, &b| (acc << 1) | u8::from(b));
+    }
+    out
+}
+
+/// One compression from the IV, as `sha256_block_no_padding` computes it.
+fn compress(block: &[u8; 64]) -> [u8; 32] {
+    let mut state = SHA256_IV;
+    sha2::compress256(&mut state, &[(*block).into()]);
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_mut(4).zip(state) {
+        o.copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+/// The next block of the chain: the digest twice.
+fn double(digest: &[u8; 32]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    out[..32].copy_from_slice(digest);
+    out[32..].copy_from_slice(digest);
+    out
 }
 
 impl Circuit<Scalar> for Sha256Chain {

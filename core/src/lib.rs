@@ -1,7 +1,7 @@
 //! `cuzk-core`: the runtime-free heart of cuzk.
 //!
 //! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]) and the
-//! recorded constraint matrices that cache it ([`matrices`]), the bellperson parameter and
+//! recorded constraint matrices that cache it ([`matrices`]) with witnesses written in parallel parts ([`witness`]), the bellperson parameter and
 //! proof formats ([`params`], [`proof`]), the MSM helpers the backends share ([`msm`]), the
 //! [`backend::Backend`] trait and the Groth16 prover written once over it ([`prover`]), and the
 //! scheduler state machine ([`engine`]).
@@ -22,6 +22,7 @@ pub mod params;
 pub mod proof;
 pub mod prover;
 pub mod synth;
+pub mod witness;
 
 pub use bellpepper_core;
 pub use blstrs;

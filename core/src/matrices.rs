@@ -20,6 +20,7 @@ use ff::{Field, PrimeField};
 use crate::alloc::{heap, AllocError, PinnedVec, SharedAllocator};
 use crate::density::DensityBitmap;
 use crate::synth::{ShapeChanged, SizeHint, SynthesizeError, Synthesized};
+use crate::witness::ParallelWitness;
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;
@@ -445,6 +446,18 @@ impl ConstraintMatrices {
             return Err(ShapeChanged { want_inputs: self.num_inputs, want_aux: self.num_aux, got_inputs: w.input.len(), got_aux: w.aux.len() }.into());
         }
         Ok(w)
+    }
+
+    /// The witness of a circuit that writes it in parallel parts ([`ParallelWitness`]): the
+    /// same assignment [`ConstraintMatrices::witness`] produces, on all threads.
+    pub fn witness_parallel<C: ParallelWitness + ?Sized>(&self, circuit: &C, alloc: SharedAllocator) -> Result<WitnessCs, SynthesizeError> {
+        let mut input = PinnedVec::from_elem_in(Scalar::ZERO, self.num_inputs, alloc.clone())?;
+        let mut aux = PinnedVec::from_elem_in(Scalar::ZERO, self.num_aux, alloc)?;
+        if let Some(one) = input.first_mut() {
+            *one = Scalar::ONE;
+        }
+        circuit.witness_into(&mut input, &mut aux)?;
+        Ok(WitnessCs { input, aux, error: None })
     }
 
     /// Evaluates rows `rows` of `A, B, C` at the witness into `a, b, c` (each

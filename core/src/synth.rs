@@ -320,6 +320,9 @@ pub enum SynthesizeError {
     /// A cached constraint structure does not fit this circuit.
     #[error(transparent)]
     ShapeChanged(#[from] ShapeChanged),
+    /// A witness written in parallel parts failed or did not fit its layout.
+    #[error(transparent)]
+    Witness(#[from] crate::witness::WitnessError),
 }
 
 /// Synthesizes `circuit` the way bellperson's prover does: allocate `ONE`, run the circuit,

@@ -9,11 +9,18 @@ pub use cuzk_worker::shape::{BuiltinShape, CircuitShape};
 
 use crate::setup::params_path;
 
-/// The memory profile of a circuit at a `2^log_size` domain.
-pub fn profile(log_size: u32, params_file_bytes: u64) -> CircuitProfile {
+/// The memory profile of a circuit at a `2^log_size` domain. With `witness_only`, synthesis
+/// hands on only the assignments (`a, b, c` are evaluated on the device), so the host holds no
+/// `a, b, c`.
+pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool) -> CircuitProfile {
     // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
     let n = 1u64 << log_size;
-    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint: Footprint::for_domain(log_size, 2 * 32 * n) }
+    let mut footprint = Footprint::for_domain(log_size, 2 * 32 * n);
+    if witness_only {
+        // The assignments: about one scalar per domain element.
+        (footprint.host_abc, footprint.host_rest) = (0, 32 * n);
+    }
+    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint }
 }
 
 /// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter

@@ -12,8 +12,11 @@
 #                parameters (the comparison with bellperson's GPU provers)
 #   pipelined    per-stage medians and 8 proofs with 8 synthesis workers feeding the GPU, at
 #                2^20, 2^22, 2^24 (real parameters at 2^20, timing-only from 2^22)
-#   matrices     sha256-chain 2^20 and 2^22 with recorded matrices (witness-only synthesis, a, b, c
-#                evaluated on the GPU) and without (full synthesis), per-stage and pipelined
+#   matrices     sha256-chain 2^20 and 2^24, one proof without stage waits and pipelined: with
+#                recorded matrices (a parallel witness, a, b, c evaluated on the GPU or as host
+#                products) and without (full synthesis); the host's synthesis split per part
+#   matrices27   the 2^27 SHA-256 partition with recorded matrices and GPU evaluation, as
+#                partition27 (about 6 minutes: recording, timing-only parameters)
 #   partition27  the 2^27 SHA-256 partition, first upload -> proof, no stage waits (its
 #                timing-only parameters take 135-175 s to generate and are made resident
 #                from memory: their parameter file would be 77 GB)
@@ -44,11 +47,18 @@ for part in $PARTS; do
       ;;
     matrices)
       need prove
-      for m in on off; do
-        step "matrices-$m" 200 "$P" --bench --backends cuda --logs 20,22 --circuits sha256-chain --timing-params-from 20 \
-          --reps 3 --pipeline 6 --matrices "$m"
-        pick "$OUT/matrices-$m.txt" '^\||synthesis ' | cut -c1-300
-      done
+      step matrices-on 400 "$P" --bench --stage-wait off --backends cuda --logs 20,24 --circuits sha256-chain \
+        --timing-params-from 20 --reps 3 --pipeline 6 --synth-workers 2 --matrices on --eval gpu,host
+      pick "$OUT/matrices-on.txt" '^\||^synthesis |^bytes ' | cut -c1-400
+      step matrices-off 300 "$P" --bench --stage-wait off --backends cuda --logs 20,24 --circuits sha256-chain \
+        --timing-params-from 20 --reps 3 --pipeline 6 --matrices off
+      pick "$OUT/matrices-off.txt" '^\|' | cut -c1-300
+      ;;
+    matrices27)
+      need prove
+      step matrices27 560 "$P" --bench --stage-wait off --backends cuda --logs 27 --circuits sha256-chain \
+        --timing-params-from 22 --timing-params-in-memory --reps 0 --pipeline 0 --matrices on --eval gpu
+      pick "$OUT/matrices27.txt" '^\||^synthesis |^bytes |first upload|param|recorded' | cut -c1-400
       ;;
     partition27)
       need prove

@@ -21,7 +21,12 @@
 //! - `--synth-workers N`: threads synthesizing and uploading in the throughput run (default:
 //!   cores / 2);
 //! - `--matrices on`: synthesize through the constraint matrices, recorded once per circuit
-//!   and backend before the timed proofs (`off`: plain synthesis);
+//!   before the timed proofs (`off`: plain synthesis); with them on, a line per case splits
+//!   the host's synthesis into witness generation (one thread, all threads) and the sparse
+//!   products, and gives the bytes a partition moves host→device;
+//! - `--eval gpu`: with the matrices, where the CUDA backend's `a, b, c` come from: `gpu`
+//!   (the witness is uploaded and the matrices evaluated on the device), `host` (sparse
+//!   products on the host, `a, b, c` copied), or `gpu,host` (both, one row each);
 //! - `--stage-wait on`: wait for the device at the end of each device stage, so each stage is
 //!   timed alone (`off`: no waits, so uploads overlap the transforms as in production, a stage
 //!   column is the time its call took to return, and "first upload → proof" is the latency);
@@ -34,9 +39,10 @@
 //!   (`ProvingKey::load`) instead of through a parameter file. Parameters reach the worker only
 //!   as a file (`LoadTask`), so without this flag they are written to a file in the temporary
 //!   directory (`TMPDIR`) and loaded from there; at 2^27 that file would be 77 GB. With it,
-//!   upload, MSM and finalize run on that key, synthesis and the NTT stage still through the
-//!   backend's worker; it needs `--matrices off` (the key's upload takes the full synthesis
-//!   record).
+//!   the key is handed to the worker directly (`BackendWorker::load_key`).
+//!
+//! The "peak RSS" column is the process's peak resident memory during the one-proof runs,
+//! above what it held before them (parameters and matrices already resident).
 
 use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
@@ -49,11 +55,10 @@ use cuzk_backend_cuda::CudaBackend;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
+use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
 use cuzk_core::proof::{verify, Proof};
-use cuzk_core::prover::{finalize, msms, upload, ProvingKey};
 use cuzk_core::synth::{synthesize, SizeHint};
-use cuzk_worker::matrices::MatrixCache;
 use cuzk_worker::{BackendWorker, BuiltinShape, LoadTask, PartData, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use ff::Field;
 use rand::SeedableRng;
@@ -67,10 +72,10 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --pipeline N                 proofs in the throughput run, 0 skips it (default 6)
   --synth-workers N            synthesis threads in the throughput run (default cores / 2)
   --matrices on|off            synthesis through recorded constraint matrices (default on)
+  --eval gpu|host|gpu,host     with matrices: a, b, c evaluated on the GPU or on the host (default gpu)
   --stage-wait on|off          wait for the device after each device stage (default on)
   --timing-params-from LOG     timing-only parameters from this size on (default never)
-  --timing-params-in-memory    make timing-only parameters resident without a parameter file
-                               (with --matrices off)";
+  --timing-params-in-memory    make timing-only parameters resident without a parameter file";
 
 /// What the run varies.
 struct Args {
@@ -83,6 +88,7 @@ struct Args {
     pipeline: usize,
     synth_workers: usize,
     matrices: bool,
+    evals: Vec<bool>,
     stage_wait: bool,
     timing_from: u32,
     timing_in_memory: bool,
@@ -114,6 +120,7 @@ impl Args {
             pipeline: 6,
             synth_workers: (cores / 2).max(1),
             matrices: true,
+            evals: vec![true],
             stage_wait: true,
             timing_from: u32::MAX,
             timing_in_memory: false,
@@ -133,7 +140,7 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            const VALUED: [&str; 10] = [
+            const VALUED: [&str; 11] = [
                 "--logs",
                 "--circuits",
                 "--backends",
@@ -142,6 +149,7 @@ impl Args {
                 "--pipeline",
                 "--synth-workers",
                 "--matrices",
+                "--eval",
                 "--stage-wait",
                 "--timing-params-from",
             ];
@@ -173,12 +181,21 @@ impl Args {
                 "--pipeline" => a.pipeline = number()? as usize,
                 "--synth-workers" => a.synth_workers = number()?.max(1) as usize,
                 "--matrices" => a.matrices = on_off(&name, &v)?,
+                "--eval" => {
+                    a.evals = list(&v)
+                        .map(|e| match e {
+                            "gpu" => Ok(true),
+                            "host" => Ok(false),
+                            _ => Err(format!("--eval takes gpu and host, not {e:?}")),
+                        })
+                        .collect::<Result<_, _>>()?
+                }
                 "--stage-wait" => a.stage_wait = on_off(&name, &v)?,
                 _ => a.timing_from = number()?,
             }
         }
-        if a.timing_in_memory && a.matrices {
-            return Err("--timing-params-in-memory needs --matrices off".into());
+        if a.evals.is_empty() {
+            return Err("--eval needs gpu, host or both".into());
         }
         Ok(Some(a))
     }
@@ -197,6 +214,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 struct Row {
     stages: [f64; 5],
     total: f64,
+    /// Peak RSS above the level before the one-proof runs, bytes (Linux).
+    peak_rss: Option<u64>,
     pipelined: Option<f64>,
     proof: [u8; 192],
 }
@@ -279,38 +298,95 @@ fn prove_timed<B: Backend, W: Worker<Data = PartData<B>>>(
     Err(WorkError::Internal("finalize produced no proof".into()))
 }
 
-/// Records the constraint matrices of `case` in `cache` (before the timed proofs, so that no
-/// timed synthesis records them); with `compare`, also prints synthesis per constraint, plain
-/// and through the matrices, on this host (one thread for the witness; the sparse products
-/// use all cores).
-fn record_matrices(cache: &MatrixCache, name: &str, case: &Case, compare: bool) {
+/// Records the constraint matrices of `case`'s circuit, printing the time and size.
+fn record_matrices(case: &Case) -> Arc<ConstraintMatrices> {
     let t = Instant::now();
-    let Some(m) = cache.get_or_record(case.shape.into(), &case.kind.instance(case.k, 0).expect("circuit")) else {
-        panic!("{}: the circuit cannot be recorded", case.shape.id());
-    };
-    eprintln!("  {name}: matrices recorded in {:.1} ms: {} entries, {:.1} MiB", ms(t.elapsed()), m.num_entries(), m.heap_bytes() as f64 / (1 << 20) as f64);
-    if !compare {
-        return;
-    }
+    let m = ConstraintMatrices::record(case.kind.instance(case.k, 0).expect("circuit"))
+        .unwrap_or_else(|e| panic!("{}: recording the matrices: {e}", case.shape.id()));
+    eprintln!("  matrices recorded in {:.1} ms: {} entries, {:.1} MiB", ms(t.elapsed()), m.num_entries(), m.heap_bytes() as f64 / (1 << 20) as f64);
+    Arc::new(m)
+}
+
+/// Prints the host's synthesis of one partition of `case` split into its parts, in wall time
+/// and in CPU time of the whole process (up to 2^24 also the witness on one thread and plain
+/// synthesis, which take minutes beyond), checks that every path gives the same record, and
+/// prints the bytes a partition moves to the device.
+fn synthesis_split(m: &ConstraintMatrices, case: &Case, cores: usize) {
     let c = case.kind.instance(case.k, 5).expect("circuit");
-    let t = Instant::now();
-    let plain = synthesize(c.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
-    let tp = t.elapsed();
-    let t = Instant::now();
-    let cached = cuzk_worker::matrices::synthesize(&m, c, cuzk_core::alloc::heap()).expect("synthesize");
-    let tc = t.elapsed();
-    assert!(*plain.a == *cached.a && *plain.c == *cached.c && *plain.aux == *cached.aux, "the matrices disagree with plain synthesis");
-    let per = |d: Duration| d.as_secs_f64() * 1e9 / plain.num_constraints() as f64;
-    println!(
-        "synthesis {} 2^{}: plain {:.1} ms ({:.0} ns/constraint), cached {:.1} ms ({:.0} ns/constraint), {:.1}× faster",
+    let n = m.num_constraints();
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / n as f64;
+    let alloc = cuzk_core::alloc::heap;
+    // Warm-up (one-time layout measurements, page faults of the pool).
+    drop(m.witness_parallel(&c, alloc()).expect("witness"));
+    let (t, cpu) = (Instant::now(), cpu_time());
+    let parallel = m.witness_parallel(&c, alloc()).expect("witness");
+    let (t_par, cpu_par) = (t.elapsed(), cpu_time() - cpu);
+    let witness_bytes = 32 * (parallel.input.len() + parallel.aux.len()) as u64;
+    let mut line = format!(
+        "synthesis {} 2^{} ({n} constraints): witness on {cores} threads {:.1} ms wall, {:.2} s CPU ({:.0} ns/constraint)",
         case.kind.name(),
         case.k,
-        ms(tp),
-        per(tp),
-        ms(tc),
-        per(tc),
-        tp.as_secs_f64() / tc.as_secs_f64()
+        ms(t_par),
+        cpu_par.as_secs_f64(),
+        per(cpu_par),
     );
+    if case.k <= 24 {
+        let t = Instant::now();
+        let sequential = m.witness(c.clone(), alloc()).expect("witness");
+        let t_seq = t.elapsed();
+        assert!(*sequential.aux == *parallel.aux && *sequential.input == *parallel.input, "the parallel witness differs from the sequential one");
+        line += &format!("; on one thread {:.1} ms ({:.0} ns/constraint)", ms(t_seq), per(t_seq));
+    }
+    let (t, cpu) = (Instant::now(), cpu_time());
+    let cached = cuzk_worker::matrices::evaluate(m, parallel, alloc()).expect("evaluate");
+    let (t_eval, cpu_eval) = (t.elapsed(), cpu_time() - cpu);
+    line += &format!("; host products {:.1} ms wall, {:.2} s CPU ({:.0} ns/constraint)", ms(t_eval), cpu_eval.as_secs_f64(), per(cpu_eval));
+    if case.k <= 24 {
+        let t = Instant::now();
+        let plain = synthesize(c, alloc(), SizeHint::default()).expect("synthesize");
+        let tp = t.elapsed();
+        assert!(
+            *plain.a == *cached.a && *plain.b == *cached.b && *plain.c == *cached.c && *plain.aux == *cached.aux,
+            "the matrices disagree with plain synthesis"
+        );
+        line += &format!("; plain synthesis one thread {:.1} ms ({:.0} ns/constraint)", ms(tp), per(tp));
+    }
+    println!("{line}");
+    let abc = 3 * 32 * n as u64;
+    println!(
+        "bytes per partition {} 2^{}: witness {:.1} MiB (host→device and host buffers with GPU evaluation); host products add a, b, c: {:.1} MiB ({:.1}× the bytes)",
+        case.kind.name(),
+        case.k,
+        witness_bytes as f64 / (1 << 20) as f64,
+        abc as f64 / (1 << 20) as f64,
+        (witness_bytes + abc) as f64 / witness_bytes as f64
+    );
+}
+
+/// CPU time of the whole process, user and system (Linux `/proc/self/stat`, 100 ticks a
+/// second); zero elsewhere.
+fn cpu_time() -> Duration {
+    let ticks = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| {
+        // Fields after the command name (which may hold spaces) start at field 3.
+        let rest = s.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    });
+    Duration::from_millis(ticks.unwrap_or(0) * 10)
+}
+
+/// Resident set size now and its peak (`VmRSS`, `VmHWM`), bytes; `None` off Linux.
+fn rss() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()).map(|kb| kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Resets the peak RSS to the current RSS (Linux `clear_refs` 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// The per-stage run and the throughput run of `case` on `worker`, whose parameters for
@@ -328,6 +404,8 @@ fn run<B: Backend, W: Worker<Data = PartData<B>>>(worker: &W, backend: &B, vk: O
     let mut per_stage: Vec<Vec<f64>> = vec![Vec::new(); 5];
     let mut totals = Vec::new();
     let mut proof0 = [0u8; 192];
+    reset_peak_rss();
+    let rss_before = rss().map(|(now, _)| now);
     // reps = 0: a single proof that is also timed (no warm-up proof).
     let warmup = usize::from(reps > 0);
     for rep in 0..reps.max(1) + warmup {
@@ -353,6 +431,7 @@ fn run<B: Backend, W: Worker<Data = PartData<B>>>(worker: &W, backend: &B, vk: O
         totals.push(ms(total));
     }
     let stages = std::array::from_fn(|i| median(per_stage[i].clone()));
+    let peak_rss = rss_before.zip(rss()).map(|(before, (_, peak))| peak.saturating_sub(before));
 
     // Steady state: `workers` threads synthesize and upload while this thread runs the GPU
     // stages, each stage one `run_stage` call; no stage waits.
@@ -401,48 +480,7 @@ fn run<B: Backend, W: Worker<Data = PartData<B>>>(worker: &W, backend: &B, vk: O
         });
         ms(t.elapsed()) / pipeline as f64
     });
-    Row { stages, total: median(totals), pipelined, proof: proof0 }
-}
-
-/// Timing-only parameters made resident from memory (`--timing-params-in-memory`): upload,
-/// MSM and finalize run on `key`; synthesis (plain: `--matrices off`) and the NTT stage, which
-/// need no parameters, on the backend's worker.
-struct InMemoryKey<B: Backend> {
-    worker: Arc<BackendWorker<B>>,
-    key: ProvingKey<B>,
-}
-
-impl<B: Backend + 'static> Worker for InMemoryKey<B> {
-    type Data = PartData<B>;
-
-    fn devices(&self) -> usize {
-        1
-    }
-
-    fn device_name(&self, d: usize) -> String {
-        self.worker.device_name(d)
-    }
-
-    fn run_stage(&self, task: StageTask<PartData<B>>) -> Result<StageOutput<PartData<B>>, WorkError> {
-        let backend = self.worker.backend(0).ok_or_else(|| WorkError::Internal("no device 0".into()))?;
-        Ok(match (task.stage, task.input) {
-            (Stage::Upload, StageInput::Data(PartData::Synthesized(s))) => StageOutput::Data(PartData::Uploaded(upload(&**backend, &self.key, s)?)),
-            (Stage::Msm, StageInput::Data(PartData::H { h, domain, witness })) => {
-                StageOutput::Data(PartData::Msm(msms(&**backend, &self.key, &h, &domain, &witness)?))
-            }
-            (Stage::Finalize, StageInput::Data(PartData::Msm(m))) => {
-                let (r, s) = task.randomness.ok_or_else(|| WorkError::Internal("no r, s".into()))?;
-                StageOutput::Proof(finalize(&self.key.vk, &m, r, s))
-            }
-            (stage, input) => return self.worker.run_stage(StageTask { stage, input, ..task }),
-        })
-    }
-
-    fn load_params(&self, _: LoadTask) -> Result<(), WorkError> {
-        Err(WorkError::Internal("the key is resident already".into()))
-    }
-
-    fn evict_params(&self, _: CircuitId, _: Location) {}
+    Row { stages, total: median(totals), peak_rss, pipelined, proof: proof0 }
 }
 
 /// One backend: its worker, whose matrix cache records each circuit once.
@@ -452,24 +490,34 @@ struct Side<B: Backend> {
 }
 
 impl<B: Backend + 'static> Side<B> {
-    fn new(backend: B, matrices: bool) -> Self {
-        let name = backend.name();
-        let w = BackendWorker::new(vec![Arc::new(backend)]);
-        Side { name, worker: Arc::new(if matrices { w } else { w.without_matrix_cache() }) }
+    /// A side over `backend`; with `matrices`, `device_eval` picks where `a, b, c` come from.
+    fn new(backend: Arc<B>, matrices: bool, device_eval: bool) -> Self {
+        let mut name = backend.name();
+        let w = BackendWorker::new(vec![backend.clone()]);
+        let w = if matrices {
+            if backend.evaluates_constraints_on_device() {
+                name += if device_eval { " (GPU evaluation)" } else { " (host products)" };
+            }
+            w.with_device_evaluation(device_eval)
+        } else {
+            w.without_matrix_cache()
+        };
+        Side { name, worker: Arc::new(w) }
     }
 
     fn backend(&self) -> &B {
         self.worker.backend(0).expect("device 0")
     }
 
-    fn record(&self, case: &Case, compare: bool) {
+    /// Gives the worker the recorded matrices of `case`.
+    fn insert_matrices(&self, case: &Case, m: &Arc<ConstraintMatrices>) {
         if let Some(cache) = self.worker.matrices() {
-            record_matrices(cache, &self.name, case, compare);
+            cache.insert(case.shape.into(), m.clone());
         }
     }
 
     /// Loads the parameters from `file` through the worker, runs `case`, evicts them.
-    fn run_from_file(&self, file: &ParamsFile, case: &Case, compare: bool) -> Row {
+    fn run_from_file(&self, file: &ParamsFile, case: &Case) -> Row {
         let t = Instant::now();
         let at = Location::Device(DeviceId(0));
         let task = LoadTask { circuit: case.circuit, at, path: file.0.clone(), validation: Validation::Trusted, from_host: false };
@@ -477,19 +525,21 @@ impl<B: Backend + 'static> Side<B> {
             panic!("{}: loading {}: {e}", self.name, file.0.display());
         }
         eprintln!("  {}: parameters resident in {:.1} ms", self.name, ms(t.elapsed()));
-        self.record(case, compare);
         let vk = self.worker.verifying_key(case.circuit);
         let row = run(&*self.worker, self.backend(), vk.as_deref(), case);
         self.worker.evict_params(case.circuit, at);
         row
     }
 
-    /// Makes `params` resident without a file (timing-only parameters), runs `case`.
+    /// Makes `params` resident without a file (timing-only parameters), runs `case`, evicts
+    /// them.
     fn run_in_memory(&self, params: Parameters, case: &Case) -> Row {
         let t = Instant::now();
-        let key = ProvingKey::load(self.backend(), params).expect("load key");
+        self.worker.load_key(case.circuit, 0, params).unwrap_or_else(|e| panic!("{}: loading the key: {e}", self.name));
         eprintln!("  {}: parameters resident (from memory) in {:.1} ms", self.name, ms(t.elapsed()));
-        run(&InMemoryKey { worker: self.worker.clone(), key }, self.backend(), None, case)
+        let row = run(&*self.worker, self.backend(), None, case);
+        self.worker.evict_params(case.circuit, Location::Device(DeviceId(0)));
+        row
     }
 }
 
@@ -513,11 +563,11 @@ impl Drop for ParamsFile {
     }
 }
 
-/// Parameters with the shape of `kind` at `2^k` but pseudo-random points (`P + i·Q`): for
+/// Parameters with the shape `m` was recorded from but pseudo-random points (`P + i·Q`): for
 /// timing only, since nobody knows their discrete logs and no proof made with them verifies.
 /// Above 2^20 points a vector repeats its first 2^20 points (the kernels' work does not depend
 /// on the points; generating 2^26 distinct G1 and G2 points took minutes).
-fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
+fn timing_params(m: &ConstraintMatrices) -> Parameters {
     use blstrs::{G1Projective, G2Projective};
     use cuzk_tests::random_points;
     use group::{Curve, Group};
@@ -526,20 +576,20 @@ fn timing_params(kind: CircuitKind, k: u32) -> Parameters {
         let base = make(len.min(DISTINCT));
         base.iter().copied().cycle().take(len).collect()
     }
-    let s = synthesize(kind.instance(k, 0).unwrap(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
-    let n = cuzk_core::domain::Domain::for_len(s.num_constraints()).unwrap().size();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);
-    let mut g1s = |len| tiled(len, &mut |m| random_points::<G1Projective>(m, &mut rng));
+    let n = cuzk_core::domain::Domain::for_len(m.num_constraints()).unwrap().size();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(n as u64);
+    let mut g1s = |len| tiled(len, &mut |k| random_points::<G1Projective>(k, &mut rng));
     let g = G1Projective::generator().to_affine();
     let h = G2Projective::generator().to_affine();
-    let b = s.b_input_density.count() + s.b_aux_density.count();
+    let [a_aux, b_input, b_aux] = m.densities();
+    let b = b_input.count() + b_aux.count();
     Parameters {
-        vk: VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: g1s(s.input.len()) },
+        vk: VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: g1s(m.num_inputs) },
         h: g1s(n - 1),
-        l: g1s(s.aux.len()),
-        a: g1s(s.input.len() + s.a_aux_density.count()),
+        l: g1s(m.num_aux),
+        a: g1s(m.num_inputs + a_aux.count()),
         b_g1: g1s(b),
-        b_g2: tiled(b, &mut |m| random_points::<G2Projective>(m, &mut rng)),
+        b_g2: tiled(b, &mut |k| random_points::<G2Projective>(k, &mut rng)),
     }
 }
 
@@ -557,17 +607,21 @@ fn main() {
     };
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
 
-    let cpu = args.cpu.then(|| Side::new(CpuBackend::new(), args.matrices));
-    let cuda = if args.cuda {
+    let cpu = args.cpu.then(|| Side::new(Arc::new(CpuBackend::new()), args.matrices, false));
+    let cuda: Vec<Side<CudaBackend>> = if args.cuda {
         match CudaBackend::first() {
-            Ok(b) => Some(Side::new(b, args.matrices)),
+            Ok(b) => {
+                let b = Arc::new(b);
+                let evals = if args.matrices { args.evals.clone() } else { vec![false] };
+                evals.into_iter().map(|e| Side::new(b.clone(), args.matrices, e)).collect()
+            }
             Err(e) => {
                 eprintln!("SKIPPED cuda backend: {e}");
-                None
+                Vec::new()
             }
         }
     } else {
-        None
+        Vec::new()
     };
 
     println!(
@@ -576,8 +630,8 @@ fn main() {
         if args.matrices { "on" } else { "off" }
     );
     println!();
-    println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | pipelined ms/proof |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | peak RSS GiB | pipelined ms/proof |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut next_id = 0;
     for &kind in &args.circuits {
         for &k in &args.logs {
@@ -588,25 +642,47 @@ fn main() {
             let shape = BuiltinShape::new(kind, k).expect("shape");
             let case = Case { kind, k, shape, circuit: CircuitId(next_id), check: !timing, args: &args };
             next_id += 1;
+            let on_cpu = cpu.as_ref().filter(|_| k <= args.cpu_max_log);
+            // Recorded once: the matrices give timing-only parameters their shape and every
+            // side its cache.
+            let matrices = (args.matrices || timing).then(|| record_matrices(&case));
+            if let (true, Some(m)) = (args.matrices, &matrices) {
+                synthesis_split(m, &case, cores);
+                if let Some(c) = on_cpu {
+                    c.insert_matrices(&case, m);
+                }
+                for g in &cuda {
+                    g.insert_matrices(&case, m);
+                }
+            }
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xbe9c4 + k as u64);
             let t = Instant::now();
-            let params = if timing { timing_params(kind, k) } else { cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup") };
+            let params = match (&matrices, timing) {
+                (Some(m), true) => timing_params(m),
+                _ => cuzk_setup::generate_parameters(kind.instance(k, 0).unwrap(), &mut rng).expect("setup"),
+            };
+            if !args.matrices {
+                drop(matrices);
+            }
             let what = if timing { "timing-only parameters (proofs not verified)" } else { "parameters" };
             eprintln!("{} 2^{k}: {what} generated in {:.1} s", kind.name(), t.elapsed().as_secs_f64());
             if timing {
                 println!("({} 2^{k}: timing-only parameters, proofs not verified)", kind.name());
             }
-            let on_cpu = cpu.as_ref().filter(|_| k <= args.cpu_max_log);
             let mut rows: Vec<(String, Row)> = Vec::new();
             if timing && args.timing_in_memory {
-                // The last backend takes the parameters (no copy: at 2^27 they are ~77 GB).
+                // The last side takes the parameters (no copy: at 2^27 they are ~77 GB).
+                let count = usize::from(on_cpu.is_some()) + cuda.len();
                 let mut params = Some(params);
+                let mut take = |i: usize| if i + 1 == count { params.take().expect("parameters") } else { params.clone().expect("parameters") };
+                let mut i = 0;
                 if let Some(c) = on_cpu {
-                    let p = if cuda.is_some() { params.clone().unwrap() } else { params.take().unwrap() };
-                    rows.push((c.name.clone(), c.run_in_memory(p, &case)));
+                    rows.push((c.name.clone(), c.run_in_memory(take(i), &case)));
+                    i += 1;
                 }
-                if let Some(g) = &cuda {
-                    rows.push((g.name.clone(), g.run_in_memory(params.take().unwrap(), &case)));
+                for g in &cuda {
+                    rows.push((g.name.clone(), g.run_in_memory(take(i), &case)));
+                    i += 1;
                 }
             } else {
                 let t = Instant::now();
@@ -614,16 +690,16 @@ fn main() {
                 drop(params);
                 eprintln!("  parameter file written in {:.1} s", t.elapsed().as_secs_f64());
                 if let Some(c) = on_cpu {
-                    rows.push((c.name.clone(), c.run_from_file(&file, &case, true)));
+                    rows.push((c.name.clone(), c.run_from_file(&file, &case)));
                 }
-                if let Some(g) = &cuda {
-                    rows.push((g.name.clone(), g.run_from_file(&file, &case, on_cpu.is_none())));
+                for g in &cuda {
+                    rows.push((g.name.clone(), g.run_from_file(&file, &case)));
                 }
             }
             for (name, row) in &rows {
                 let s = row.stages;
                 println!(
-                    "| {} | 2^{k} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+                    "| {} | 2^{k} | {name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
                     kind.name(),
                     s[0],
                     s[1],
@@ -631,17 +707,19 @@ fn main() {
                     s[3],
                     s[4],
                     row.total,
+                    row.peak_rss.map_or("-".into(), |b| format!("{:.2}", b as f64 / (1u64 << 30) as f64)),
                     row.pipelined.map_or("-".into(), |p| format!("{p:.1}"))
                 );
             }
-            if rows.len() == 2 {
-                assert_eq!(rows[0].1.proof, rows[1].1.proof, "backends disagree on the proof bytes");
+            if let Some((first, _)) = rows.first() {
+                for (name, row) in &rows[1..] {
+                    assert_eq!(rows[0].1.proof, row.proof, "{first} and {name} disagree on the proof bytes");
+                }
+            }
+            if let (Some(_), Some(g)) = (on_cpu, cuda.first()) {
+                let (c, g) = (&rows[0].1, &rows.iter().find(|(n, _)| *n == g.name).expect("cuda row").1);
                 let gpu = |r: &Row| r.stages[1] + r.stages[2] + r.stages[3];
-                println!(
-                    "| | | ratio cpu/gpu | | | | | | {:.1}× (backend stages {:.1}×) | |",
-                    rows[0].1.total / rows[1].1.total,
-                    gpu(&rows[0].1) / gpu(&rows[1].1)
-                );
+                println!("| | | ratio cpu/gpu | | | | | | {:.1}× (backend stages {:.1}×) | | |", c.total / g.total, gpu(c) / gpu(g));
             }
         }
     }

@@ -73,6 +73,7 @@ type PerDevice<K, V> = HashMap<(K, usize), Arc<V>>;
 pub struct BackendWorker<B: Backend> {
     backends: Vec<Arc<B>>,
     matrices: Option<MatrixCache>,
+    device_evaluation: bool,
     sync_stages: bool,
     host_params: Mutex<HashMap<CircuitId, Arc<Parameters>>>,
     keys: Mutex<PerDevice<CircuitId, ProvingKey<B>>>,
@@ -88,6 +89,7 @@ impl<B: Backend> BackendWorker<B> {
         BackendWorker {
             backends,
             matrices: Some(MatrixCache::default()),
+            device_evaluation: true,
             sync_stages: false,
             host_params: Mutex::default(),
             keys: Mutex::default(),
@@ -100,6 +102,13 @@ impl<B: Backend> BackendWorker<B> {
     /// recording would cost a second synthesis).
     pub fn without_matrix_cache(mut self) -> Self {
         self.matrices = None;
+        self
+    }
+
+    /// With `false`, `a, b, c` are evaluated on the host and copied even when the backend could
+    /// evaluate the recorded matrices on the device (which then need no device memory).
+    pub fn with_device_evaluation(mut self, on: bool) -> Self {
+        self.device_evaluation = on;
         self
     }
 
@@ -124,6 +133,16 @@ impl<B: Backend> BackendWorker<B> {
     /// The verifying key of a loaded circuit.
     pub fn verifying_key(&self, circuit: CircuitId) -> Option<Arc<VerifyingKey>> {
         lock(&self.vks).get(&circuit).cloned()
+    }
+
+    /// Makes `params` resident on device `d` for `circuit` without a parameter file (what a
+    /// device load does after reading one).
+    pub fn load_key(&self, circuit: CircuitId, d: usize, params: Parameters) -> Result<(), WorkError> {
+        let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
+        let key = ProvingKey::load(&**backend, params)?;
+        lock(&self.vks).insert(circuit, Arc::new(key.vk.clone()));
+        lock(&self.keys).insert((circuit, d), Arc::new(key));
+        Ok(())
     }
 
     fn backend_at(&self, at: Location) -> Result<&Arc<B>, WorkError> {
@@ -165,16 +184,21 @@ impl<B: Backend> BackendWorker<B> {
             Work::Builtin(s, seed) => {
                 let c = s.kind.instance(s.log_size, seed)?;
                 let public = c.public_inputs();
-                // With recorded matrices and a backend that evaluates them on the device, only
-                // the witness is generated here. (Filecoin circuits keep the host products:
-                // their satisfaction check below reads a, b, c.)
-                if backend.evaluates_constraints_on_device() {
-                    if let Some(matrices) = self.matrices.as_ref().and_then(|cache| cache.get(shape)) {
-                        let witness = matrices.witness(c, backend.host_allocator())?;
-                        return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
+                let alloc = backend.host_allocator();
+                match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
+                    // With recorded matrices the witness is written on all threads; a backend
+                    // that evaluates the matrices on the device takes only the witness.
+                    // (Filecoin circuits keep the host products: their satisfaction check
+                    // below reads a, b, c.)
+                    Some(matrices) => {
+                        let witness = matrices.witness_parallel(&c, alloc.clone())?;
+                        if self.device_evaluation && backend.evaluates_constraints_on_device() {
+                            return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
+                        }
+                        (crate::matrices::evaluate(&matrices, witness, alloc)?, public)
                     }
+                    None => (synthesize(c, alloc, SizeHint::default())?, public),
                 }
-                (self.synthesize_cached(shape, c, backend)?, public)
             }
             Work::Filecoin(_, c) => {
                 let public = c.public_inputs()?;
@@ -255,7 +279,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
 
     fn load_params(&self, task: LoadTask) -> Result<(), WorkError> {
         let _span = tracing::info_span!("load_params", circuit = task.circuit.0, at = ?task.at).entered();
-        let backend = self.backend_at(task.at)?;
+        self.backend_at(task.at)?;
         let host = if task.from_host { lock(&self.host_params).get(&task.circuit).cloned() } else { None };
         match task.at {
             Location::Host => {
@@ -268,12 +292,18 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     Some(p) => (*p).clone(),
                     None => read_params(&task.path, task.validation)?,
                 };
-                let key = ProvingKey::load(&**backend, params)?;
-                lock(&self.vks).insert(task.circuit, Arc::new(key.vk.clone()));
-                lock(&self.keys).insert((task.circuit, d.0 as usize), Arc::new(key));
+                self.load_key(task.circuit, d.0 as usize, params)?;
             }
         }
         Ok(())
+    }
+
+    fn witness_only(&self, shape: CircuitShape) -> bool {
+        // Filecoin circuits keep the host products (their satisfaction check reads a, b, c).
+        matches!(shape, CircuitShape::Builtin(_))
+            && self.matrices.is_some()
+            && self.device_evaluation
+            && self.backends.first().is_some_and(|b| b.evaluates_constraints_on_device())
     }
 
     fn evict_params(&self, circuit: CircuitId, from: Location) {

@@ -126,6 +126,13 @@ pub trait Worker: Send + Sync + 'static {
 
     /// Drops a circuit's parameters from `from` (stages still running keep their reference).
     fn evict_params(&self, circuit: CircuitId, from: Location);
+
+    /// Whether synthesis of `shape` hands on only the witness (`a, b, c` are evaluated on the
+    /// device), so a partition holds no host `a, b, c`.
+    fn witness_only(&self, shape: CircuitShape) -> bool {
+        let _ = shape;
+        false
+    }
 }
 
 /// Proves one partition on the calling thread, stage after stage (what `cuzk prove` and the

@@ -1,5 +1,4 @@
-//! Synthesis through recorded constraint matrices (`cuzk_core::matrices`): witness generation
-//! on the calling thread, then `a, b, c` as sparse products on all threads; and the cache of
+//! Synthesis through recorded constraint matrices (`cuzk_core::matrices`): a witness, then `a, b, c` as sparse products on all threads; and the cache of
 //! matrices per circuit shape.
 
 use std::collections::HashMap;
@@ -11,7 +10,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
-use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
 use cuzk_core::synth::{SynthesizeError, Synthesized};
 
 use crate::shape::CircuitShape;
@@ -23,6 +22,12 @@ const ROWS_PER_TASK: usize = 1 << 13;
 /// Produces exactly what `cuzk_core::synth::synthesize` produces.
 pub fn synthesize<C: Circuit<Scalar>>(m: &ConstraintMatrices, circuit: C, alloc: SharedAllocator) -> Result<Synthesized, SynthesizeError> {
     let w = m.witness(circuit, alloc.clone())?;
+    evaluate(m, w, alloc)
+}
+
+/// `a, b, c` of a witness as sparse products on all threads, assembled into the record
+/// synthesis would have produced.
+pub fn evaluate(m: &ConstraintMatrices, w: WitnessCs, alloc: SharedAllocator) -> Result<Synthesized, SynthesizeError> {
     let rows = m.num_constraints();
     let mut a = PinnedVec::from_elem_in(Scalar::ZERO, rows, alloc.clone())?;
     let mut b = PinnedVec::from_elem_in(Scalar::ZERO, rows, alloc.clone())?;
@@ -52,6 +57,11 @@ impl MatrixCache {
         let m = Arc::new(ConstraintMatrices::record(circuit.clone()).ok()?);
         tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
         Some(self.lock().entry(shape).or_insert(m).clone())
+    }
+
+    /// Keeps `m` as the matrices of `shape` (recorded elsewhere), unless some are already.
+    pub fn insert(&self, shape: CircuitShape, m: Arc<ConstraintMatrices>) -> Arc<ConstraintMatrices> {
+        self.lock().entry(shape).or_insert(m).clone()
     }
 
     /// The recorded matrices of `shape`, if any.

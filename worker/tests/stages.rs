@@ -83,45 +83,64 @@ impl Backend for DeviceEvaluatingCpu {
 }
 
 /// What synthesis handed to the upload.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Handed {
     Record,
     Witness,
 }
 
+/// Proofs through recorded matrices (a parallel witness, `a, b, c` evaluated by the backend,
+/// or by the host's sparse products) are byte-identical to full synthesis's and verify.
 #[test]
 fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
-    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("params");
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-    let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
-    std::fs::write(&path, params.to_bytes()).unwrap();
-    let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
-        w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false }).unwrap()
-    };
-    let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
-    load(&|t| full.load_params(t));
-    let cached = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]);
-    load(&|t| cached.load_params(t));
+    for (kind, log_size) in [(CircuitKind::SquaringChain, 10), (CircuitKind::Sha256Chain, 16)] {
+        let shape = BuiltinShape::new(kind, log_size).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("params");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
+        std::fs::write(&path, params.to_bytes()).unwrap();
+        let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
+            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false })
+                .unwrap()
+        };
+        let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
+        load(&|t| full.load_params(t));
+        let on_device = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]);
+        load(&|t| on_device.load_params(t));
+        let host_products = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]).with_device_evaluation(false);
+        load(&|t| host_products.load_params(t));
+        assert!(on_device.witness_only(shape.into()) && !host_products.witness_only(shape.into()) && !full.witness_only(shape.into()));
 
-    let mut handed = Vec::new();
-    for seed in [1u64, 2, 3] {
-        let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let (want, public) = prove_one(&full, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("full synthesis proof");
-        let (got, got_public) = prove_one(&cached, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |stage, _, out| {
-            if stage == Stage::Synthesize {
-                handed.push(match out {
-                    StageOutput::Synthesized { data: PartData::Witness { .. }, .. } => Handed::Witness,
-                    _ => Handed::Record,
-                });
+        let wants: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|seed| {
+                let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+                let (proof, public) =
+                    prove_one(&full, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("full synthesis proof");
+                (seed, rs, proof, public)
+            })
+            .collect();
+        for (worker, want_handed) in [(&on_device, Handed::Witness), (&host_products, Handed::Record)] {
+            let mut handed = Vec::new();
+            for (seed, rs, want, public) in &wants {
+                let (seed, rs) = (*seed, *rs);
+                let (got, got_public) = prove_one(worker, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |stage, _, out| {
+                    if stage == Stage::Synthesize {
+                        handed.push(match out {
+                            StageOutput::Synthesized { data: PartData::Witness { .. }, .. } => Handed::Witness,
+                            _ => Handed::Record,
+                        });
+                    }
+                })
+                .expect("proof through the worker's matrices");
+                assert_eq!(got.to_bytes(), want.to_bytes(), "{kind:?} seed {seed}: proofs differ");
+                assert_eq!(&got_public, public);
             }
-        })
-        .expect("proof through the worker's matrices");
-        assert_eq!(got.to_bytes(), want.to_bytes(), "seed {seed}: proofs differ");
-        assert_eq!(got_public, public);
+            // The first synthesis records the matrices; every synthesis then writes the
+            // witness through them.
+            assert_eq!(handed, [want_handed, want_handed], "{kind:?}");
+            assert_eq!(worker.matrices().map(|m| m.len()), Some(1));
+        }
     }
-    // The first synthesis records the matrices; the later ones generate only the witness.
-    assert_eq!(handed, [Handed::Record, Handed::Witness, Handed::Witness]);
-    assert_eq!(cached.matrices().map(|m| m.len()), Some(1));
 }

@@ -569,10 +569,10 @@ impl<W: Worker> Driver<W> {
             }));
         };
         let profile = match spec {
-            CircuitShape::Builtin(s) => crate::circuits::profile(s.log_size, reg.file_bytes),
+            CircuitShape::Builtin(s) => crate::circuits::profile(s.log_size, reg.file_bytes, self.worker.witness_only(spec)),
             CircuitShape::Filecoin(_) => {
                 let k = params_log_size(&reg.path).ok_or_else(|| DriverError::BadParams(reg.path.clone()))?;
-                crate::circuits::profile(k, reg.file_bytes)
+                crate::circuits::profile(k, reg.file_bytes, self.worker.witness_only(spec))
             }
         };
         self.engine.register_circuit(id, profile).map_err(DriverError::Internal)?;
