@@ -5,8 +5,9 @@
 #
 #   OUT=/tmp/daemon bash scripts/h200/daemon.sh
 #
-# JOBS (32), CONCURRENCY (12) and MIX set the load. Needs gpu-bin/cuzk. Logs and summary.txt
-# go to $OUT.
+# JOBS (32), CONCURRENCY (12) and MIX set the load; WARMUP (0) jobs of the same mix run first,
+# unmeasured (the first job of each circuit records its constraint matrices), so the measured
+# run is the steady state. Needs gpu-bin/cuzk. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 need cuzk
 CUZK=$BIN/cuzk
@@ -20,6 +21,9 @@ tail -14 "$OUT/prove.txt" | tee -a "$S"
 "$CUZK" serve --trust-params --http 127.0.0.1:9180 > "$OUT/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 60); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+if [ "${WARMUP:-0}" -gt 0 ]; then
+  step warmup 300 "$CUZK" bench --quiet --verify --jobs "$WARMUP" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
+fi
 step bench 400 "$CUZK" bench --quiet --verify --jobs "${JOBS:-32}" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
 tee -a "$S" < "$OUT/bench.txt"
 curl -s 127.0.0.1:9180/status > "$OUT/status.json"

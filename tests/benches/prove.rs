@@ -516,6 +516,57 @@ impl<B: Backend + 'static> Side<B> {
         }
     }
 
+    /// With GPU evaluation, makes the matrices of `case` resident before the timed proofs.
+    fn preload_matrices(&self, case: &Case) -> Option<(Arc<ConstraintMatrices>, Arc<B::Matrices>)> {
+        let shape = case.shape.into();
+        if !self.worker.witness_only(shape) {
+            return None;
+        }
+        let m = self.worker.matrices()?.get(shape)?;
+        let t = Instant::now();
+        let resident = self.worker.resident_matrices(shape, &m, 0).unwrap_or_else(|e| panic!("{}: uploading the matrices: {e}", self.name));
+        self.backend().wait_idle().expect("wait");
+        eprintln!(
+            "  {}: matrices resident on the device in {:.1} ms ({:.1} MiB)",
+            self.name,
+            ms(t.elapsed()),
+            self.backend().matrices_bytes(&resident) as f64 / (1 << 20) as f64
+        );
+        Some((m, resident))
+    }
+
+    /// Prints the GPU time of the witness upload and of the constraint evaluation alone
+    /// (median of three, each waited for).
+    fn time_evaluation(&self, case: &Case, (m, resident): &(Arc<ConstraintMatrices>, Arc<B::Matrices>)) {
+        let b = self.backend();
+        let c = case.kind.instance(case.k, 7).expect("circuit");
+        let domain = cuzk_core::domain::Domain::for_len(m.num_constraints()).expect("domain");
+        let (mut uploads, mut evals) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let w = m.witness_parallel(&c, b.host_allocator()).expect("witness");
+            b.wait_idle().expect("wait");
+            let t = Instant::now();
+            let input = b.upload_scalars(w.input).expect("upload");
+            let aux = b.upload_scalars(w.aux).expect("upload");
+            b.wait_idle().expect("wait");
+            uploads.push(ms(t.elapsed()));
+            let t = Instant::now();
+            let abc = b.evaluate_constraints(resident, &input, &aux, &domain).expect("evaluate");
+            b.wait_idle().expect("wait");
+            evals.push(ms(t.elapsed()));
+            drop(abc);
+        }
+        println!(
+            "GPU evaluation {} 2^{} on {}: witness upload {:.1} ms, constraint evaluation {:.1} ms ({} entries; median of 3)",
+            case.kind.name(),
+            case.k,
+            self.name,
+            median(uploads),
+            median(evals),
+            m.num_entries()
+        );
+    }
+
     /// Loads the parameters from `file` through the worker, runs `case`, evicts them.
     fn run_from_file(&self, file: &ParamsFile, case: &Case) -> Row {
         let t = Instant::now();
@@ -525,8 +576,12 @@ impl<B: Backend + 'static> Side<B> {
             panic!("{}: loading {}: {e}", self.name, file.0.display());
         }
         eprintln!("  {}: parameters resident in {:.1} ms", self.name, ms(t.elapsed()));
+        let resident = self.preload_matrices(case);
         let vk = self.worker.verifying_key(case.circuit);
         let row = run(&*self.worker, self.backend(), vk.as_deref(), case);
+        if let Some(r) = &resident {
+            self.time_evaluation(case, r);
+        }
         self.worker.evict_params(case.circuit, at);
         row
     }
@@ -537,7 +592,11 @@ impl<B: Backend + 'static> Side<B> {
         let t = Instant::now();
         self.worker.load_key(case.circuit, 0, params).unwrap_or_else(|e| panic!("{}: loading the key: {e}", self.name));
         eprintln!("  {}: parameters resident (from memory) in {:.1} ms", self.name, ms(t.elapsed()));
+        let resident = self.preload_matrices(case);
         let row = run(&*self.worker, self.backend(), None, case);
+        if let Some(r) = &resident {
+            self.time_evaluation(case, r);
+        }
         self.worker.evict_params(case.circuit, Location::Device(DeviceId(0)));
         row
     }
@@ -609,12 +668,11 @@ fn main() {
 
     let cpu = args.cpu.then(|| Side::new(Arc::new(CpuBackend::new()), args.matrices, false));
     let cuda: Vec<Side<CudaBackend>> = if args.cuda {
-        match CudaBackend::first() {
-            Ok(b) => {
-                let b = Arc::new(b);
-                let evals = if args.matrices { args.evals.clone() } else { vec![false] };
-                evals.into_iter().map(|e| Side::new(b.clone(), args.matrices, e)).collect()
-            }
+        // A backend per side: each its own pinned pool, so one side's buffers do not hide in
+        // another's peak RSS.
+        let evals = if args.matrices { args.evals.clone() } else { vec![false] };
+        match evals.into_iter().map(|e| CudaBackend::first().map(|b| Side::new(Arc::new(b), args.matrices, e))).collect::<Result<Vec<_>, _>>() {
+            Ok(sides) => sides,
             Err(e) => {
                 eprintln!("SKIPPED cuda backend: {e}");
                 Vec::new()

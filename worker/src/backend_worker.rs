@@ -167,8 +167,9 @@ impl<B: Backend> BackendWorker<B> {
         })
     }
 
-    /// The shape's matrices on device `d`, uploaded on first use.
-    fn resident_matrices(&self, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
+    /// The shape's matrices on device `d`, uploaded on first use (a caller may upload them
+    /// ahead of the first job).
+    pub fn resident_matrices(&self, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
         if let Some(r) = lock(&self.device_matrices).get(&(shape, d)) {
             return Ok(r.clone());
         }
