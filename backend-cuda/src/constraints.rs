@@ -5,8 +5,9 @@
 //! range, so the kernel never reads outside its buffers) and uploads them once: per matrix the
 //! row offsets, as u32 when every matrix has at most `u32::MAX` entries ([`offsets_fit_u32`]),
 //! else as u64, the entries' columns and coefficient-table indices as recorded, and one
-//! coefficient table of Montgomery-form scalars. [`launch`] runs one kernel over the rows of
-//! all three matrices, each row on 2^[`log_lanes`] lanes of a warp.
+//! coefficient table of Montgomery-form scalars, and per matrix the rows longer than
+//! [`LONG_ROW`] entries. [`launch`] runs one kernel over the rows of all three matrices, each
+//! row on 2^[`log_lanes`] lanes of a warp, and one over the long rows, a warp each.
 
 use std::sync::Arc;
 
@@ -21,6 +22,11 @@ const BLOCK: u64 = 256;
 
 /// Widest lane group per row: a warp.
 pub const MAX_LOG_LANES: u32 = 5;
+
+/// Rows with more entries than this are evaluated a warp per row. SHA-256's additions give
+/// rows of 128–1023 entries: about 0.2% of the rows of a SHA-256 chain, and a third of the
+/// entries of its `A`.
+pub const LONG_ROW: u64 = 64;
 
 /// Offsets converted to u32 and copied this many at a time (16 MiB of host memory).
 const OFFSET_CHUNK: usize = 1 << 22;
@@ -82,6 +88,9 @@ struct DeviceCsr {
     cols: Option<DevBuf>,
     coeffs: Option<DevBuf>,
     entries: usize,
+    /// Rows of more than [`LONG_ROW`] entries.
+    long_rows: Option<DevBuf>,
+    long_count: usize,
 }
 
 impl DeviceCsr {
@@ -156,6 +165,11 @@ fn upload_offsets_u32(stream: &Stream, offsets: &[u64]) -> Result<Option<DevBuf>
     Ok(Some(buf))
 }
 
+/// The rows of more than [`LONG_ROW`] entries (the row count fits u32: `load` checks it).
+pub fn long_rows(row_start: &[u64]) -> Vec<u32> {
+    row_start.windows(2).enumerate().filter(|(_, w)| w[1] - w[0] > LONG_ROW).map(|(r, _)| r as u32).collect()
+}
+
 /// Checks `m` and uploads it on `stream`; returns once the copies have completed. `wide` forces
 /// u64 offsets (`Some(true)`) or u32 ones (`Some(false)`, refused when they do not fit); `None`
 /// takes u32 whenever they fit. `owner` identifies the loading backend.
@@ -176,17 +190,20 @@ pub(crate) fn load(stream: &Stream, m: &Arc<ConstraintMatrices>, wide: Option<bo
     }
     let wide = wide.unwrap_or(!fit);
     let mut csr = Vec::with_capacity(3);
-    for (v, &entries) in views.iter().zip(&entries) {
+    let long: Vec<Vec<u32>> = views.iter().map(|v| long_rows(v.row_start)).collect();
+    for ((v, &entries), long) in views.iter().zip(&entries).zip(&long) {
         let offsets = if wide { queue_upload(stream, as_bytes(v.row_start))? } else { upload_offsets_u32(stream, v.row_start)? };
         let cols = queue_upload(stream, as_bytes(v.cols))?;
         let coeffs = queue_upload(stream, as_bytes(v.coeffs))?;
-        csr.push(DeviceCsr { offsets, cols, coeffs, entries });
+        let long_rows = queue_upload(stream, as_bytes(long))?;
+        csr.push(DeviceCsr { offsets, cols, coeffs, entries, long_rows, long_count: long.len() });
     }
     let table_buf = queue_upload(stream, as_bytes(table))?;
     stream.sync()?; // the host slices may go now
     let csr: [DeviceCsr; 3] = csr.try_into().expect("three matrices");
     let offset_bytes = if wide { 8 } else { 4 };
-    let bytes = csr.iter().map(|c| (c.offsets.is_some() as usize * offset_bytes * (rows + 1) + 8 * c.entries) as u64).sum::<u64>() + 32 * table.len() as u64;
+    let bytes = csr.iter().map(|c| (c.offsets.is_some() as usize * offset_bytes * (rows + 1) + 8 * c.entries + 4 * c.long_count) as u64).sum::<u64>()
+        + 32 * table.len() as u64;
     Ok(CudaMatrices { host: m.clone(), csr, table: table_buf, wide, bytes, owner })
 }
 
@@ -221,11 +238,22 @@ pub(crate) fn launch(module: &Module, stream: &Stream, m: &CudaMatrices, out: [u
         args = args.push(l);
     }
     let table = m.table.as_ref().map_or(0, |t| t.ptr);
-    let args = args.push(blocks[0] as u32).push((blocks[0] + blocks[1]) as u32).push(table).push(input).push(aux).push(rows as u32);
+    let args = args.push(blocks[0] as u32).push((blocks[0] + blocks[1]) as u32).push(table).push(input).push(aux).push(rows as u32).push(LONG_ROW as u32);
     let kernel = if m.wide { "eval_constraints_u64" } else { "eval_constraints_u32" };
     // SAFETY: the arguments match EVAL_PARAMS; `load` checked every offset, column and
     // coefficient index against the buffers, and the caller the witness lengths and outputs.
-    unsafe { module.launch(kernel, total as u32, BLOCK as u32, 0, stream, args) }
+    unsafe { module.launch(kernel, total as u32, BLOCK as u32, 0, stream, args)? };
+    let long_kernel = if m.wide { "eval_long_rows_u64" } else { "eval_long_rows_u32" };
+    for (csr, out) in m.csr.iter().zip(out) {
+        let Some(list) = &csr.long_rows else { continue };
+        let [off, col, coeff] = csr.ptrs();
+        let blocks = (32 * csr.long_count as u64).div_ceil(BLOCK);
+        let args = Args::new().push(off).push(col).push(coeff).push(out).push(list.ptr).push(csr.long_count as u32).push(table).push(input).push(aux);
+        // SAFETY: the arguments match EVAL_LONG_PARAMS; every listed row is a row of this
+        // matrix, whose entries `load` checked.
+        unsafe { module.launch(long_kernel, blocks as u32, BLOCK as u32, 0, stream, args)? };
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -242,6 +270,13 @@ mod tests {
         assert!(offsets_fit_u32([u32::MAX as usize, 5, 0]));
         assert!(!offsets_fit_u32([1, u32::MAX as usize + 1, 0]));
         assert!(!offsets_fit_u32([0, 0, 1 << 40]));
+    }
+
+    #[test]
+    fn long_rows_are_those_over_the_limit() {
+        let l = LONG_ROW;
+        assert_eq!(long_rows(&[0, l, 2 * l + 1, 2 * l + 1, 4 * l]), vec![1, 3]);
+        assert!(long_rows(&[]).is_empty() && long_rows(&[0]).is_empty());
     }
 
     #[test]

@@ -265,14 +265,16 @@ fn coefficient(rng: &mut ChaCha8Rng) -> Scalar {
 }
 
 /// Random matrices of `rows` rows over `inputs` inputs and `aux` aux variables: empty rows,
-/// long rows, duplicate columns, and every kind of [`coefficient`].
+/// long rows (a few of hundreds of entries), duplicate columns, and every kind of [`coefficient`].
 pub fn random_matrices(rows: usize, inputs: usize, aux: usize, rng: &mut ChaCha8Rng) -> ConstraintMatrices {
     let mut matrix = || -> Vec<Vec<(Column, Scalar)>> {
         (0..rows)
             .map(|_| {
-                let len = match rng.gen_range(0..10) {
-                    0 => 0,
-                    1 => rng.gen_range(8..40),
+                let len = match rng.gen_range(0..200) {
+                    0..20 => 0,
+                    20..40 => rng.gen_range(8..40),
+                    // Rows past the CUDA backend's long-row limit (64), as SHA-256's additions.
+                    40 => rng.gen_range(65..600),
                     _ => rng.gen_range(1..5),
                 };
                 let mut row: Vec<(Column, Scalar)> = Vec::with_capacity(len);

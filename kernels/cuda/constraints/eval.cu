@@ -10,7 +10,9 @@
 // One launch covers the rows of all three matrices: blocks [0, start1) are A's, [start1,
 // start2) B's, the rest C's. Each row gets 2^log_lanes consecutive lanes of a warp (per
 // matrix; 1 lane is a thread per row): lane j sums entries j, j + lanes, ... of the row and the
-// lanes' sums are added by shuffles. Every sum is a field sum of fully reduced values, so the
+// lanes' sums are added by shuffles. Rows of more than `long_row` entries (a few in circuits
+// like SHA-256, whose additions sum hundreds of bits) would hold their warp for hundreds of
+// iterations: this kernel skips them and eval_long_rows gives each a whole warp. Every sum is a field sum of fully reduced values, so the
 // result is the canonical value, bit-identical to blstrs. Rows from `rows` to the domain's size
 // are zeroed by the host (a memset), not here.
 
@@ -36,7 +38,7 @@ DEV Fr eval_lane_sum(Fr acc, u32 log_lanes) {
         const u32 *__restrict__ col_a, const u32 *__restrict__ col_b, const u32 *__restrict__ col_c,                 \
         const u32 *__restrict__ k_a, const u32 *__restrict__ k_b, const u32 *__restrict__ k_c, Fr *out_a, Fr *out_b, \
         Fr *out_c, u32 ll_a, u32 ll_b, u32 ll_c, u32 start1, u32 start2, const Fr *__restrict__ table,              \
-        const Fr *__restrict__ input, const Fr *__restrict__ aux, u32 rows
+        const Fr *__restrict__ input, const Fr *__restrict__ aux, u32 rows, u32 long_row
 
 template <class Off>
 DEV void eval_rows(EVAL_PARAMS(Off)) {
@@ -52,10 +54,12 @@ DEV void eval_rows(EVAL_PARAMS(Off)) {
     const u64 row = t >> ll;
     const u32 lane = (u32)t & ((1u << ll) - 1);
     Fr acc = Fr::zero();
-    if (row < rows) {
+    bool mine = row < rows;
+    if (mine) {
         // Entry positions in 64 bits: with u32 offsets, e + lanes must not wrap.
-        const u64 hi = off[row + 1];
-        for (u64 e = (u64)off[row] + lane; e < hi; e += 1u << ll) {
+        const u64 lo = off[row], hi = off[row + 1];
+        mine = hi - lo <= long_row;
+        for (u64 e = lo + lane; mine && e < hi; e += 1u << ll) {
             const u32 c = col[e], k = coeff[e];
             Fr x = load_elem<Fr>((c & EVAL_AUX) ? aux + (c ^ EVAL_AUX) : input + c);
             if (k > 1u) x = x * load_elem<Fr>(table + k);
@@ -64,11 +68,49 @@ DEV void eval_rows(EVAL_PARAMS(Off)) {
         }
     }
     if (ll) acc = eval_lane_sum(acc, ll);
-    if (row < rows && lane == 0) store_elem<Fr>(out + row, acc);
+    if (mine && lane == 0) store_elem<Fr>(out + row, acc);
 }
 
-#define EVAL_ARGS off_a, off_b, off_c, col_a, col_b, col_c, k_a, k_b, k_c, out_a, out_b, out_c, ll_a, ll_b, ll_c, start1, start2, table, input, aux, rows
+// The long rows of one matrix (`list`, `n` row indices): a warp per row, lanes strided over
+// its entries, the sums added by shuffles.
+template <class Off>
+DEV void eval_long(const Off *__restrict__ off, const u32 *__restrict__ col, const u32 *__restrict__ coeff, Fr *out,
+                   const u32 *__restrict__ list, u32 n, const Fr *__restrict__ table, const Fr *__restrict__ input,
+                   const Fr *__restrict__ aux) {
+    const u64 t = (u64)blockIdx.x * EVAL_BLOCK + threadIdx.x;
+    const u64 w = t >> 5;
+    const u32 lane = (u32)t & 31u;
+    Fr acc = Fr::zero();
+    if (w < n) {
+        const u32 row = list[w];
+        const u64 hi = off[row + 1];
+        for (u64 e = (u64)off[row] + lane; e < hi; e += 32) {
+            const u32 c = col[e], k = coeff[e];
+            Fr x = load_elem<Fr>((c & EVAL_AUX) ? aux + (c ^ EVAL_AUX) : input + c);
+            if (k > 1u) x = x * load_elem<Fr>(table + k);
+            if (k == 1u) x = -x;
+            acc = acc + x;
+        }
+    }
+    acc = eval_lane_sum(acc, 5);
+    if (w < n && lane == 0) store_elem<Fr>(out + list[w], acc);
+}
+
+#define EVAL_ARGS off_a, off_b, off_c, col_a, col_b, col_c, k_a, k_b, k_c, out_a, out_b, out_c, ll_a, ll_b, ll_c, start1, start2, table, input, aux, rows, long_row
 
 extern "C" __global__ void __launch_bounds__(EVAL_BLOCK) eval_constraints_u32(EVAL_PARAMS(u32)) { eval_rows<u32>(EVAL_ARGS); }
 
 extern "C" __global__ void __launch_bounds__(EVAL_BLOCK) eval_constraints_u64(EVAL_PARAMS(u64)) { eval_rows<u64>(EVAL_ARGS); }
+
+#define EVAL_LONG_PARAMS(Off)                                                                                     \
+    const Off *__restrict__ off, const u32 *__restrict__ col, const u32 *__restrict__ coeff, Fr *out,            \
+        const u32 *__restrict__ list, u32 n, const Fr *__restrict__ table, const Fr *__restrict__ input,          \
+        const Fr *__restrict__ aux
+
+extern "C" __global__ void __launch_bounds__(EVAL_BLOCK) eval_long_rows_u32(EVAL_LONG_PARAMS(u32)) {
+    eval_long<u32>(off, col, coeff, out, list, n, table, input, aux);
+}
+
+extern "C" __global__ void __launch_bounds__(EVAL_BLOCK) eval_long_rows_u64(EVAL_LONG_PARAMS(u64)) {
+    eval_long<u64>(off, col, coeff, out, list, n, table, input, aux);
+}
