@@ -63,6 +63,8 @@ pub const KERNELS: &[&str] = &[
     "msm_inv_each_g2",
     "eval_constraints_u32",
     "eval_constraints_u64",
+    "eval_long_rows_u32",
+    "eval_long_rows_u64",
     "selftest_fr_ops",
     "selftest_fp_ops",
     "selftest_fp2_ops",
@@ -75,3 +77,50 @@ pub const KERNELS: &[&str] = &[
     "selftest_fr_mul_fp64",
     "selftest_fp_mul_fp64",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names after `extern "C" __global__ void` in the source, past launch-bound
+    /// annotations (`__launch_bounds__(…)` or an upper-case macro, with or without arguments);
+    /// and apart, the prefixes of names built by token pasting inside macros (`name_##G`).
+    fn defined_kernels() -> (Vec<String>, Vec<String>) {
+        let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+        let (mut names, mut pasted) = (Vec::new(), Vec::new());
+        for part in SOURCE.split("extern \"C\" __global__ void").skip(1) {
+            let mut rest = part.trim_start();
+            loop {
+                let word = ident(rest);
+                let annotation = word == "__launch_bounds__" || (!word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+                if !annotation {
+                    // A name pasted by a macro (`name_##G`) is checked where it is expanded.
+                    if rest[word.len()..].trim_start().starts_with("##") {
+                        pasted.push(word);
+                    } else {
+                        names.push(word);
+                    }
+                    break;
+                }
+                rest = rest[word.len()..].trim_start();
+                if let Some(r) = rest.strip_prefix('(') {
+                    rest = r.split_once(')').map_or("", |(_, r)| r).trim_start();
+                }
+            }
+        }
+        (names, pasted)
+    }
+
+    #[test]
+    fn every_kernel_in_the_source_is_listed_and_every_listed_one_defined() {
+        let (defined, pasted) = defined_kernels();
+        assert!(defined.len() > 20 && !pasted.is_empty(), "found only {defined:?} and {pasted:?}");
+        for name in &defined {
+            assert!(KERNELS.contains(&name.as_str()), "kernel {name} is defined in kernels/cuda but not listed in KERNELS");
+        }
+        for name in KERNELS {
+            let known = defined.iter().any(|d| d == name) || pasted.iter().any(|p| name.starts_with(p.as_str()));
+            assert!(known, "KERNELS lists {name}, which the source does not define");
+        }
+    }
+}
