@@ -40,6 +40,26 @@ struct State {
     injected: Vec<(FaultStage, Injected)>,
 }
 
+/// A handle on a [`FaultyBackend`]'s counts that outlives moving the backend away.
+#[derive(Clone)]
+pub struct FaultProbe(Arc<Mutex<State>>);
+
+impl FaultProbe {
+    /// Faults injected into every stage so far.
+    pub fn injected(&self) -> Injected {
+        sum(&self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+fn sum(st: &State) -> Injected {
+    st.injected.iter().fold(Injected::default(), |a, (_, i)| Injected {
+        errors: a.errors + i.errors,
+        oom: a.oom + i.oom,
+        corrupted: a.corrupted + i.corrupted,
+        delayed: a.delayed + i.delayed,
+    })
+}
+
 /// A backend that injects the faults of a [`FaultPlan`] into the calls of another.
 pub struct FaultyBackend<B> {
     inner: B,
@@ -81,12 +101,12 @@ impl<B: Backend> FaultyBackend<B> {
 
     /// Faults injected into every stage so far.
     pub fn injected_total(&self) -> Injected {
-        self.lock().injected.iter().fold(Injected::default(), |a, (_, i)| Injected {
-            errors: a.errors + i.errors,
-            oom: a.oom + i.oom,
-            corrupted: a.corrupted + i.corrupted,
-            delayed: a.delayed + i.delayed,
-        })
+        sum(&self.lock())
+    }
+
+    /// A handle on the counts, for after the backend has been handed to a daemon.
+    pub fn probe(&self) -> FaultProbe {
+        FaultProbe(self.state.clone())
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -13,5 +13,5 @@
 mod backend;
 mod plan;
 
-pub use backend::{FaultyBackend, Injected};
+pub use backend::{FaultProbe, FaultyBackend, Injected};
 pub use plan::{FaultAction, FaultPlan, FaultRule, FaultStage, RuleError, Trigger};
