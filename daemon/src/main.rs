@@ -85,7 +85,8 @@ struct ServeArgs {
     /// What SIGTERM/SIGINT do with accepted jobs.
     #[arg(long, value_enum)]
     shutdown_mode: Option<ShutdownMode>,
-    /// Verify every proof before returning it.
+    /// Check every proof, of every kind, with the verifying key before returning it
+    /// (engine.self_check = "all"; Filecoin proofs are checked by default).
     #[arg(long)]
     verify_proofs: bool,
     /// Compute backend (overrides engine.backend).

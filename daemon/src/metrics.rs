@@ -64,6 +64,7 @@ pub fn render(s: &Snapshot) -> String {
     for st in &s.stages {
         let _ = writeln!(o, "cuzk_stage_runs_total{{stage=\"{}\"}} {}", st.stage, st.count);
     }
+    fault_metrics(&mut o, s);
     curio_metrics(&mut o, s);
     head(&mut o, "cuzk_job_latency_seconds", "histogram", "Submission to completion of completed jobs, per circuit.");
     for h in &s.latency {
@@ -76,6 +77,39 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "cuzk_job_latency_seconds_count{{circuit=\"{c}\"}} {}", h.count);
     }
     o
+}
+
+/// Faults, retries, refusals and memory pressure.
+fn fault_metrics(o: &mut String, s: &Snapshot) {
+    head(o, "cuzk_partition_retries_total", "counter", "Further attempts of partitions, by cause.");
+    for cause in ["device-error", "out-of-memory", "watchdog", "self-check", "out-of-service"] {
+        let n = s.recovery.retried.iter().find(|(k, _)| k == cause).map_or(0, |(_, v)| *v);
+        let _ = writeln!(o, "cuzk_partition_retries_total{{cause=\"{cause}\"}} {n}");
+    }
+    head(o, "cuzk_self_check_failures_total", "counter", "Proofs that failed their check with the verifying key (never returned).");
+    let _ = writeln!(o, "cuzk_self_check_failures_total {}", s.recovery.self_check_failures);
+    head(o, "cuzk_device_faults_total", "counter", "Faults counted against each device, by cause.");
+    for d in &s.devices {
+        for (cause, n) in &d.faults {
+            let _ = writeln!(o, "cuzk_device_faults_total{{device=\"{}\",cause=\"{}\"}} {n}", d.id, esc(cause));
+        }
+    }
+    head(o, "cuzk_device_in_service", "gauge", "1 while work is placed on the device, 0 once it was taken out of service.");
+    for d in &s.devices {
+        let _ = writeln!(o, "cuzk_device_in_service{{device=\"{}\"}} {}", d.id, u8::from(d.in_service));
+    }
+    head(o, "cuzk_submissions_refused_total", "counter", "Submissions refused because their priority's queue was full.");
+    let _ = writeln!(o, "cuzk_submissions_refused_total{{reason=\"queue-full\"}} {}", s.recovery.queue_refusals);
+    head(o, "cuzk_synthesis_paused", "gauge", "1 while new synthesis waits for host memory (MemAvailable below the margin).");
+    let _ = writeln!(o, "cuzk_synthesis_paused {}", u8::from(s.admission.paused));
+    if let Some(a) = s.admission.mem_available_bytes {
+        head(o, "cuzk_host_memory_available_bytes", "gauge", "MemAvailable of /proc/meminfo.");
+        let _ = writeln!(o, "cuzk_host_memory_available_bytes {a}");
+    }
+    if let Some(r) = s.rss_bytes {
+        head(o, "cuzk_process_resident_bytes", "gauge", "Resident set size of the daemon.");
+        let _ = writeln!(o, "cuzk_process_resident_bytes {r}");
+    }
 }
 
 /// The metrics Curio's own cuzk daemon exports, under its names and labels, so an operator's

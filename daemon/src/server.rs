@@ -10,6 +10,7 @@ use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
 use cuzk_core::params::Validation;
+use cuzk_faults::FaultyBackend;
 use cuzk_worker::BackendWorker;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
@@ -20,7 +21,7 @@ use tonic::service::interceptor::InterceptedService;
 use crate::auth::RequireToken;
 use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, ShutdownMode};
-use crate::driver::{self, DriverConfig, DriverHandle};
+use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
 
@@ -42,9 +43,22 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// Another daemon answers on the socket.
-    #[error("{0} is in use by a running daemon")]
+    /// Another daemon answers on the socket (or holds its lock).
+    #[error("{0} is in use by a running daemon: stop it first, or give this one another server.socket")]
     SocketInUse(PathBuf),
+    /// Something other than a socket is where the socket should be; it is left alone.
+    #[error("{0} exists and is not a unix socket: refusing to replace it")]
+    NotASocket(PathBuf),
+    /// A configured path is unusable.
+    #[error("{what} {}: {reason}", path.display())]
+    BadPath {
+        /// Which setting.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -108,7 +122,7 @@ pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError>
     if cfg.engine.backend == "wgpu" {
         let gpu = cuzk_backend_wgpu::WgpuBackend::from_env()
             .map_err(|e| ConfigError::Invalid(format!("engine.backend = \"wgpu\" but no wgpu adapter is usable: {e}")))?;
-        return start_with(cfg, data_dir, vec![gpu]).await;
+        return launch(cfg, data_dir, vec![gpu]).await;
     }
     let cuda = match cfg.engine.backend.as_str() {
         "cpu" => None,
@@ -122,9 +136,28 @@ pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError>
         },
     };
     match cuda {
-        Some(b) => start_with(cfg, data_dir, vec![b]).await,
-        None => start_with(cfg, data_dir, vec![CpuBackend::new()]).await,
+        Some(b) => launch(cfg, data_dir, vec![b]).await,
+        None => launch(cfg, data_dir, vec![CpuBackend::new()]).await,
     }
+}
+
+/// Starts over `backends`, each wrapped in a fault injector when `[faults]` is enabled.
+async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
+    if !cfg.faults.enabled {
+        return start_with(cfg, data_dir, backends).await;
+    }
+    let mut wrapped = Vec::new();
+    for (d, b) in backends.into_iter().enumerate() {
+        let plan = cfg.faults.plan(d as u32)?.unwrap_or_default();
+        tracing::error!(
+            device = d,
+            rules = ?plan.rules.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            seed = plan.seed,
+            "FAULT INJECTION IS ON ([faults] enabled): this daemon fails, corrupts and delays backend calls on purpose; test use only"
+        );
+        wrapped.push(FaultyBackend::new(b, plan));
+    }
+    start_with(cfg, data_dir, wrapped).await
 }
 
 fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
@@ -150,23 +183,68 @@ fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
     ec
 }
 
-async fn bind_socket(path: &Path) -> Result<UnixListener, ServeError> {
+/// The lock file beside a socket: `cuzk.sock` → `cuzk.sock.lock`.
+pub fn socket_lock_path(socket: &Path) -> PathBuf {
+    let mut s = socket.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// Binds the unix socket. One daemon per socket: an advisory lock on `<socket>.lock` is held
+/// for the daemon's life (returned with the listener), so two daemons starting at once cannot
+/// both take the path. A socket file left by a daemon that died (nobody answers on it) is
+/// replaced; one a live daemon answers on, or anything that is not a socket, is refused.
+async fn bind_socket(path: &Path) -> Result<(UnixListener, std::fs::File), ServeError> {
+    use std::os::unix::fs::FileTypeExt;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
             std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(io(format!("chmod {}", parent.display())))?;
         }
     }
-    if path.exists() {
-        if tokio::net::UnixStream::connect(path).await.is_ok() {
-            return Err(ServeError::SocketInUse(path.into()));
-        }
-        std::fs::remove_file(path).map_err(io(format!("removing stale socket {}", path.display())))?;
+    let lock_path = socket_lock_path(path);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(format!("opening the socket lock {}", lock_path.display())))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(ServeError::SocketInUse(path.into())),
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(format!("locking {}", lock_path.display()))(e)),
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => return Err(ServeError::NotASocket(path.into())),
+        Ok(_) => match tokio::time::timeout(Duration::from_secs(2), tokio::net::UnixStream::connect(path)).await {
+            Ok(Ok(_)) | Err(_) => return Err(ServeError::SocketInUse(path.into())),
+            Ok(Err(e)) if matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound) => {
+                tracing::warn!(socket = %path.display(), "replacing a stale socket (no daemon answers on it)");
+                std::fs::remove_file(path).map_err(io(format!("removing stale socket {}", path.display())))?;
+            }
+            Ok(Err(e)) => return Err(io(format!("probing {}", path.display()))(e)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(format!("inspecting {}", path.display()))(e)),
     }
     let l = UnixListener::bind(path).map_err(io(format!("binding {}", path.display())))?;
     // Owner only: the socket is the daemon's whole authentication.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(format!("chmod {}", path.display())))?;
-    Ok(l)
+    Ok((l, lock))
+}
+
+/// Checks a configured directory: an error when it exists and is not a readable directory;
+/// a warning when it is missing (jobs needing it are refused with FAILED_PRECONDITION).
+fn check_dir(what: &'static str, path: &Path) -> Result<(), ServeError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => Err(ServeError::BadPath { what, path: path.into(), reason: "not a directory".into() }),
+        Ok(_) => std::fs::read_dir(path).map(|_| ()).map_err(|e| ServeError::BadPath { what, path: path.into(), reason: e.to_string() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::warn!(path = %path.display(), "{what} does not exist: jobs that need parameters from it are refused");
+            Ok(())
+        }
+        Err(e) => Err(ServeError::BadPath { what, path: path.into(), reason: e.to_string() }),
+    }
 }
 
 async fn stopped(mut rx: watch::Receiver<bool>) {
@@ -187,6 +265,8 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
     }
     let token = cfg.token()?;
     let data_dir = cfg.params.data_dir.clone().unwrap_or(data_dir);
+    check_dir("the data directory (params.data_dir)", &data_dir)?;
+    check_dir("the Filecoin parameter cache (params.filecoin_dir)", &cfg.filecoin_dir())?;
     let ec = engine_config(&cfg, &backends);
     let threads = (ec.synth_workers + ec.finalize_workers) as usize;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -199,7 +279,16 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         data_dir: data_dir.clone(),
         fil_dir: cfg.filecoin_dir(),
         validation: if cfg.params.trusted { Validation::Trusted } else { Validation::Full },
-        verify_proofs: cfg.engine.verify_proofs,
+        self_check: cfg.self_check(),
+        recovery: Recovery {
+            retries: cfg.engine.fault_retries,
+            rechecks: 1,
+            stage_timeout: (cfg.engine.stage_timeout_ms > 0).then(|| Duration::from_millis(cfg.engine.stage_timeout_ms)),
+            device_fault_limit: cfg.engine.device_fault_limit,
+        },
+        queue_limit: cfg.engine.queue_limit,
+        memory_margin: cfg.engine.host_memory_margin_bytes,
+        meminfo: cfg.engine.meminfo_path.clone().unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
         keep_results: cfg.server.keep_results,
         engine: ec,
         preload,
@@ -212,9 +301,12 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         Some(p) => Some(p.clone()),
         None => Some(default_socket(&data_dir)),
     };
-    let uds = match &socket {
-        Some(p) => Some(bind_socket(p).await?),
-        None => None,
+    let (uds, socket_lock) = match &socket {
+        Some(p) => {
+            let (l, lock) = bind_socket(p).await?;
+            (Some(l), Some(lock))
+        }
+        None => (None, None),
     };
     let tcp = match cfg.server.tcp {
         Some(a) => {
@@ -305,6 +397,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         if let Some(p) = socket {
             let _ = std::fs::remove_file(p);
         }
+        drop(socket_lock);
         tracing::info!("cuzk daemon stopped");
         result
     });

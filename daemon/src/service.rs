@@ -40,11 +40,11 @@ pub struct Service {
 pub fn status_of(e: &DriverError) -> Status {
     let msg = e.to_string();
     match e {
-        DriverError::ShuttingDown => Status::unavailable(msg),
+        DriverError::ShuttingDown | DriverError::NoDevice(_) => Status::unavailable(msg),
         DriverError::MissingParams(_) | DriverError::BadParams(_) | DriverError::AlreadyEnded(_) | DriverError::Refused(_) | DriverError::LoadFailed(_) => {
             Status::failed_precondition(msg)
         }
-        DriverError::TooLarge(_) => Status::resource_exhausted(msg),
+        DriverError::TooLarge(_) | DriverError::QueueFull { .. } => Status::resource_exhausted(msg),
         DriverError::NotFound(_) => Status::not_found(msg),
         DriverError::Internal(_) => Status::internal(msg),
     }

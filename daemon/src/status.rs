@@ -34,6 +34,42 @@ pub struct Snapshot {
     pub stages: Vec<StageTotal>,
     /// Job latency histograms per circuit.
     pub latency: Vec<Histogram>,
+    /// Retries and refusals.
+    #[serde(default)]
+    pub recovery: Recovery,
+    /// Admission of new synthesis under host memory pressure.
+    #[serde(default)]
+    pub admission: Admission,
+    /// The daemon's resident set size, bytes.
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+}
+
+/// What the driver did about faults and load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Recovery {
+    /// Further attempts of partitions started, per cause (`device-error`, `out-of-memory`,
+    /// `watchdog`, `self-check`, `out-of-service`).
+    pub retried: Vec<(String, u64)>,
+    /// Proofs that failed their check with the verifying key (none of them was returned).
+    pub self_check_failures: u64,
+    /// Submissions refused because their priority's queue was full.
+    pub queue_refusals: u64,
+    /// Jobs accepted and not started, per priority, beyond which submissions are refused.
+    pub queue_limit: u32,
+}
+
+/// Whether new synthesis waits for host memory.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Admission {
+    /// Synthesis waits: the host's available memory is below the margin.
+    pub paused: bool,
+    /// Partitions whose synthesis waits.
+    pub waiting_synthesis: u32,
+    /// `MemAvailable` when last read, bytes.
+    pub mem_available_bytes: Option<u64>,
+    /// The margin, bytes (0: not checked).
+    pub margin_bytes: u64,
 }
 
 /// Job counters since start.
@@ -162,8 +198,21 @@ pub struct DeviceStatus {
     pub current_job: String,
     /// That job's proof kind, as in [`KindStatus::kind`].
     pub current_kind: String,
+    /// Whether work is placed on it (false once taken out of service after repeated faults).
+    #[serde(default = "yes")]
+    pub in_service: bool,
+    /// Why it was taken out of service (empty while in service).
+    #[serde(default)]
+    pub retired_because: String,
+    /// Faults counted against it since start, per cause.
+    #[serde(default)]
+    pub faults: Vec<(String, u64)>,
     /// Recent spans (finished in the window, and running).
     pub spans: Vec<SpanView>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Totals of one stage.

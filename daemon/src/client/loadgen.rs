@@ -1,5 +1,8 @@
 //! `cuzk bench`: a load generator against a running daemon with mixed circuits and
 //! priorities; prints throughput, p50/p99 latency per kind and the device busy fraction.
+//! With `--duration` it keeps the load up for that long (a soak), samples the daemon's
+//! memory through its metrics and, with `--verify-all`, counts every returned proof that does
+//! not verify.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -40,6 +43,16 @@ pub struct BenchArgs {
     /// Verify every proof with the parameter files in the data directory.
     #[arg(long)]
     pub verify: bool,
+    /// Run for this long instead of `--jobs` jobs (`90s`, `30m`, `1h`).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Verify every returned proof (as `--verify`) and fail if any does not verify; failed
+    /// jobs (faults past their retries) are counted, not fatal.
+    #[arg(long)]
+    pub verify_all: bool,
+    /// Seconds between samples of the daemon's memory (resident set, budgets).
+    #[arg(long, default_value_t = 10)]
+    pub sample_s: u64,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -92,6 +105,60 @@ impl MixEntry {
     }
 }
 
+/// Parses `90s`, `30m`, `1h` or a number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration {s:?}: use e.g. 90s, 30m or 1h");
+    let (num, mult) = match s.chars().last() {
+        Some('s') => (&s[..s.len() - 1], 1),
+        Some('m') => (&s[..s.len() - 1], 60),
+        Some('h') => (&s[..s.len() - 1], 3600),
+        _ => (s, 1),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    n.checked_mul(mult).map(Duration::from_secs).ok_or_else(bad)
+}
+
+/// The value of the first sample of `name` (with `label` in its labels, when given).
+pub fn metric(text: &str, name: &str, label: Option<&str>) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.split([' ', '{']).next() == Some(name) && label.is_none_or(|w| l.contains(w)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// One memory sample of the daemon.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    rss: f64,
+    host: f64,
+    device: f64,
+}
+
+fn sample(text: &str) -> Sample {
+    Sample {
+        rss: metric(text, "cuzk_process_resident_bytes", None).unwrap_or(0.0),
+        host: metric(text, "cuzk_memory_used_bytes", Some("location=\"host\"")).unwrap_or(0.0),
+        device: metric(text, "cuzk_memory_used_bytes", Some("location=\"device0\"")).unwrap_or(0.0),
+    }
+}
+
+/// `first / max / last` of a series, in MiB.
+fn series(v: &[f64]) -> String {
+    let mib = |x: f64| x / (1u64 << 20) as f64;
+    match (v.first(), v.last()) {
+        (Some(f), Some(l)) => format!("first {:.0} MiB, max {:.0} MiB, last {:.0} MiB", mib(*f), mib(v.iter().copied().fold(0.0, f64::max)), mib(*l)),
+        _ => "no samples".into(),
+    }
+}
+
+/// How one job went.
+enum JobOutcome {
+    Verified,
+    Failed(String),
+    Wrong(String),
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -123,8 +190,9 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         return Err(CliError::Usage("--mix is empty".into()));
     }
     let schedule: Vec<usize> = mix.iter().enumerate().flat_map(|(i, m)| (0..m.weight).map(move |_| i)).collect();
+    let verify = args.verify || args.verify_all;
     let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
-    if args.verify {
+    if verify {
         for (i, m) in mix.iter().enumerate() {
             if let CircuitShape::Builtin(c) = m.circuit {
                 let p = params_path(data_dir, c.kind, c.log_size);
@@ -136,16 +204,41 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let status = client.get_status(proto::GetStatusRequest {}).await.map_err(ClientError::from)?.into_inner();
     let names: BTreeMap<String, String> = status.gpus.iter().map(|g| (g.ordinal.to_string(), g.name.clone())).collect();
     let before = busy_seconds(&metrics(&mut client).await?);
-    let pb = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(args.jobs as u64) };
+    let pb = match (args.quiet, args.duration) {
+        (true, _) => ProgressBar::hidden(),
+        (false, Some(_)) => ProgressBar::new_spinner(),
+        (false, None) => ProgressBar::new(args.jobs as u64),
+    };
     pb.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs  {per_sec}  eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
+    let samples = Arc::new(std::sync::Mutex::new(vec![sample(&metrics(&mut client).await?)]));
+    let sampler = {
+        let (mut c, samples, every) = (client.clone(), samples.clone(), Duration::from_secs(args.sample_s.max(1)));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if let Ok(text) = metrics(&mut c).await {
+                    samples.lock().unwrap_or_else(|e| e.into_inner()).push(sample(&text));
+                }
+            }
+        })
+    };
     let sem = Arc::new(Semaphore::new(args.concurrency.max(1)));
     let mut set = JoinSet::new();
-    for i in 0..args.jobs {
+    let mut submitted = 0usize;
+    for i in 0.. {
         let permit = sem.clone().acquire_owned().await.map_err(|e| CliError::Usage(e.to_string()))?;
+        let more = match args.duration {
+            Some(d) => start.elapsed() < d,
+            None => i < args.jobs,
+        };
+        if !more {
+            break;
+        }
+        submitted += 1;
         let k = schedule[i % schedule.len()];
         let m = &mix[k];
         let mut submit = match (&m.filecoin, m.circuit) {
@@ -169,7 +262,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let req = proto::ProveRequest { submit: Some(submit), timeout_ms: 0 };
         let mut c = client.clone();
         let vk = vks.get(&k).cloned();
-        let fil_check = m.filecoin.clone().filter(|_| args.verify);
+        let fil_check = m.filecoin.clone().filter(|_| verify);
         let pb = pb.clone();
         set.spawn(async move {
             let t = Instant::now();
@@ -180,50 +273,74 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             let outcome = match r {
                 Ok(r) => match r.into_inner().result {
                     Some(res) if res.status == AwaitStatus::Completed as i32 => match (vk, fil_check) {
-                        (Some(vk), _) => verify_result(&vk, &res).map(|_| ()),
-                        (None, Some(req)) => match tokio::task::spawn_blocking(move || cuzk_circuits_filecoin::verify::verify(&req, &res.proof)).await {
-                            Ok(Ok(true)) => Ok(()),
-                            Ok(Ok(false)) => Err("Filecoin's verifier rejects the proof".into()),
-                            Ok(Err(e)) => Err(format!("Filecoin's verifier: {e}")),
-                            Err(e) => Err(format!("verifier task: {e}")),
+                        (Some(vk), _) => match verify_result(&vk, &res) {
+                            Ok(_) => JobOutcome::Verified,
+                            Err(e) => JobOutcome::Wrong(e),
                         },
-                        (None, None) => Ok(()),
+                        (None, Some(req)) => match tokio::task::spawn_blocking(move || cuzk_circuits_filecoin::verify::verify(&req, &res.proof)).await {
+                            Ok(Ok(true)) => JobOutcome::Verified,
+                            Ok(Ok(false)) => JobOutcome::Wrong("Filecoin's verifier rejects the proof".into()),
+                            Ok(Err(e)) => JobOutcome::Wrong(format!("Filecoin's verifier: {e}")),
+                            Err(e) => JobOutcome::Failed(format!("verifier task: {e}")),
+                        },
+                        (None, None) => JobOutcome::Verified,
                     },
-                    Some(res) => Err(format!("{}: {}", AwaitStatus::try_from(res.status).map_or("UNKNOWN", |s| s.as_str_name()), res.error_message)),
-                    None => Err("empty response".into()),
+                    Some(res) => {
+                        JobOutcome::Failed(format!("{}: {}", AwaitStatus::try_from(res.status).map_or("UNKNOWN", |s| s.as_str_name()), res.error_message))
+                    }
+                    None => JobOutcome::Failed("empty response".into()),
                 },
-                Err(s) => Err(format!("{:?}: {}", s.code(), s.message())),
+                Err(s) => JobOutcome::Failed(format!("{:?}: {}", s.code(), s.message())),
             };
             (k, took, outcome)
         });
     }
     let mut lat: Vec<Vec<Duration>> = vec![Vec::new(); mix.len()];
     let mut failed = vec![0usize; mix.len()];
+    let mut wrong = 0usize;
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     while let Some(r) = set.join_next().await {
         let (k, took, outcome) = r.map_err(|e| CliError::Usage(format!("bench task: {e}")))?;
         match outcome {
-            Ok(()) => lat[k].push(took),
-            Err(e) => {
+            JobOutcome::Verified => lat[k].push(took),
+            JobOutcome::Failed(e) => {
                 failed[k] += 1;
                 *errors.entry(e).or_default() += 1;
+            }
+            JobOutcome::Wrong(e) => {
+                failed[k] += 1;
+                wrong += 1;
+                *errors.entry(format!("WRONG PROOF: {e}")).or_default() += 1;
             }
         }
     }
     let wall = start.elapsed();
     pb.finish_and_clear();
-    let after = busy_seconds(&metrics(&mut client).await?);
+    sampler.abort();
+    let end_text = metrics(&mut client).await?;
+    let after = busy_seconds(&end_text);
+    let samples = {
+        let mut v = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        v.push(sample(&end_text));
+        v
+    };
 
     let ok: usize = lat.iter().map(Vec::len).sum();
     let mut o = String::new();
-    let _ = writeln!(o, "cuzk bench: {} jobs ({} partitions each) against {}, concurrency {}", args.jobs, args.partitions.max(1), conn.addr, args.concurrency);
-    let _ = writeln!(o, "wall {:.2} s; completed {ok}, failed {}", wall.as_secs_f64(), args.jobs - ok);
+    let _ = writeln!(o, "cuzk bench: {submitted} jobs ({} partitions each) against {}, concurrency {}", args.partitions.max(1), conn.addr, args.concurrency);
+    let _ = writeln!(
+        o,
+        "wall {:.2} s; completed {ok}, failed {}{}",
+        wall.as_secs_f64(),
+        submitted - ok,
+        if verify { format!(", wrong proofs returned {wrong}") } else { String::new() }
+    );
     let _ = writeln!(
         o,
         "throughput {:.2} jobs/s, {:.2} partitions/s{}",
         ok as f64 / wall.as_secs_f64(),
         (ok as u64 * u64::from(args.partitions.max(1))) as f64 / wall.as_secs_f64(),
-        if args.verify { "; every proof verified" } else { "" }
+        if verify { "; every returned proof re-verified here" } else { "" }
     );
     let _ = writeln!(o);
     let _ = writeln!(o, "| kind | jobs | failed | p50 (ms) | p99 (ms) | mean (ms) |");
@@ -249,12 +366,29 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let name = names.get(dev).map(String::as_str).unwrap_or("?");
         let _ = writeln!(o, "device {dev} ({name}): busy {:.1}% of the wall time ({busy:.2} s of GPU stages)", 100.0 * busy / wall.as_secs_f64());
     }
+    let rss: Vec<f64> = samples.iter().map(|s| s.rss).collect();
+    let host: Vec<f64> = samples.iter().map(|s| s.host).collect();
+    let device: Vec<f64> = samples.iter().map(|s| s.device).collect();
+    let _ = writeln!(o, "daemon RSS ({} samples): {}", samples.len(), series(&rss));
+    let _ = writeln!(o, "host budget reserved: {}; device 0 budget reserved: {}", series(&host), series(&device));
+    let retries: Vec<String> = ["device-error", "out-of-memory", "watchdog", "self-check", "out-of-service"]
+        .iter()
+        .map(|c| format!("{c} {}", metric(&end_text, "cuzk_partition_retries_total", Some(&format!("cause=\"{c}\""))).unwrap_or(0.0)))
+        .collect();
+    let _ =
+        writeln!(o, "daemon: retries {}; self-check failures {}", retries.join(", "), metric(&end_text, "cuzk_self_check_failures_total", None).unwrap_or(0.0));
     for (e, n) in &errors {
         let _ = writeln!(o, "error ×{n}: {e}");
     }
     print!("{o}");
-    if ok < args.jobs {
-        return Err(CliError::Usage(format!("{} of {} jobs did not complete", args.jobs - ok, args.jobs)));
+    if wrong > 0 {
+        return Err(CliError::Usage(format!("{wrong} returned proofs do not verify")));
+    }
+    if args.duration.is_none() && ok < submitted {
+        return Err(CliError::Usage(format!("{} of {submitted} jobs did not complete", submitted - ok)));
+    }
+    if ok == 0 {
+        return Err(CliError::Usage("no job completed".into()));
     }
     Ok(o)
 }

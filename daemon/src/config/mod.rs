@@ -59,6 +59,8 @@ pub struct Config {
     pub shutdown: ShutdownSection,
     /// Logging.
     pub log: LogSection,
+    /// Fault injection (test support; off by default).
+    pub faults: FaultsSection,
     /// What loading the file noticed (Curio keys with no effect here); logged at start.
     #[serde(skip)]
     pub notes: Vec<String>,
@@ -139,8 +141,43 @@ pub struct EngineSection {
     pub critical_device_reserve: u64,
     /// Spans and job records kept for the timeline.
     pub timeline_capacity: usize,
-    /// Verify every proof before returning it.
+    /// Check every proof, of every kind, with the verifying key before returning it (the same
+    /// as `self_check = "all"`; kept for older configuration files).
     pub verify_proofs: bool,
+    /// Which proofs are checked with the verifying key before they are returned: `filecoin`
+    /// (the four Filecoin kinds), `all`, or `off`.
+    pub self_check: SelfCheck,
+    /// Further attempts of a partition after a device fault (a device error, out of memory,
+    /// a stage past the watchdog).
+    pub fault_retries: u32,
+    /// Watchdog of the device stages (upload, NTT, MSM), ms: a stage running longer is a
+    /// device fault. 0 disables it.
+    pub stage_timeout_ms: u64,
+    /// Consecutive faults after which a device is taken out of service until the daemon
+    /// restarts. 0: never.
+    pub device_fault_limit: u32,
+    /// Jobs of one priority accepted and not started; more are refused with
+    /// RESOURCE_EXHAUSTED. Each priority has its own queue, so a flood of one never blocks
+    /// another.
+    pub queue_limit: u32,
+    /// Synthesis of non-CRITICAL partitions waits while the host's available memory
+    /// (`MemAvailable` in /proc/meminfo) is below this many bytes. 0 disables the check.
+    pub host_memory_margin_bytes: u64,
+    /// Where the available memory is read (tests point it elsewhere).
+    #[serde(skip)]
+    pub meminfo_path: Option<PathBuf>,
+}
+
+/// Which proofs the daemon checks with the verifying key before returning them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelfCheck {
+    /// The four Filecoin kinds.
+    Filecoin,
+    /// Every proof.
+    All,
+    /// None.
+    Off,
 }
 
 impl Default for EngineSection {
@@ -160,6 +197,13 @@ impl Default for EngineSection {
             critical_device_reserve: 0,
             timeline_capacity: 100_000,
             verify_proofs: false,
+            self_check: SelfCheck::Filecoin,
+            fault_retries: 3,
+            stage_timeout_ms: 600_000,
+            device_fault_limit: 3,
+            queue_limit: 64,
+            host_memory_margin_bytes: 1 << 30,
+            meminfo_path: None,
         }
     }
 }
@@ -179,6 +223,34 @@ pub struct ParamsSection {
     /// Filecoin parameter cache (default: `$FIL_PROOFS_PARAMETER_CACHE`, else
     /// `/var/tmp/filecoin-proof-parameters`).
     pub filecoin_dir: Option<PathBuf>,
+}
+
+/// `[faults]`: test support. Wraps every device's backend in `cuzk_faults::FaultyBackend`,
+/// which fails, corrupts or delays the calls its rules name. Never enable it in production.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultsSection {
+    /// Inject faults (off by default; logged as an error at start when on).
+    pub enabled: bool,
+    /// Seed of the random triggers (device `d` uses `seed + d`).
+    pub seed: u64,
+    /// Rules `STAGE:ACTION[:TRIGGER]`, e.g. `"msm:corrupt:p=0.01"`, `"ntt:error:nth=3"`,
+    /// `"msm:delay=5000:p=0.001"`.
+    pub rules: Vec<String>,
+    /// Devices whose backend is wrapped; empty: all.
+    pub devices: Vec<u32>,
+}
+
+impl FaultsSection {
+    /// The plan of device `d`, when faults are injected there.
+    pub fn plan(&self, d: u32) -> Result<Option<cuzk_faults::FaultPlan>, ConfigError> {
+        if !self.enabled || !(self.devices.is_empty() || self.devices.contains(&d)) {
+            return Ok(None);
+        }
+        let plan =
+            cuzk_faults::FaultPlan::parse(&self.rules, self.seed.wrapping_add(u64::from(d))).map_err(|e| ConfigError::Invalid(format!("faults.rules: {e}")))?;
+        Ok(Some(plan))
+    }
 }
 
 /// What to do with accepted work on SIGTERM/SIGINT.
@@ -282,6 +354,10 @@ impl Config {
         if self.engine.gpu_workers == 0 || self.engine.kernel_lanes == 0 {
             return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));
         }
+        if self.engine.queue_limit == 0 {
+            return Err(ConfigError::Invalid("engine.queue_limit must be at least 1".into()));
+        }
+        self.faults.plan(0)?;
         for p in &self.params.preload {
             crate::circuits::CircuitShape::parse(p).map_err(|e| ConfigError::Invalid(format!("params.preload: {e}")))?;
         }
@@ -291,6 +367,15 @@ impl Config {
     /// The Filecoin parameter cache directory after defaults.
     pub fn filecoin_dir(&self) -> PathBuf {
         self.params.filecoin_dir.clone().unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir)
+    }
+
+    /// The proofs checked before they are returned, after the older `verify_proofs` key.
+    pub fn self_check(&self) -> SelfCheck {
+        if self.engine.verify_proofs {
+            SelfCheck::All
+        } else {
+            self.engine.self_check
+        }
     }
 
     /// Synthesis workers after defaults.

@@ -32,6 +32,19 @@ pub enum DriverError {
     /// Loading parameters failed.
     #[error("loading parameters failed: {0}")]
     LoadFailed(String),
+    /// The queue of the job's priority is full.
+    #[error("the {priority} queue is full: {waiting} jobs waiting (engine.queue_limit = {limit}); retry later")]
+    QueueFull {
+        /// The priority.
+        priority: &'static str,
+        /// Jobs of that priority accepted and not started.
+        waiting: u32,
+        /// The bound.
+        limit: u32,
+    },
+    /// Every device has been taken out of service.
+    #[error("{0}")]
+    NoDevice(String),
     /// The engine rejected a request it should have accepted (a bug: report it).
     #[error("internal: {0}")]
     Internal(EngineError),

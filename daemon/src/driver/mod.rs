@@ -4,22 +4,24 @@
 //! stages and parameter loads on blocking threads), and each completion is fed back with its
 //! end time. The driver knows nothing of gRPC: it answers in [`DriverError`].
 
+mod admission;
+mod ending;
 mod error;
 mod handle;
 mod job;
+mod recovery;
 mod snapshot;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use cuzk_core::engine::{
-    Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobFailure, JobId, JobKind, JobSpec, Location, Nanos, Outcome, PartitionId, Presence,
-    Stage, Tier,
+    Action, CircuitId, Dispatch, Engine, EngineConfig, EngineError, JobId, JobKind, JobSpec, Location, Nanos, PartitionId, Presence, Stage, Tier,
 };
 use cuzk_core::params::Validation;
 use cuzk_core::proof::Proof;
@@ -31,10 +33,13 @@ use tokio::task::JoinHandle;
 pub use error::DriverError;
 pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
 pub use job::{BadJobRef, FilecoinJob, JobRef, JobRequest, MAX_REQUEST_ID};
+pub use recovery::{DeviceHealth, Fault, Recovery};
+
+use cuzk_core::backend::BackendError;
 
 use crate::circuits::{params_log_size, CircuitShape, Registry};
-use crate::config::ShutdownMode;
-use crate::names::{kind_name, priority_name};
+use crate::config::{SelfCheck, ShutdownMode};
+use crate::names::priority_name;
 use crate::setup::params_path;
 use crate::status::{Histogram, JobCounts};
 
@@ -47,8 +52,16 @@ pub struct DriverConfig {
     pub fil_dir: PathBuf,
     /// How carefully parameter files are checked.
     pub validation: Validation,
-    /// Verify every proof before returning it.
-    pub verify_proofs: bool,
+    /// Which proofs are checked with the verifying key before they are returned.
+    pub self_check: SelfCheck,
+    /// Retries, watchdog and device retirement.
+    pub recovery: Recovery,
+    /// Jobs accepted and not started, per priority.
+    pub queue_limit: u32,
+    /// Non-CRITICAL synthesis waits while the host's available memory is below this (0: never).
+    pub memory_margin: u64,
+    /// Where the available memory is read.
+    pub meminfo: PathBuf,
     /// Finished job results kept for AwaitProof.
     pub keep_results: usize,
     /// The engine's configuration.
@@ -70,6 +83,21 @@ struct LiveJob {
     gpu: Duration,
     srs_wait_since: Option<Instant>,
     srs_load: Duration,
+    /// The engine job proving its unproven partitions now (its first one is the API's job).
+    attempt: JobId,
+    /// The job's partition index of each of the attempt's partitions.
+    index_map: Vec<u32>,
+    /// Attempts started after device faults, and after failed self-checks.
+    retries: u32,
+    rechecks: u32,
+    /// Why the current attempt is failing, and on which device.
+    fault: Option<(Fault, Option<u32>)>,
+    /// The device each partition's GPU stages last ran on.
+    devices: Vec<Option<u32>>,
+    /// The deadline on the engine clock.
+    deadline_at: Option<Nanos>,
+    /// The caller cancelled it.
+    cancelled: bool,
 }
 
 struct Running {
@@ -78,6 +106,8 @@ struct Running {
     slot: u32,
     start: Instant,
     circuit: CircuitId,
+    /// The watchdog has given up on it (it still reports when it ends).
+    timed_out: bool,
 }
 
 type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, DriverError>>);
@@ -115,6 +145,20 @@ pub struct Driver<W: Worker> {
     stage_totals: [(u64, f64); 5],
     latency: HashMap<CircuitId, Histogram>,
     draining: Option<(ShutdownMode, Instant)>,
+    /// Per engine job (attempt), the API job it proves for.
+    attempts: HashMap<JobId, JobId>,
+    /// One per device.
+    health: Vec<DeviceHealth>,
+    /// Further attempts started, per cause.
+    retried: BTreeMap<&'static str, u64>,
+    /// Proofs that failed their self-check.
+    self_check_failures: u64,
+    /// Submissions refused by a full queue.
+    queue_refusals: u64,
+    /// Synthesis dispatched while the host's available memory was low, not started yet.
+    deferred: VecDeque<Dispatch>,
+    /// The last available memory read, bytes.
+    mem_available: Option<u64>,
 }
 
 /// Completed and failed jobs of one proof kind.
@@ -153,6 +197,7 @@ pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPo
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let cfg_devices = worker.devices();
     let mut d = Driver {
         cfg,
         engine,
@@ -174,6 +219,13 @@ pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPo
         stage_totals: [(0, 0.0); 5],
         latency: HashMap::new(),
         draining: None,
+        attempts: HashMap::new(),
+        health: vec![DeviceHealth::default(); cfg_devices],
+        retried: BTreeMap::new(),
+        self_check_failures: 0,
+        queue_refusals: 0,
+        deferred: VecDeque::new(),
+        mem_available: None,
     };
     for spec in d.cfg.preload.clone() {
         let (t, _rx) = oneshot::channel();
@@ -206,6 +258,8 @@ impl<W: Worker> Driver<W> {
                 Some((ShutdownMode::Drain, by)) => Some(by),
                 _ => None,
             };
+            let watchdog = self.watchdog_deadline();
+            let recheck = (!self.deferred.is_empty()).then(|| Instant::now() + admission::MEMORY_RECHECK);
             tokio::select! {
                 c = cmds.recv() => match c {
                     Some(c) => self.command(c),
@@ -222,6 +276,8 @@ impl<W: Worker> Driver<W> {
                     tracing::warn!("shutdown timeout: cancelling the jobs still running");
                     self.cancel_all();
                 }
+                _ = sleep_until(watchdog), if watchdog.is_some() => self.watchdog(),
+                _ = sleep_until(recheck), if recheck.is_some() => self.start_deferred(),
             }
         }
         tracing::info!(
@@ -289,11 +345,14 @@ impl<W: Worker> Driver<W> {
     }
 
     fn cancel_all(&mut self) {
-        let mut ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        let mut ids: Vec<(JobId, JobId)> = self.jobs.iter().map(|(id, j)| (*id, j.attempt)).collect();
         ids.sort();
-        for id in ids {
+        for (id, attempt) in ids {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.cancelled = true;
+            }
             let now = self.now();
-            let _ = self.engine.cancel(id, now);
+            let _ = self.engine.cancel(attempt, now);
             self.drain();
         }
     }
@@ -321,25 +380,97 @@ impl<W: Worker> Driver<W> {
     }
 
     fn fail_now(&self, partition: PartitionId, stage: Stage, reason: &str) {
+        self.fail_with(partition, stage, WorkError::Internal(reason.into()));
+    }
+
+    fn fail_with(&self, partition: PartitionId, stage: Stage, e: WorkError) {
         let now = Instant::now();
-        let result = Err(WorkError::Internal(reason.into()));
-        let _ = self.done_tx.send(Completion::Stage { partition, stage, started: now, ended: now, result });
+        let _ = self.done_tx.send(Completion::Stage { partition, stage, started: now, ended: now, result: Err(e) });
+    }
+
+    /// The API job and partition index of an attempt's partition, while that attempt is the
+    /// job's current one.
+    fn api_part(&self, p: PartitionId) -> Option<(JobId, usize)> {
+        let api = *self.attempts.get(&p.job)?;
+        let j = self.jobs.get(&api).filter(|j| j.attempt == p.job)?;
+        Some((api, *j.index_map.get(p.index as usize)? as usize))
+    }
+
+    fn checks(&self, req: &JobRequest) -> bool {
+        match self.cfg.self_check {
+            SelfCheck::All => true,
+            SelfCheck::Filecoin => req.filecoin.is_some(),
+            SelfCheck::Off => false,
+        }
+    }
+
+    /// The host's available memory is below the margin (read now).
+    fn memory_low(&mut self) -> bool {
+        if self.cfg.memory_margin == 0 {
+            return false;
+        }
+        self.mem_available = admission::mem_available(&self.cfg.meminfo);
+        self.mem_available.is_some_and(|a| a < self.cfg.memory_margin)
+    }
+
+    /// Starts the synthesis held back by low memory once memory is back (or its job ended).
+    fn start_deferred(&mut self) {
+        // A CRITICAL job waiting for a synthesis worker would wait behind the held ones.
+        let critical_waiting = self.jobs.values().any(|j| j.req.priority == cuzk_core::engine::Priority::Critical && !j.started);
+        let low = self.memory_low() && !critical_waiting;
+        let mut keep = VecDeque::new();
+        while let Some(d) = self.deferred.pop_front() {
+            let live = self.api_part(d.partition).is_some();
+            if low && live {
+                keep.push_back(d);
+            } else {
+                if live {
+                    tracing::info!(job = d.partition.job.0, partition = d.partition.index, available = ?self.mem_available, "host memory available again: synthesis starts");
+                }
+                self.run_start(d);
+            }
+        }
+        self.deferred = keep;
     }
 
     fn start(&mut self, d: Dispatch) {
+        if d.stage == Stage::Synthesize && self.api_part(d.partition).is_some() {
+            let critical =
+                self.api_part(d.partition).and_then(|(api, _)| self.jobs.get(&api)).is_some_and(|j| j.req.priority == cuzk_core::engine::Priority::Critical);
+            if !critical && (!self.deferred.is_empty() || self.memory_low()) {
+                if self.deferred.is_empty() {
+                    tracing::warn!(available = ?self.mem_available, margin = self.cfg.memory_margin, "host memory is low: synthesis of new partitions waits");
+                }
+                self.deferred.push_back(d);
+                return;
+            }
+        }
+        self.run_start(d);
+    }
+
+    fn run_start(&mut self, d: Dispatch) {
         let p = d.partition;
-        let Some(job) = self.jobs.get_mut(&p.job) else {
-            // Cannot happen (the engine starts no stage of an ended job); report it anyway.
+        let Some((api, i)) = self.api_part(p) else {
+            // A stage of an attempt that has ended (its job was cancelled or is retried).
+            return self.fail_now(p, d.stage, "job ended");
+        };
+        if let Location::Device(dev) = d.location {
+            if self.health.get(dev.0 as usize).is_some_and(|h| !h.in_service()) {
+                return self.fail_with(p, d.stage, WorkError::Backend(BackendError::Unavailable(format!("device {} is out of service", dev.0))));
+            }
+        }
+        let checks = d.stage == Stage::Finalize && self.jobs.get(&api).is_some_and(|j| self.checks(&j.req));
+        let Some(job) = self.jobs.get_mut(&api) else {
             return self.fail_now(p, d.stage, "job unknown");
         };
         job.started = true;
-        let verify_with = (self.cfg.verify_proofs && d.stage == Stage::Finalize).then(|| job.publics.get(p.index as usize).cloned().unwrap_or_default());
+        let verify_with = checks.then(|| job.publics.get(i).cloned().unwrap_or_default());
         let input = if d.stage == Stage::Synthesize {
-            let seed = job.req.seed.wrapping_add(u64::from(p.index));
+            let seed = job.req.seed.wrapping_add(i as u64);
             let prepared = job.req.filecoin.as_ref().and_then(|f| f.prepared.clone());
             match (self.registry.entry(d.circuit).map(|r| r.spec), prepared) {
                 (Some(CircuitShape::Builtin(s)), _) => StageInput::Circuit(Work::Builtin(s, seed)),
-                (Some(CircuitShape::Filecoin(f)), Some(prep)) => StageInput::Circuit(Work::Filecoin(f, prep.partition(p.index as usize))),
+                (Some(CircuitShape::Filecoin(f)), Some(prep)) => StageInput::Circuit(Work::Filecoin(f, prep.partition(i))),
                 (Some(CircuitShape::Filecoin(_)), None) => return self.fail_now(p, d.stage, "Filecoin job not prepared"),
                 (None, _) => return self.fail_now(p, d.stage, "circuit unknown"),
             }
@@ -349,7 +480,7 @@ impl<W: Worker> Driver<W> {
                 None => return self.fail_now(p, d.stage, "no data from the previous stage"),
             }
         };
-        self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: Instant::now(), circuit: d.circuit });
+        self.running.insert(p, Running { stage: d.stage, location: d.location, slot: d.slot, start: Instant::now(), circuit: d.circuit, timed_out: false });
         let task = StageTask { partition: p, stage: d.stage, location: d.location, circuit: d.circuit, input, verify_with, randomness: None };
         tracing::debug!(job = p.job.0, partition = p.index, stage = d.stage.name(), at = ?d.location, slot = d.slot, "stage start");
         let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
@@ -382,6 +513,11 @@ impl<W: Worker> Driver<W> {
         let Some(reg) = self.registry.entry(circuit) else {
             return;
         };
+        if let Location::Device(d) = at {
+            if self.health.get(d.0 as usize).is_some_and(|h| !h.in_service()) {
+                return self.refuse_load(circuit, at);
+            }
+        }
         let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host };
         self.loading.insert((circuit, at), Instant::now());
         let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
@@ -400,16 +536,29 @@ impl<W: Worker> Driver<W> {
     fn completion(&mut self, c: Completion<W::Data>) {
         match c {
             Completion::Stage { partition, stage, started, ended, result } => {
-                self.running.remove(&partition);
+                let run = self.running.remove(&partition);
+                let timed_out = run.as_ref().is_some_and(|r| r.timed_out);
+                let device = match run.map(|r| r.location) {
+                    Some(Location::Device(d)) => Some(d.0),
+                    _ => None,
+                };
                 let took = ended.saturating_duration_since(started);
                 let t = self.at(ended);
-                let i = partition.index as usize;
+                let api = self.api_part(partition);
+                let i = api.map_or(0, |(_, i)| i);
                 let r = match result {
                     Ok(data) => {
                         let tot = &mut self.stage_totals[stage_index(stage)];
                         tot.0 += 1;
                         tot.1 += took.as_secs_f64();
-                        if let Some(j) = self.jobs.get_mut(&partition.job) {
+                        // A device's record is clean again once a partition's MSM succeeds there.
+                        if let Some(h) = device.and_then(|d| self.health.get_mut(d as usize)).filter(|_| !timed_out && stage == Stage::Msm) {
+                            h.success();
+                        }
+                        if let Some(j) = api.and_then(|(api, _)| self.jobs.get_mut(&api)) {
+                            if let (Some(d), Some(slot)) = (device, j.devices.get_mut(i)) {
+                                *slot = Some(d);
+                            }
                             match stage {
                                 Stage::Synthesize => j.synth += took,
                                 Stage::Upload | Stage::Ntt | Stage::Msm => j.gpu += took,
@@ -434,11 +583,17 @@ impl<W: Worker> Driver<W> {
                         }
                         self.engine.stage_finished(partition, stage, t)
                     }
-                    Err(reason) => self.engine.stage_failed(partition, stage, t, reason.to_string()),
+                    Err(reason) => {
+                        if !timed_out {
+                            self.stage_fault(api, device, &reason);
+                        }
+                        self.engine.stage_failed(partition, stage, t, reason.to_string())
+                    }
                 };
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "engine refused a stage report");
                 }
+                self.evict_retired();
             }
             Completion::Params { circuit, at, ended, result } => {
                 let since = self.loading.remove(&(circuit, at)).unwrap_or(ended);
@@ -473,78 +628,6 @@ impl<W: Worker> Driver<W> {
             }
         }
         self.drain();
-    }
-
-    fn job_ended(&mut self, job: JobId, outcome: Outcome) {
-        let Some(j) = self.jobs.remove(&job) else {
-            return;
-        };
-        self.parts.retain(|p, _| p.job != job);
-        let queue_wait = self.engine.timeline().job(job).and_then(|r| r.queue_wait()).map_or(Duration::ZERO, |n| Duration::from_nanos(n.0));
-        let total = j.submitted.elapsed();
-        let mut res = JobResult {
-            job_id: api_id(job, &j.req),
-            status: FinalStatus::Completed,
-            proof: Vec::new(),
-            public_inputs: j.publics.iter().map(|p| scalar_bytes(p)).collect(),
-            error: String::new(),
-            queue_wait,
-            srs_load: j.srs_load,
-            synthesis: j.synth,
-            gpu: j.gpu,
-            total,
-        };
-        match outcome {
-            Outcome::Completed if j.proofs.iter().all(Option::is_some) => {
-                res.proof = j.proofs.iter().flatten().flat_map(|p| p.to_bytes()).collect();
-                self.counts.completed += 1;
-                let name = self.registry.entry(j.circuit).map(|r| r.spec.id()).unwrap_or_default();
-                self.latency.entry(j.circuit).or_insert_with(|| Histogram::new(name)).observe(total.as_secs_f64());
-            }
-            Outcome::Completed => {
-                res.status = FinalStatus::Failed;
-                res.error = "internal: a partition's proof is missing".into();
-                self.counts.failed += 1;
-            }
-            Outcome::Failed(f) => {
-                res.status = FinalStatus::Failed;
-                res.error = match f {
-                    JobFailure::Stage { partition, stage, reason } => format!("partition {} failed in {}: {reason}", partition.index, stage.name()),
-                    JobFailure::Params { reason, .. } => {
-                        format!("loading parameters failed: {reason}")
-                    }
-                    JobFailure::DeadlineExceeded => "deadline exceeded".into(),
-                };
-                self.counts.failed += 1;
-            }
-            Outcome::Cancelled => {
-                res.status = FinalStatus::Cancelled;
-                res.error = if self.draining.is_some() { "cancelled: the daemon is shutting down".into() } else { "cancelled".into() };
-                self.counts.cancelled += 1;
-            }
-        }
-        let totals = self.kind_totals.entry(kind_name(j.req.kind)).or_default();
-        match res.status {
-            FinalStatus::Completed => {
-                totals.completed += 1;
-                totals.seconds += total.as_secs_f64();
-            }
-            FinalStatus::Failed => totals.failed += 1,
-            FinalStatus::Cancelled => {}
-        }
-        tracing::info!(job = job.0, job_id = %res.job_id, status = ?res.status, total_ms = total.as_millis() as u64, error = %res.error, "job ended");
-        if let Some(tx) = self.results.get(&job) {
-            tx.send_replace(Some(Arc::new(res)));
-        }
-        self.ended.push_back((job, j.req.request_id));
-        while self.ended.len() > self.cfg.keep_results.max(1) {
-            if let Some((old, rid)) = self.ended.pop_front() {
-                self.results.remove(&old);
-                if self.request_ids.get(&rid).map(|e| e.0) == Some(old) {
-                    self.request_ids.remove(&rid);
-                }
-            }
-        }
     }
 
     fn circuit_id(&mut self, spec: CircuitShape) -> Result<CircuitId, DriverError> {
@@ -600,11 +683,21 @@ impl<W: Worker> Driver<W> {
                 }
             }
         }
+        if let Some(why) = self.no_device_reason() {
+            return Err(DriverError::NoDevice(why));
+        }
+        let waiting = self.jobs.values().filter(|j| !j.started && j.req.priority == req.priority).count() as u32;
+        if waiting >= self.cfg.queue_limit {
+            self.queue_refusals += 1;
+            return Err(DriverError::QueueFull { priority: priority_name(req.priority), waiting, limit: self.cfg.queue_limit });
+        }
         let circuit = self.circuit_id(req.circuit)?;
+        let req_priority = req.priority;
         let now = self.now();
         let mut spec = JobSpec::new(JobKind::Generic, circuit, req.partitions).with_priority(req.priority);
-        if let Some(d) = req.deadline {
-            spec = spec.with_deadline(now + Nanos(d.as_nanos().min(u64::MAX as u128) as u64));
+        let deadline_at = req.deadline.map(|d| now + Nanos(d.as_nanos().min(u64::MAX as u128) as u64));
+        if let Some(d) = deadline_at {
+            spec = spec.with_deadline(d);
         }
         let hot = self.engine.tier(circuit) == Some(Tier::Hot);
         let job = self.engine.submit(spec, now).map_err(|e| match e {
@@ -633,10 +726,22 @@ impl<W: Worker> Driver<W> {
                 gpu: Duration::ZERO,
                 srs_wait_since: (!hot).then(Instant::now),
                 srs_load: Duration::ZERO,
+                attempt: job,
+                index_map: (0..n as u32).collect(),
+                retries: 0,
+                rechecks: 0,
+                fault: None,
+                devices: vec![None; n],
+                deadline_at,
+                cancelled: false,
             },
         );
+        self.attempts.insert(job, job);
         self.counts.submitted += 1;
         self.drain();
+        if !self.deferred.is_empty() && req_priority == cuzk_core::engine::Priority::Critical {
+            self.start_deferred();
+        }
         Ok(Submitted { job, job_id, queue_position, watch: rx })
     }
 
@@ -652,9 +757,12 @@ impl<W: Worker> Driver<W> {
         let Some(j) = self.jobs.get(&job) else {
             return Err(if self.results.contains_key(&job) { DriverError::AlreadyEnded(job.0) } else { DriverError::NotFound(job.0.to_string()) });
         };
-        let was_running = j.started;
+        let (was_running, attempt) = (j.started, j.attempt);
         let now = self.now();
-        self.engine.cancel(job, now).map_err(DriverError::Refused)?;
+        self.engine.cancel(attempt, now).map_err(DriverError::Refused)?;
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.cancelled = true;
+        }
         self.drain();
         Ok(was_running)
     }

@@ -7,7 +7,7 @@ use cuzk_worker::Worker;
 use super::Driver;
 use crate::names::{kind_name, priority_name};
 use crate::proto::ProofKind;
-use crate::status::{Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Snapshot, SpanView, StageTotal, Track};
+use crate::status::{Admission, Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Recovery, Snapshot, SpanView, StageTotal, Track};
 
 /// How far back the timeline on the status page reaches.
 pub const TIMELINE_WINDOW: Nanos = Nanos::from_secs(120);
@@ -114,7 +114,9 @@ impl<W: Worker> Driver<W> {
                     .iter()
                     .filter(|(_, r)| r.location == Location::Device(id))
                     .min_by_key(|(_, r)| r.start)
-                    .and_then(|(p, _)| self.jobs.get(&p.job).map(|j| (super::api_id(p.job, &j.req), kind_name(j.req.kind))));
+                    .and_then(|(p, _)| self.api_part(*p))
+                    .and_then(|(api, _)| self.jobs.get(&api).map(|j| (super::api_id(api, &j.req), kind_name(j.req.kind))));
+                let health = self.health.get(d).cloned().unwrap_or_default();
                 DeviceStatus {
                     id: d as u32,
                     name: self.worker.device_name(d),
@@ -124,6 +126,9 @@ impl<W: Worker> Driver<W> {
                     active,
                     current_job: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_kind: current.map(|c| c.1.to_string()).unwrap_or_default(),
+                    in_service: health.in_service(),
+                    retired_because: health.retired.clone().unwrap_or_default(),
+                    faults: health.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                     spans,
                 }
             })
@@ -183,6 +188,19 @@ impl<W: Worker> Driver<W> {
             devices,
             stages,
             latency,
+            recovery: Recovery {
+                retried: self.retried.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                self_check_failures: self.self_check_failures,
+                queue_refusals: self.queue_refusals,
+                queue_limit: self.cfg.queue_limit,
+            },
+            admission: Admission {
+                paused: !self.deferred.is_empty(),
+                waiting_synthesis: self.deferred.len() as u32,
+                mem_available_bytes: self.mem_available.or_else(|| super::admission::mem_available(&self.cfg.meminfo)),
+                margin_bytes: self.cfg.memory_margin,
+            },
+            rss_bytes: super::admission::own_rss(),
         }
     }
 }

@@ -1,0 +1,162 @@
+//! Start-up hygiene and restarts: a stale socket left by a killed daemon is replaced, a live
+//! daemon's socket and a file that is not a socket are refused, configured paths are checked;
+//! and `kill -9` of `cuzk serve` in the middle of a proof, then a restart on the same socket:
+//! the request sent again as Curio's client sends it (same request id) is proved, and
+//! Filecoin's verifier accepts the proof.
+
+use crate::common;
+use crate::filecoin::{cache, ensure_params, raw_request};
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use cuzk_circuits_filecoin::{verify, FilKind};
+use cuzk_daemon::client::{connect, http_get};
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
+use cuzk_daemon::server::{start, ServeError};
+use cuzk_daemon::status::Snapshot;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_socket_is_replaced_a_live_one_and_other_files_are_refused() {
+    ensure(4);
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("cuzk.sock");
+    // What a killed daemon leaves: a socket file nobody listens on.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket());
+    let mut cfg = config(tmp.path());
+    cfg.server.socket = Some(socket.clone());
+    let first = start(cfg.clone(), params_dir()).await.expect("a stale socket does not block the start");
+    let mut c = connect(&format!("unix:{}", socket.display()), None).await.unwrap();
+    let r = c.prove(proto::ProveRequest { submit: Some(job(4, 1, 1, P::Normal)), timeout_ms: 60_000 }).await.unwrap().into_inner();
+    check_completed(&r.result.unwrap(), 4, 1, 1);
+
+    // A second daemon on the same socket is refused while the first answers.
+    let mut second = cfg.clone();
+    second.server.http = String::new();
+    match start(second, params_dir()).await {
+        Err(ServeError::SocketInUse(p)) => assert_eq!(p, socket),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("two daemons on one socket"),
+    }
+    first.shutdown_with(cuzk_daemon::config::ShutdownMode::Cancel);
+    first.wait().await.unwrap();
+
+    // A regular file where the socket goes is left alone.
+    let file = tmp.path().join("not-a-socket");
+    std::fs::write(&file, b"keep me").unwrap();
+    let mut cfg = config(tmp.path());
+    cfg.server.socket = Some(file.clone());
+    match start(cfg, params_dir()).await {
+        Err(ServeError::NotASocket(p)) => assert_eq!(p, file),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a regular file was replaced by the socket"),
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+
+    // A configured directory that is a file is an error at start.
+    let mut cfg = config(tmp.path());
+    cfg.params.filecoin_dir = Some(file.clone());
+    match start(cfg, params_dir()).await {
+        Err(e @ ServeError::BadPath { .. }) => assert!(e.to_string().contains("not a directory"), "{e}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a file accepted as the Filecoin parameter cache"),
+    }
+}
+
+fn serve(dir: &Path, config: &Path, log: &str) -> Child {
+    let log = std::fs::File::create(dir.join(log)).unwrap();
+    Command::new(BIN)
+        .arg("--data-dir")
+        .arg(params_dir())
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("cuzk serve starts")
+}
+
+async fn http_addr(dir: &Path, log: &str) -> std::net::SocketAddr {
+    let path = dir.join(log);
+    let mut addr = None;
+    wait_until(Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        addr = text
+            .lines()
+            .find(|l| l.contains("cuzk daemon listening"))
+            .and_then(|l| l.split("http=Some(").nth(1))
+            .and_then(|r| r.split(')').next())
+            .and_then(|a| a.parse().ok());
+        std::future::ready(addr.is_some())
+    })
+    .await;
+    addr.unwrap_or_else(|| panic!("no HTTP address in {}", std::fs::read_to_string(&path).unwrap_or_default()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
+    ensure_params(FilKind::WinningPoSt);
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("cuzk.sock");
+    let base = format!(
+        "[server]\nsocket = {:?}\nhttp = \"127.0.0.1:0\"\n\n[engine]\nbackend = \"cpu\"\nsynth_workers = 1\nhost_memory_bytes = 6442450944\ndevice_memory_bytes = 6442450944\n\n[params]\ntrusted = true\nfilecoin_dir = {:?}\n\n[log]\nfilter = \"info\"\n",
+        socket.display().to_string(),
+        cache().display().to_string()
+    );
+    // The first daemon's MSM hangs, so the kill lands in the middle of the proof.
+    let stuck = tmp.path().join("stuck.toml");
+    std::fs::write(&stuck, format!("{base}\n[faults]\nenabled = true\nrules = [\"msm:delay=600000:nth=1\"]\n")).unwrap();
+    let plain = tmp.path().join("plain.toml");
+    std::fs::write(&plain, &base).unwrap();
+
+    let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt));
+    let sub = cuzk_daemon::client::curio::submission(&req);
+    let mut first = serve(tmp.path(), &stuck, "first.log");
+    let http = http_addr(tmp.path(), "first.log").await;
+    let mut c = connect(&format!("unix:{}", socket.display()), None).await.expect("connect");
+    let s = c.submit_proof(sub.clone()).await.expect("accepted").into_inner();
+    assert_eq!(s.job_id, sub.request_id);
+    let in_msm = wait_until(Duration::from_secs(60), || async {
+        let Ok((200, body)) = http_get(http, "/status", None).await else { return false };
+        let s: Snapshot = serde_json::from_str(&body).unwrap();
+        s.devices[0].spans.iter().any(|x| x.stage == "msm" && x.end_ms.is_none())
+    })
+    .await;
+    assert!(in_msm, "the proof never reached its MSM");
+    first.kill().expect("kill -9");
+    first.wait().unwrap();
+    assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket(), "SIGKILL leaves the socket file behind");
+
+    // Curio's client gets a transport error, waits, and submits the same request again.
+    let mut second = serve(tmp.path(), &plain, "second.log");
+    let mut c = None;
+    wait_until(Duration::from_secs(30), || {
+        let ok = std::fs::read_to_string(tmp.path().join("second.log")).unwrap_or_default().contains("cuzk daemon listening");
+        std::future::ready(ok)
+    })
+    .await;
+    for _ in 0..100 {
+        if let Ok(cl) = connect(&format!("unix:{}", socket.display()), None).await {
+            c = Some(cl);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut c = c.expect("the restarted daemon answers on the same socket");
+    let r = c.prove(proto::ProveRequest { submit: Some(sub.clone()), timeout_ms: 120_000 }).await.expect("Prove").into_inner().result.expect("result");
+    assert_eq!(r.status, AwaitStatus::Completed as i32, "{}", r.error_message);
+    assert_eq!(r.job_id, sub.request_id);
+    assert!(verify::verify(&req, &r.proof).expect("verifier runs"), "Filecoin's verifier rejects the proof");
+    let _ = Command::new("kill").args(["-TERM", &second.id().to_string()]).status();
+    let status = second.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "a clean stop removes the socket");
+}
