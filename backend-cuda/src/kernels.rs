@@ -92,7 +92,8 @@ mod tests {
             let mut rest = part.trim_start();
             loop {
                 let word = ident(rest);
-                let annotation = word == "__launch_bounds__" || (!word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
+                let annotation =
+                    word == "__launch_bounds__" || (!word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
                 if !annotation {
                     // A name pasted by a macro (`name_##G`) is checked where it is expanded.
                     if rest[word.len()..].trim_start().starts_with("##") {

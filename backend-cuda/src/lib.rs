@@ -618,6 +618,11 @@ impl Backend for CudaBackend {
         Ok(self.synchronize()?)
     }
 
+    fn free_memory(&self) -> Option<u64> {
+        self.inner.ctx.bind_to_thread().ok()?;
+        result::mem_get_info().ok().map(|(free, _)| free as u64)
+    }
+
     fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
         let len = host.len();
         if self.is_our_pool(host.allocator()) && len > 0 {

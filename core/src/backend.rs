@@ -91,6 +91,12 @@ pub trait Backend: Send + Sync {
     /// The allocator synthesis should write into so uploads are DMA-able.
     fn host_allocator(&self) -> SharedAllocator;
 
+    /// Free memory of the backend's own device, bytes, measured now; `None` for a backend
+    /// without memory of its own (the CPU backend) or one that cannot tell.
+    fn free_memory(&self) -> Option<u64> {
+        None
+    }
+
     /// Blocks until all work queued on the backend has finished (a no-op for synchronous
     /// backends). Only for measuring stages separately; the prover never needs it.
     fn wait_idle(&self) -> Result<(), BackendError> {

@@ -83,6 +83,17 @@ impl DensityBitmap {
         &self.words
     }
 
+    /// A bitmap of `len` bits from its raw words ([`DensityBitmap::words`]); `None` when the
+    /// words do not hold exactly `len` bits (a set bit past `len`, or a word too many or too
+    /// few).
+    pub fn from_words(words: &[u64], len: usize, alloc: SharedAllocator) -> Result<Option<Self>, AllocError> {
+        if words.len() != len.div_ceil(64) || (len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0)) {
+            return Ok(None);
+        }
+        let count = words.iter().map(|w| w.count_ones() as usize).sum();
+        Ok(Some(DensityBitmap { words: PinnedVec::from_slice_in(words, alloc)?, len, count }))
+    }
+
     /// Appends the bits of `other` after this bitmap's bits; with `skip_first`, the first bit
     /// of `other` is left out (it belongs to its own `ONE` input).
     pub fn extend(&mut self, other: &DensityBitmap, skip_first: bool) -> Result<(), AllocError> {

@@ -22,6 +22,9 @@ use crate::density::DensityBitmap;
 use crate::synth::{ShapeChanged, SizeHint, SynthesizeError, Synthesized};
 use crate::witness::ParallelWitness;
 
+mod file;
+pub use file::MatricesFileError;
+
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;
 /// Coefficient-table index of `1` (a fast path: no multiplication).
@@ -99,6 +102,38 @@ pub struct CsrView<'a> {
     pub cols: &'a [u32],
     /// Coefficient-table index of each entry.
     pub coeffs: &'a [u32],
+}
+
+/// Checks one matrix of `rows` rows over `inputs` inputs and `aux` aux variables with a table of
+/// `table` coefficients: offsets start at 0, never decrease and end at the entries; every column
+/// and coefficient index is in range. Returns the entries.
+pub fn check_csr(v: &CsrView<'_>, rows: usize, inputs: usize, aux: usize, table: usize) -> Result<usize, String> {
+    let entries = v.cols.len();
+    if v.coeffs.len() != entries {
+        return Err(format!("{entries} columns but {} coefficient indices", v.coeffs.len()));
+    }
+    if rows == 0 {
+        if entries != 0 || v.row_start.len() > 1 || v.row_start.first().is_some_and(|&o| o != 0) {
+            return Err(format!("no rows but {} offsets and {entries} entries", v.row_start.len()));
+        }
+        return Ok(0);
+    }
+    if v.row_start.len() != rows + 1 {
+        return Err(format!("{} offsets for {rows} rows", v.row_start.len()));
+    }
+    if v.row_start[0] != 0 || v.row_start[rows] != entries as u64 {
+        return Err(format!("offsets run from {} to {}, entries from 0 to {entries}", v.row_start[0], v.row_start[rows]));
+    }
+    if let Some(r) = v.row_start.windows(2).position(|w| w[1] < w[0]) {
+        return Err(format!("offsets decrease at row {r}"));
+    }
+    if let Some(e) = v.cols.iter().position(|&c| if c & AUX != 0 { (c & !AUX) as usize >= aux } else { c as usize >= inputs }) {
+        return Err(format!("entry {e}: column {:#x} out of range ({inputs} inputs, {aux} aux)", v.cols[e]));
+    }
+    if let Some(e) = v.coeffs.iter().position(|&k| k as usize >= table) {
+        return Err(format!("entry {e}: coefficient {} of a table of {table}", v.coeffs[e]));
+    }
+    Ok(entries)
 }
 
 /// A variable of a constraint: a public input (`Input(0)` is `ONE`) or an aux variable.
@@ -493,5 +528,34 @@ impl ConstraintMatrices {
         let mut c = PinnedVec::from_elem_in(Scalar::ZERO, m, alloc)?;
         self.evaluate_rows(0..m, &w.input, &w.aux, &mut a, &mut b, &mut c);
         Ok(self.assemble(w, a, b, c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view<'a>(row_start: &'a [u64], cols: &'a [u32], coeffs: &'a [u32]) -> CsrView<'a> {
+        CsrView { row_start, cols, coeffs }
+    }
+
+    #[test]
+    fn malformed_matrices_are_refused() {
+        // Two rows, 2 inputs, 3 aux, a table of 3.
+        let ok = |rs: &[u64], cols: &[u32], k: &[u32]| check_csr(&view(rs, cols, k), 2, 2, 3, 3);
+        assert_eq!(ok(&[0, 1, 3], &[1, AUX | 2, 0], &[0, 1, 2]), Ok(3));
+        assert_eq!(ok(&[0, 0, 0], &[], &[]), Ok(0));
+        assert!(ok(&[0, 1, 3], &[2, 0, 0], &[0, 0, 0]).unwrap_err().contains("column 0x2"), "input column out of range");
+        assert!(ok(&[0, 1, 3], &[0, AUX | 3, 0], &[0, 0, 0]).unwrap_err().contains("out of range"), "aux column out of range");
+        assert!(ok(&[0, 1, 3], &[0, 0, 0], &[0, 3, 0]).unwrap_err().contains("coefficient 3"));
+        assert!(ok(&[0, 2, 1], &[0], &[0]).is_err(), "end is not the entries");
+        assert!(ok(&[0, 2, 1, 1], &[0], &[0]).is_err(), "offsets for 3 rows");
+        assert!(ok(&[0, 3, 2], &[0, 0], &[0, 0]).unwrap_err().contains("decrease"));
+        assert!(ok(&[1, 1, 2], &[0, 0], &[0, 0]).is_err(), "does not start at 0");
+        assert!(ok(&[0, 1, 2], &[0, 0], &[0]).is_err(), "fewer coefficient indices than columns");
+        // No rows: no offsets or just [0], no entries.
+        assert_eq!(check_csr(&view(&[], &[], &[]), 0, 1, 0, 2), Ok(0));
+        assert_eq!(check_csr(&view(&[0], &[], &[]), 0, 1, 0, 2), Ok(0));
+        assert!(check_csr(&view(&[0, 0], &[], &[]), 0, 1, 0, 2).is_err());
     }
 }

@@ -162,10 +162,20 @@ async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: 
 
 fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
     let e = &cfg.engine;
-    let devices =
-        backends.iter().map(|_| DeviceConfig { memory_bytes: e.device_memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes }).collect();
+    let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
+    let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
+    let devices = backends
+        .iter()
+        .enumerate()
+        .map(|(d, b)| {
+            let memory_bytes = e.device_budget(b.free_memory(), host);
+            tracing::info!(device = d, name = %b.name(), budget = memory_bytes, sized = e.device_memory_bytes == 0, "device memory budget");
+            DeviceConfig { memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes }
+        })
+        .collect();
+    tracing::info!(budget = host, sized = e.host_memory_bytes == 0, "host memory budget");
     let synth = cfg.synth_workers();
-    let mut ec = EngineConfig::new(synth, e.host_memory_bytes, devices);
+    let mut ec = EngineConfig::new(synth, host, devices);
     if e.finalize_workers > 0 {
         ec.finalize_workers = e.finalize_workers;
     }
@@ -334,7 +344,12 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
     let devices = backends.len();
-    let worker = Arc::new(BackendWorker::new(backends.into_iter().map(Arc::new).collect()));
+    let matrices_dir = cfg.params.matrices_dir.clone().unwrap_or_else(|| data_dir.join("matrices"));
+    let mut worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
+    if !matrices_dir.as_os_str().is_empty() {
+        worker = worker.with_matrix_store(matrices_dir);
+    }
+    let worker = Arc::new(worker);
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(
         handle.clone(),

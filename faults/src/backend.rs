@@ -180,6 +180,10 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         self.inner.wait_idle()
     }
 
+    fn free_memory(&self) -> Option<u64> {
+        self.inner.free_memory()
+    }
+
     fn upload_scalars(&self, mut host: PinnedVec<Scalar>) -> Result<Self::Scalars, BackendError> {
         if self.check(FaultStage::Upload)?.corrupt {
             if let Some(x) = host.first_mut() {

@@ -98,6 +98,14 @@ impl<B: Backend> BackendWorker<B> {
         }
     }
 
+    /// Keeps recorded constraint matrices in `dir` across restarts ([`MatrixCache::persistent`]).
+    pub fn with_matrix_store(mut self, dir: std::path::PathBuf) -> Self {
+        if self.matrices.is_some() {
+            self.matrices = Some(MatrixCache::persistent(dir));
+        }
+        self
+    }
+
     /// Synthesizes every circuit in full instead of recording matrices (a single proof, where
     /// recording would cost a second synthesis).
     pub fn without_matrix_cache(mut self) -> Self {

@@ -2,6 +2,7 @@
 //! matrices per circuit shape.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bellpepper_core::Circuit;
@@ -48,18 +49,98 @@ type Slot = Arc<OnceLock<Option<Arc<ConstraintMatrices>>>>;
 #[derive(Debug, Default)]
 pub struct MatrixCache {
     entries: Mutex<HashMap<CircuitShape, Slot>>,
+    store: Option<PathBuf>,
+}
+
+/// What a persistent cache found for a shape.
+#[derive(Debug)]
+enum Stored {
+    Loaded(ConstraintMatrices),
+    Absent,
+    /// Unreadable, corrupt or stale: recorded again and rewritten.
+    Unusable(String),
 }
 
 impl MatrixCache {
-    /// The matrices of `shape`, recording them from `circuit` when absent (once: concurrent
-    /// callers wait for the one recording); `None` when the circuit cannot be recorded (then
-    /// plain synthesis reports why, and a later call tries again).
+    /// A cache that also keeps every recording in `dir` (one file per shape, checksummed and
+    /// keyed by the shape and this version of cuzk) and loads it from there instead of
+    /// recording again: after a restart, or in a second process. A file that is unreadable,
+    /// corrupt or stale is recorded again and replaced, never trusted.
+    pub fn persistent(dir: PathBuf) -> Self {
+        MatrixCache { entries: Mutex::default(), store: Some(dir) }
+    }
+
+    /// The file of `shape` in a persistent cache.
+    pub fn file_of(&self, shape: CircuitShape) -> Option<PathBuf> {
+        self.store.as_ref().map(|d| d.join(format!("{}.matrices", shape.id())))
+    }
+
+    /// The key a file of `shape` is written under: the shape and the versions its structure
+    /// depends on (a circuit's code changes only with a release of cuzk or of its circuit crates).
+    pub fn file_key(shape: CircuitShape) -> String {
+        format!("{} cuzk-worker {} format 1", shape.id(), env!("CARGO_PKG_VERSION"))
+    }
+
+    fn load(&self, shape: CircuitShape) -> Stored {
+        let Some(path) = self.file_of(shape) else { return Stored::Absent };
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Stored::Absent,
+            Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
+        };
+        // SAFETY: a read-only map of a file this cache replaces only by renaming a new one over
+        // it, never by writing into it.
+        let map = match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(m) => m,
+            Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
+        };
+        match ConstraintMatrices::from_file_bytes(&map, &Self::file_key(shape)) {
+            Ok(m) => Stored::Loaded(m),
+            Err(e) => Stored::Unusable(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Writes `m` as the file of `shape` (a temporary file renamed over the old one).
+    fn save(&self, shape: CircuitShape, m: &ConstraintMatrices) {
+        let Some(path) = self.file_of(shape) else { return };
+        let tmp = path.with_extension(format!("matrices.tmp{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(&tmp)?);
+            m.write_file(&Self::file_key(shape), &mut w)?;
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        };
+        match write() {
+            Ok(()) => tracing::info!(circuit = %shape.id(), path = %path.display(), "constraint matrices saved"),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(circuit = %shape.id(), path = %path.display(), "constraint matrices not saved: {e}");
+            }
+        }
+    }
+
+    /// The matrices of `shape`, loaded from a persistent cache's file or recorded from
+    /// `circuit` when absent (once: concurrent callers wait for the one load or recording);
+    /// `None` when the circuit cannot be recorded (then plain synthesis reports why, and a
+    /// later call tries again).
     pub fn get_or_record<C: Circuit<Scalar> + Clone>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         let slot = self.lock().entry(shape).or_default().clone();
         let recorded = slot
             .get_or_init(|| {
+                match self.load(shape) {
+                    Stored::Loaded(m) => {
+                        tracing::info!(circuit = %shape.id(), entries = m.num_entries(), "constraint matrices loaded");
+                        return Some(Arc::new(m));
+                    }
+                    Stored::Unusable(why) => tracing::warn!(circuit = %shape.id(), "constraint matrices file not used, recording again: {why}"),
+                    Stored::Absent => {}
+                }
                 let m = Arc::new(ConstraintMatrices::record(circuit.clone()).ok()?);
                 tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
+                self.save(shape, &m);
                 Some(m)
             })
             .clone();
@@ -126,6 +207,55 @@ mod tests {
             let x = cs.alloc(|| "x", || Ok(Scalar::ONE))?;
             cs.enforce(|| "x", |lc| lc + x, |lc| lc + x, |lc| lc + x);
             Ok(())
+        }
+    }
+
+    #[test]
+    fn a_persistent_cache_loads_instead_of_recording_and_rebuilds_a_damaged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape: CircuitShape = BuiltinShape::new(CircuitKind::Sha256Chain, 15).unwrap().into();
+        let circuit = CircuitKind::Sha256Chain.instance(15, 3).unwrap();
+        let runs = AtomicUsize::new(0);
+        let counted = Counting { runs: &runs, inner: circuit.clone() };
+        let first = MatrixCache::persistent(dir.path().to_path_buf());
+        let recorded = first.get_or_record(shape, &counted).unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        let file = first.file_of(shape).unwrap();
+        assert!(file.exists());
+
+        // A second cache (a restart) loads the file: no recording, the same matrices.
+        let second = MatrixCache::persistent(dir.path().to_path_buf());
+        let loaded = second.get_or_record(shape, &counted).unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the file was not used");
+        let same = |m: &ConstraintMatrices| m.to_file_bytes("k");
+        assert!(same(&loaded) == same(&recorded));
+        let w = loaded.witness(circuit.clone(), cuzk_core::alloc::heap()).unwrap();
+        let full = cuzk_core::synth::synthesize(circuit.clone(), cuzk_core::alloc::heap(), Default::default()).unwrap();
+        let via_file = evaluate(&loaded, w, cuzk_core::alloc::heap()).unwrap();
+        assert!(*via_file.a == *full.a && *via_file.b == *full.b && *via_file.c == *full.c, "the loaded matrices evaluate differently");
+
+        // A damaged file is detected, recorded again and replaced.
+        let mut bytes = std::fs::read(&file).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 1;
+        std::fs::write(&file, &bytes).unwrap();
+        let third = MatrixCache::persistent(dir.path().to_path_buf());
+        assert!(third.get_or_record(shape, &counted).is_some());
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "a corrupt file must be recorded again");
+        assert!(ConstraintMatrices::from_file_bytes(&std::fs::read(&file).unwrap(), &MatrixCache::file_key(shape)).is_ok(), "the file was not rebuilt");
+    }
+
+    /// A circuit that counts its syntheses.
+    #[derive(Clone)]
+    struct Counting<'a, C> {
+        runs: &'a AtomicUsize,
+        inner: C,
+    }
+
+    impl<C: Circuit<Scalar>> Circuit<Scalar> for Counting<'_, C> {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            self.inner.synthesize(cs)
         }
     }
 

@@ -125,9 +125,11 @@ pub struct EngineSection {
     pub synth_workers: u32,
     /// Partitions finalized at once (0: same as synth_workers).
     pub finalize_workers: u32,
-    /// Host memory budget, bytes.
+    /// Host memory budget, bytes; 0 (the default): sized from the machine at start
+    /// ([`EngineSection::host_budget`]).
     pub host_memory_bytes: u64,
-    /// Memory budget of each device, bytes.
+    /// Memory budget of each device, bytes; 0 (the default): sized from each device's free
+    /// memory at start ([`EngineSection::device_budget`]).
     pub device_memory_bytes: u64,
     /// Partitions on a device at once (upload through MSM).
     pub gpu_workers: u32,
@@ -188,8 +190,8 @@ impl Default for EngineSection {
             backend: "auto".into(),
             synth_workers: 0,
             finalize_workers: 0,
-            host_memory_bytes: 16 << 30,
-            device_memory_bytes: 16 << 30,
+            host_memory_bytes: 0,
+            device_memory_bytes: 0,
             gpu_workers: 2,
             kernel_lanes: 1,
             synth_lookahead: 0,
@@ -204,6 +206,45 @@ impl Default for EngineSection {
             queue_limit: 64,
             host_memory_margin_bytes: 1 << 30,
             meminfo_path: None,
+        }
+    }
+}
+
+/// Share of the measured memory a sized budget leaves unused, in percent (besides the margin).
+const SIZED_RESERVE_PERCENT: u64 = 10;
+/// Device memory a sized budget leaves free for the driver, kernels' scratch and other
+/// processes.
+const DEVICE_MARGIN: u64 = 2 << 30;
+/// Smallest sized budget.
+const MIN_BUDGET: u64 = 1 << 30;
+/// A device that reports no memory of its own (the CPU backend shares the host's) gets this
+/// much, at most half the host budget.
+const SHARED_DEVICE_BUDGET: u64 = 16 << 30;
+
+impl EngineSection {
+    /// The host budget: `host_memory_bytes` when set, else 90% of the host's available memory
+    /// (`available`, from `/proc/meminfo`) less `host_memory_margin_bytes`, at least 1 GiB;
+    /// 16 GiB when the available memory is unknown.
+    pub fn host_budget(&self, available: Option<u64>) -> u64 {
+        if self.host_memory_bytes > 0 {
+            return self.host_memory_bytes;
+        }
+        match available {
+            Some(a) => (a - a * SIZED_RESERVE_PERCENT / 100).saturating_sub(self.host_memory_margin_bytes).max(MIN_BUDGET),
+            None => 16 << 30,
+        }
+    }
+
+    /// A device's budget: `device_memory_bytes` when set, else 90% of the device's free
+    /// memory (`free`, measured at start) less 2 GiB, at least 1 GiB; for a device that reports
+    /// none (the CPU backend), 16 GiB or half of `host_budget`, whichever is less.
+    pub fn device_budget(&self, free: Option<u64>, host_budget: u64) -> u64 {
+        if self.device_memory_bytes > 0 {
+            return self.device_memory_bytes;
+        }
+        match free {
+            Some(f) => (f - f * SIZED_RESERVE_PERCENT / 100).saturating_sub(DEVICE_MARGIN).max(MIN_BUDGET),
+            None => SHARED_DEVICE_BUDGET.min(host_budget / 2).max(MIN_BUDGET),
         }
     }
 }
@@ -223,6 +264,9 @@ pub struct ParamsSection {
     /// Filecoin parameter cache (default: `$FIL_PROOFS_PARAMETER_CACHE`, else
     /// `/var/tmp/filecoin-proof-parameters`).
     pub filecoin_dir: Option<PathBuf>,
+    /// Where recorded constraint matrices are kept across restarts (default:
+    /// `<data_dir>/matrices`; empty: not kept, each start records them again).
+    pub matrices_dir: Option<PathBuf>,
 }
 
 /// `[faults]`: test support. Wraps every device's backend in `cuzk_faults::FaultyBackend`,
@@ -385,5 +429,25 @@ impl Config {
         }
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         (cores / 2).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_sized_from_the_machine_unless_set() {
+        let gib = 1u64 << 30;
+        let mut e = EngineSection { host_memory_margin_bytes: gib, ..EngineSection::default() };
+        assert_eq!(e.host_budget(Some(100 * gib)), 89 * gib, "90% of 100 GiB available, less the 1 GiB margin");
+        assert_eq!(e.host_budget(Some(gib / 2)), gib, "at least 1 GiB");
+        assert_eq!(e.host_budget(None), 16 * gib);
+        assert_eq!(e.device_budget(Some(140 * gib), 89 * gib), 124 * gib, "90% of the device's free memory, less 2 GiB");
+        assert_eq!(e.device_budget(None, 89 * gib), 16 * gib, "a device without memory of its own");
+        assert_eq!(e.device_budget(None, 8 * gib), 4 * gib, "at most half the host budget");
+        e.host_memory_bytes = 3 * gib;
+        e.device_memory_bytes = 5 * gib;
+        assert_eq!((e.host_budget(Some(100 * gib)), e.device_budget(Some(140 * gib), 3 * gib)), (3 * gib, 5 * gib), "explicit values win");
     }
 }

@@ -4,7 +4,7 @@
 //! stages and parameter loads on blocking threads), and each completion is fed back with its
 //! end time. The driver knows nothing of gRPC: it answers in [`DriverError`].
 
-mod admission;
+pub(crate) mod admission;
 mod ending;
 mod error;
 mod handle;

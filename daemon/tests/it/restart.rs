@@ -160,3 +160,37 @@ async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
     assert!(status.success(), "{status:?}");
     assert!(!socket.exists(), "a clean stop removes the socket");
 }
+
+/// Recorded constraint matrices outlive the daemon: the first daemon records them and writes
+/// `<matrices_dir>/<circuit>.matrices`; a restarted daemon proves with that file (it neither
+/// records nor rewrites it), and replaces a corrupted one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_matrices_survive_a_restart_and_a_corrupt_file_is_rebuilt() {
+    let store = tempfile::tempdir().expect("tempdir");
+    let dir = store.path().to_path_buf();
+    let file = dir.join("squaring-chain-2^5.matrices");
+    let prove_once = |seed: u64| {
+        let dir = dir.clone();
+        async move {
+            let d = daemon_with(&[5], |c| c.params.matrices_dir = Some(dir)).await;
+            let mut c = d.client().await;
+            let r = c.prove(proto::ProveRequest { submit: Some(job(5, seed, 1, proto::Priority::Normal)), timeout_ms: 0 }).await.expect("prove").into_inner();
+            check_completed(&r.result.expect("result"), 5, seed, 1);
+            stop(d).await;
+        }
+    };
+    prove_once(1).await;
+    let written = std::fs::read(&file).expect("the first daemon wrote the matrices");
+    let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    prove_once(2).await;
+    assert_eq!(std::fs::read(&file).unwrap(), written);
+    assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), modified, "the restarted daemon recorded the matrices again");
+
+    let mut bad = written.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    std::fs::write(&file, &bad).unwrap();
+    prove_once(3).await;
+    assert_eq!(std::fs::read(&file).unwrap(), written, "the corrupt file was not rebuilt");
+}
