@@ -127,11 +127,12 @@ impl ParallelWitness for SquaringChain {
         }
         let mut x = self.x0;
         input[1] = x;
-        for i in 0..self.steps {
+        for (i, slot) in aux.iter_mut().enumerate() {
             x = x.square() + Scalar::from(i as u64);
-            if i + 1 < self.steps {
-                aux[i] = x;
-            }
+            *slot = x;
+        }
+        if self.steps > 0 {
+            x = x.square() + Scalar::from((self.steps - 1) as u64);
         }
         input[2] = x;
         Ok(())

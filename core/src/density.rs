@@ -87,7 +87,7 @@ impl DensityBitmap {
     /// words do not hold exactly `len` bits (a set bit past `len`, or a word too many or too
     /// few).
     pub fn from_words(words: &[u64], len: usize, alloc: SharedAllocator) -> Result<Option<Self>, AllocError> {
-        if words.len() != len.div_ceil(64) || (len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0)) {
+        if words.len() != len.div_ceil(64) || (!len.is_multiple_of(64) && words.last().is_some_and(|w| w >> (len % 64) != 0)) {
             return Ok(None);
         }
         let count = words.iter().map(|w| w.count_ones() as usize).sum();

@@ -55,7 +55,7 @@ pub struct MatrixCache {
 /// What a persistent cache found for a shape.
 #[derive(Debug)]
 enum Stored {
-    Loaded(ConstraintMatrices),
+    Loaded(Box<ConstraintMatrices>),
     Absent,
     /// Unreadable, corrupt or stale: recorded again and rewritten.
     Unusable(String),
@@ -95,7 +95,7 @@ impl MatrixCache {
             Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
         };
         match ConstraintMatrices::from_file_bytes(&map, &Self::file_key(shape)) {
-            Ok(m) => Stored::Loaded(m),
+            Ok(m) => Stored::Loaded(Box::new(m)),
             Err(e) => Stored::Unusable(format!("{}: {e}", path.display())),
         }
     }
@@ -133,7 +133,7 @@ impl MatrixCache {
                 match self.load(shape) {
                     Stored::Loaded(m) => {
                         tracing::info!(circuit = %shape.id(), entries = m.num_entries(), "constraint matrices loaded");
-                        return Some(Arc::new(m));
+                        return Some(Arc::new(*m));
                     }
                     Stored::Unusable(why) => tracing::warn!(circuit = %shape.id(), "constraint matrices file not used, recording again: {why}"),
                     Stored::Absent => {}
