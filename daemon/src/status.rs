@@ -43,6 +43,22 @@ pub struct Snapshot {
     /// The daemon's resident set size, bytes.
     #[serde(default)]
     pub rss_bytes: Option<u64>,
+    /// Recorded constraint matrices per circuit.
+    #[serde(default)]
+    pub matrices: Vec<MatricesEntry>,
+}
+
+/// One circuit's recorded constraint matrices.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct MatricesEntry {
+    /// Circuit id.
+    pub circuit: String,
+    /// Non-zero entries of `A, B, C`.
+    pub entries: u64,
+    /// Host bytes.
+    pub host_bytes: u64,
+    /// Device bytes of the resident copy per device (0: not resident).
+    pub device_bytes: Vec<u64>,
 }
 
 /// What the driver did about faults and load.

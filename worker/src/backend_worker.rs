@@ -18,7 +18,7 @@ use ff::Field;
 use crate::matrices::MatrixCache;
 use crate::params::read_params;
 use crate::shape::CircuitShape;
-use crate::{LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+use crate::{LoadTask, MatricesInfo, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
 /// A partition's data between stages (moved, never copied, so variant sizes do not matter).
 #[allow(clippy::large_enum_variant)]
@@ -305,6 +305,23 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
             }
         }
         Ok(())
+    }
+
+    fn matrices_info(&self) -> Vec<MatricesInfo> {
+        let Some(cache) = &self.matrices else { return Vec::new() };
+        let resident = lock(&self.device_matrices);
+        let mut out: Vec<MatricesInfo> = cache
+            .recorded()
+            .into_iter()
+            .map(|(shape, m)| MatricesInfo {
+                circuit: shape.id(),
+                entries: m.num_entries() as u64,
+                host_bytes: m.heap_bytes() as u64,
+                device_bytes: self.backends.iter().enumerate().map(|(d, b)| resident.get(&(shape, d)).map_or(0, |r| b.matrices_bytes(r))).collect(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.circuit.cmp(&b.circuit));
+        out
     }
 
     fn witness_only(&self, shape: CircuitShape) -> bool {

@@ -106,6 +106,19 @@ pub struct LoadTask {
     pub from_host: bool,
 }
 
+/// One circuit's recorded constraint matrices, as the status reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatricesInfo {
+    /// The circuit's shape id (`sha256-chain-2^20`, `porep-2k`).
+    pub circuit: String,
+    /// Non-zero entries of `A, B, C`.
+    pub entries: u64,
+    /// Host bytes of the recorded matrices.
+    pub host_bytes: u64,
+    /// Device bytes of the resident copy on each device (0: not resident there).
+    pub device_bytes: Vec<u64>,
+}
+
 /// Runs engine actions on the calling thread. Implementations must be callable from many
 /// threads at once (stages of different partitions run in parallel).
 pub trait Worker: Send + Sync + 'static {
@@ -126,6 +139,11 @@ pub trait Worker: Send + Sync + 'static {
 
     /// Drops a circuit's parameters from `from` (stages still running keep their reference).
     fn evict_params(&self, circuit: CircuitId, from: Location);
+
+    /// The recorded constraint matrices this worker holds, for the status.
+    fn matrices_info(&self) -> Vec<MatricesInfo> {
+        Vec::new()
+    }
 
     /// Whether synthesis of `shape` hands on only the witness (`a, b, c` are evaluated on the
     /// device), so a partition holds no host `a, b, c`.

@@ -165,6 +165,11 @@ impl MatrixCache {
         self.lock().get(&shape).and_then(|s| s.get().cloned().flatten())
     }
 
+    /// The recorded shapes and their matrices.
+    pub fn recorded(&self) -> Vec<(CircuitShape, Arc<ConstraintMatrices>)> {
+        self.lock().iter().filter_map(|(shape, slot)| slot.get().cloned().flatten().map(|m| (*shape, m))).collect()
+    }
+
     /// Number of recorded shapes.
     pub fn len(&self) -> usize {
         self.lock().values().filter(|s| matches!(s.get(), Some(Some(_)))).count()

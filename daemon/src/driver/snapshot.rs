@@ -7,7 +7,9 @@ use cuzk_worker::Worker;
 use super::Driver;
 use crate::names::{kind_name, priority_name};
 use crate::proto::ProofKind;
-use crate::status::{Admission, Budget, DeviceStatus, JobCounts, KindStatus, Memory, ParamsEntry, QueueDepth, Recovery, Snapshot, SpanView, StageTotal, Track};
+use crate::status::{
+    Admission, Budget, DeviceStatus, JobCounts, KindStatus, MatricesEntry, Memory, ParamsEntry, QueueDepth, Recovery, Snapshot, SpanView, StageTotal, Track,
+};
 
 /// How far back the timeline on the status page reaches.
 pub const TIMELINE_WINDOW: Nanos = Nanos::from_secs(120);
@@ -201,6 +203,12 @@ impl<W: Worker> Driver<W> {
                 margin_bytes: self.cfg.memory_margin,
             },
             rss_bytes: super::admission::own_rss(),
+            matrices: self
+                .worker
+                .matrices_info()
+                .into_iter()
+                .map(|m| MatricesEntry { circuit: m.circuit, entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes })
+                .collect(),
         }
     }
 }

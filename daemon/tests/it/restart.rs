@@ -176,6 +176,12 @@ async fn recorded_matrices_survive_a_restart_and_a_corrupt_file_is_rebuilt() {
             let mut c = d.client().await;
             let r = c.prove(proto::ProveRequest { submit: Some(job(5, seed, 1, proto::Priority::Normal)), timeout_ms: 0 }).await.expect("prove").into_inner();
             check_completed(&r.result.expect("result"), 5, seed, 1);
+            // The status reports the matrices, as many entries as a recording of the circuit.
+            let want = cuzk_core::matrices::ConstraintMatrices::record(cuzk_circuits::CircuitKind::SquaringChain.instance(5, 0).unwrap()).unwrap();
+            let s = d.server.handle().snapshot().await.expect("snapshot");
+            let m = s.matrices.iter().find(|m| m.circuit == "squaring-chain-2^5").expect("matrices in the status");
+            assert_eq!((m.entries, m.host_bytes), (want.num_entries() as u64, want.heap_bytes() as u64));
+            assert_eq!(m.device_bytes, vec![0], "the CPU backend keeps no device copy");
             stop(d).await;
         }
     };
