@@ -1,5 +1,6 @@
-//! Synthesis through recorded constraint matrices (`cuzk_core::matrices`): a witness, then `a, b, c` as sparse products on all threads; and the cache of
-//! matrices per circuit shape.
+//! Synthesis through recorded constraint matrices (`cuzk_core::matrices`): a witness, then
+//! `a, b, c` as sparse products on all threads; and the cache of matrices per circuit shape,
+//! optionally kept on disk.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
