@@ -19,6 +19,7 @@ pub mod client;
 pub mod codec;
 pub mod compare_bellperson;
 pub mod config;
+pub mod devices;
 pub mod driver;
 pub mod filecoin;
 pub mod http;
@@ -55,6 +56,9 @@ pub enum CliError {
     /// Reading parameters or running a stage failed.
     #[error(transparent)]
     Work(#[from] cuzk_worker::WorkError),
+    /// The selected devices could not be opened.
+    #[error(transparent)]
+    Devices(#[from] devices::DeviceError),
     /// Synthesis failed.
     #[error(transparent)]
     Synthesize(#[from] SynthesizeError),
@@ -67,9 +71,6 @@ pub enum CliError {
     /// The proof did not verify (a bug: report it).
     #[error("the proof does not verify")]
     InvalidProof,
-    /// The requested backend is not available.
-    #[error("backend {0} is not available in this build or on this machine")]
-    BackendUnavailable(String),
     /// The daemon could not run.
     #[error(transparent)]
     Serve(#[from] server::ServeError),

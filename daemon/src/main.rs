@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::Validation;
 use cuzk_daemon::client::commands::{self, Conn, SubmitArgs};
 use cuzk_daemon::client::loadgen::BenchArgs;
-use cuzk_daemon::config::{Config, LogFormat, ShutdownMode};
+use cuzk_daemon::config::{Config, DeviceSelection, LogFormat, ShutdownMode};
+use cuzk_daemon::devices::Opened;
 use cuzk_daemon::{compare_bellperson, data_dir, server, setup, CliError};
 use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
 use ff::Field;
@@ -165,7 +165,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Synthesizes, proves and verifies one proof of a built-in circuit; prints stage times.
+    /// Synthesizes, proves and verifies one proof of a built-in circuit (of one or more
+    /// partitions, spread over the devices); prints stage times.
     Prove {
         /// Built-in circuit: sha256-chain or squaring-chain.
         #[arg(long)]
@@ -176,6 +177,13 @@ enum Command {
         /// Compute backend.
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
+        /// Devices the partitions spread over: `all`, or ordinals separated by commas (an
+        /// ordinal given twice opens two backends on one GPU). Default: the first device.
+        #[arg(long)]
+        devices: Option<DeviceSelection>,
+        /// Partitions of the proof (partition `i` proves the witness of seed `seed + i`).
+        #[arg(long, default_value_t = 1)]
+        partitions: u32,
         /// Seed of the witness and of `r, s`.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -239,39 +247,128 @@ fn fmt_dur(d: Duration) -> String {
     }
 }
 
-fn run_prove<B: Backend + 'static>(backend: B, shape: BuiltinShape, seed: u64, path: PathBuf, validation: Validation) -> Result<(), CliError> {
-    let name = backend.name();
+/// What `cuzk prove` proves.
+struct ProveRun {
+    shape: BuiltinShape,
+    seed: u64,
+    partitions: u32,
+    path: PathBuf,
+    validation: Validation,
+    ordinals: Vec<u32>,
+}
+
+/// One partition's proof and where and how fast it was made.
+struct ProvedPartition {
+    device: usize,
+    proof: cuzk_core::proof::Proof,
+    public: usize,
+    constraints: usize,
+    times: Vec<(Stage, Duration)>,
+    total: Duration,
+}
+
+fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<(), CliError> {
+    let names: Vec<String> = backends.iter().map(|b| b.name()).collect();
+    let n_dev = backends.len();
     // One proof: recording the constraint matrices would cost a second synthesis.
-    let worker = BackendWorker::new(vec![Arc::new(backend)]).without_matrix_cache();
+    let worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect()).without_matrix_cache();
     let circuit = CircuitId(0);
     let t = Instant::now();
-    worker.load_params(LoadTask { circuit, at: Location::Device(DeviceId(0)), path, validation, from_host: false })?;
+    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, path: run.path.clone(), validation: run.validation, from_host });
+    if n_dev == 1 {
+        load(Location::Device(DeviceId(0)), false)?;
+    } else {
+        // Read (and check) the file once, then copy it to every device at once.
+        load(Location::Host, false)?;
+        std::thread::scope(|s| {
+            let loads: Vec<_> = (0..n_dev as u32).map(|d| s.spawn(move || load(Location::Device(DeviceId(d)), true))).collect();
+            loads.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(cuzk_worker::WorkError::Internal("a parameter load panicked".into()))))
+        })?;
+    }
     let load = t.elapsed();
 
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
-    let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
-    let mut times: Vec<(Stage, Duration)> = Vec::new();
-    let mut constraints = 0;
+    // Each device proves partitions in turn, taking the next unproven one as it frees up.
+    let next = std::sync::atomic::AtomicU32::new(0);
     let t0 = Instant::now();
-    let (proof, public) = prove_one(&worker, circuit, 0, Work::Builtin(shape, seed), Some((r, s)), true, |stage, took, out| {
-        if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
-            constraints = s.num_constraints();
-        }
-        times.push((stage, took));
-    })?;
+    let results: Vec<Result<Vec<(u32, ProvedPartition)>, CliError>> = std::thread::scope(|s| {
+        let (worker, next, run) = (&worker, &next, &run);
+        let handles: Vec<_> = (0..n_dev)
+            .map(|d| {
+                s.spawn(move || {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= run.partitions {
+                            return Ok(done);
+                        }
+                        let seed = run.seed.wrapping_add(u64::from(i));
+                        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+                        let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
+                        let (mut times, mut constraints) = (Vec::new(), 0);
+                        let t = Instant::now();
+                        let (proof, public) = prove_one(worker, circuit, d as u32, Work::Builtin(run.shape, seed), Some((r, s)), true, |stage, took, out| {
+                            if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
+                                constraints = s.num_constraints();
+                            }
+                            times.push((stage, took));
+                        })?;
+                        done.push((i, ProvedPartition { device: d, proof, public: public.len(), constraints, times, total: t.elapsed() }));
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(CliError::Usage("a device thread panicked".into())))).collect()
+    });
     let total = t0.elapsed();
+    let mut proved: Vec<(u32, ProvedPartition)> = Vec::new();
+    for r in results {
+        proved.extend(r?);
+    }
+    proved.sort_by_key(|(i, _)| *i);
 
-    println!("circuit   {} (2^{} domain, {constraints} constraints, {} public inputs)", shape.kind.name(), shape.log_size, public.len());
-    println!("backend   {name}");
+    let first = &proved[0].1;
+    let shape = run.shape;
+    println!("circuit   {} (2^{} domain, {} constraints, {} public inputs)", shape.kind.name(), shape.log_size, first.constraints, first.public);
+    if n_dev == 1 {
+        println!("backend   {}", names[0]);
+    } else {
+        for (d, name) in names.iter().enumerate() {
+            println!("device {d}  {name} (ordinal {})", run.ordinals[d]);
+        }
+    }
     println!("params    read and made resident in {}", fmt_dur(load).trim());
     println!();
-    println!("{:<12} {:>12}", "stage", "time");
-    for (stage, d) in &times {
-        println!("{:<12} {}", stage.name(), fmt_dur(*d));
+    if proved.len() == 1 {
+        println!("{:<12} {:>12}", "stage", "time");
+        for (stage, d) in &first.times {
+            println!("{:<12} {}", stage.name(), fmt_dur(*d));
+        }
+        println!("{:<12} {}", "total", fmt_dur(total));
+        println!();
+        println!("proof     {}", hex(&first.proof.to_bytes()));
+    } else {
+        print!("{:<10} {:>6}", "partition", "device");
+        for stage in Stage::ALL {
+            print!(" {:>12}", stage.name());
+        }
+        println!(" {:>12}", "total");
+        for (i, p) in &proved {
+            print!("{i:<10} {:>6}", p.device);
+            for (_, d) in &p.times {
+                print!(" {}", fmt_dur(*d));
+            }
+            println!(" {}", fmt_dur(p.total));
+        }
+        println!();
+        for d in 0..n_dev {
+            println!("device {d}  {} partitions", proved.iter().filter(|(_, p)| p.device == d).count());
+        }
+        println!("wall      {} for {} partitions", fmt_dur(total).trim(), proved.len());
+        println!();
+        for (i, p) in &proved {
+            println!("proof {i:<3} {}", hex(&p.proof.to_bytes()));
+        }
     }
-    println!("{:<12} {}", "total", fmt_dur(total));
-    println!();
-    println!("proof     {}", hex(&proof.to_bytes()));
     println!("verified  yes");
     Ok(())
 }
@@ -364,22 +461,31 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::FilReference { request, filecoin_dir, out } => {
             cuzk_daemon::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
-        Command::Prove { circuit, log_size, backend, seed, trust_params } => {
+        Command::Prove { circuit, log_size, backend, devices, partitions, seed, trust_params } => {
             let shape = BuiltinShape::new(CircuitKind::from_name(&circuit)?, log_size)?; // before any setup work
+            if partitions == 0 {
+                return Err(CliError::Usage("--partitions must be at least 1".into()));
+            }
             let path = setup::ensure_params(&dir, shape.kind, log_size, false)?;
             let validation = if trust_params { Validation::Trusted } else { Validation::Full };
-            let cuda = match backend {
-                BackendChoice::Cpu => None,
-                BackendChoice::Cuda => Some(cuzk_backend_cuda::CudaBackend::first().map_err(|e| CliError::BackendUnavailable(format!("cuda: {e}")))?),
-                BackendChoice::Auto => cuzk_backend_cuda::CudaBackend::first().ok(),
-                BackendChoice::Wgpu => {
-                    let gpu = cuzk_backend_wgpu::WgpuBackend::from_env().map_err(|e| CliError::BackendUnavailable(format!("wgpu: {e}")))?;
-                    return run_prove(gpu, shape, seed, path, validation);
-                }
+            let choice = match backend {
+                BackendChoice::Auto => "auto",
+                BackendChoice::Cpu => "cpu",
+                BackendChoice::Cuda => "cuda",
+                BackendChoice::Wgpu => "wgpu",
             };
-            match cuda {
-                Some(gpu) => run_prove(gpu, shape, seed, path, validation),
-                None => run_prove(CpuBackend::new(), shape, seed, path, validation),
+            let selection = devices.unwrap_or(DeviceSelection::List(vec![0]));
+            let selection = match (backend, selection) {
+                // `auto` on a host without a GPU: the default means "the first device there is".
+                (BackendChoice::Auto, DeviceSelection::List(l)) if l == [0] && cuzk_backend_cuda::device::device_count() == 0 => DeviceSelection::All,
+                (_, s) => s,
+            };
+            let opened = cuzk_daemon::devices::open(choice, &selection)?;
+            let run = ProveRun { shape, seed, partitions, path, validation, ordinals: opened.ordinals };
+            match opened.opened {
+                Opened::Cuda(b) => run_prove(b, run),
+                Opened::Cpu(b) => run_prove(b, run),
+                Opened::Wgpu(b) => run_prove(vec![b], run),
             }
         }
         Command::CompareBellperson { circuits, log_sizes, reps } => compare_bellperson::compare_bellperson(&dir, &circuits, &log_sizes, reps),

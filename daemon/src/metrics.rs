@@ -43,7 +43,7 @@ pub fn render(s: &Snapshot) -> String {
     }
     head(&mut o, "cuzk_device_busy_seconds_total", "counter", "Seconds with at least one GPU stage running.");
     for d in &s.devices {
-        let _ = writeln!(o, "cuzk_device_busy_seconds_total{{device=\"{}\",name=\"{}\"}} {}", d.id, esc(&d.name), d.busy_s);
+        let _ = writeln!(o, "cuzk_device_busy_seconds_total{{device=\"{}\",ordinal=\"{}\",name=\"{}\"}} {}", d.id, d.ordinal, esc(&d.name), d.busy_s);
     }
     head(&mut o, "cuzk_device_active_partitions", "gauge", "Partitions on each device now.");
     for d in &s.devices {

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
 use cuzk_core::params::Validation;
@@ -21,6 +20,7 @@ use tonic::service::interceptor::InterceptedService;
 use crate::auth::RequireToken;
 use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, ShutdownMode};
+use crate::devices::{self, DeviceError, Devices, Opened};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
@@ -49,6 +49,9 @@ pub enum ServeError {
     /// Something other than a socket is where the socket should be; it is left alone.
     #[error("{0} exists and is not a unix socket: refusing to replace it")]
     NotASocket(PathBuf),
+    /// The selected devices could not be opened.
+    #[error(transparent)]
+    Devices(#[from] DeviceError),
     /// A configured path is unusable.
     #[error("{what} {}: {reason}", path.display())]
     BadPath {
@@ -116,35 +119,22 @@ pub fn default_socket(data_dir: &Path) -> PathBuf {
     data_dir.join("cuzk.sock")
 }
 
-/// Starts the daemon on the configured backend (`engine.backend`).
+/// Starts the daemon on the configured backend (`engine.backend`), one backend per device
+/// of `engine.devices`.
 pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
     cfg.validate()?;
-    if cfg.engine.backend == "wgpu" {
-        let gpu = cuzk_backend_wgpu::WgpuBackend::from_env()
-            .map_err(|e| ConfigError::Invalid(format!("engine.backend = \"wgpu\" but no wgpu adapter is usable: {e}")))?;
-        return launch(cfg, data_dir, vec![gpu]).await;
-    }
-    let cuda = match cfg.engine.backend.as_str() {
-        "cpu" => None,
-        choice => match cuzk_backend_cuda::CudaBackend::new(cfg.engine.cuda_device as usize) {
-            Ok(b) => Some(b),
-            Err(e) if choice == "cuda" => return Err(ConfigError::Invalid(format!("engine.backend = \"cuda\" but no CUDA device is usable: {e}")).into()),
-            Err(e) => {
-                tracing::info!("no CUDA device ({e}); using the CPU backend");
-                None
-            }
-        },
-    };
-    match cuda {
-        Some(b) => launch(cfg, data_dir, vec![b]).await,
-        None => launch(cfg, data_dir, vec![CpuBackend::new()]).await,
+    let Devices { opened, ordinals } = devices::open(&cfg.engine.backend, &cfg.engine.device_selection())?;
+    match opened {
+        Opened::Cuda(b) => launch(cfg, data_dir, b, ordinals).await,
+        Opened::Cpu(b) => launch(cfg, data_dir, b, ordinals).await,
+        Opened::Wgpu(b) => launch(cfg, data_dir, vec![b], ordinals).await,
     }
 }
 
 /// Starts over `backends`, each wrapped in a fault injector when `[faults]` is enabled.
-async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
+async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
     if !cfg.faults.enabled {
-        return start_with(cfg, data_dir, backends).await;
+        return start_devices(cfg, data_dir, backends, ordinals).await;
     }
     let mut wrapped = Vec::new();
     for (d, b) in backends.into_iter().enumerate() {
@@ -157,19 +147,21 @@ async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: 
         );
         wrapped.push(FaultyBackend::new(b, plan));
     }
-    start_with(cfg, data_dir, wrapped).await
+    start_devices(cfg, data_dir, wrapped, ordinals).await
 }
 
-fn engine_config<B: Backend>(cfg: &Config, backends: &[B]) -> EngineConfig {
+fn engine_config<B: Backend>(cfg: &Config, backends: &[B], ordinals: &[u32]) -> EngineConfig {
     let e = &cfg.engine;
     let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
     let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
+    let free: Vec<Option<u64>> = backends.iter().map(|b| b.free_memory()).collect();
+    let sharing = devices::sharing(ordinals, &free.iter().map(Option::is_some).collect::<Vec<_>>());
     let devices = backends
         .iter()
         .enumerate()
         .map(|(d, b)| {
-            let memory_bytes = e.device_budget(b.free_memory(), host);
-            tracing::info!(device = d, name = %b.name(), budget = memory_bytes, sized = e.device_memory_bytes == 0, "device memory budget");
+            let memory_bytes = e.device_budget(free[d], host, sharing[d]);
+            tracing::info!(device = d, ordinal = ordinals[d], name = %b.name(), budget = memory_bytes, sized = e.device_memory_bytes == 0, sharing = sharing[d], "device memory budget");
             DeviceConfig { memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes }
         })
         .collect();
@@ -261,9 +253,18 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
-/// Starts the daemon over the given backends (one per device).
+/// Starts the daemon over the given backends (one per device, ordinals 0, 1, ...).
 pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
+    let ordinals = (0..backends.len() as u32).collect();
+    start_devices(cfg, data_dir, backends, ordinals).await
+}
+
+/// Starts the daemon over `backends`; engine device `i` drives ordinal `ordinals[i]`.
+async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
     cfg.validate()?;
+    if backends.is_empty() || backends.len() != ordinals.len() {
+        return Err(ConfigError::Invalid(format!("{} backends for {} device ordinals", backends.len(), ordinals.len())).into());
+    }
     for n in &cfg.notes {
         tracing::warn!("{n}");
     }
@@ -277,7 +278,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
     let data_dir = cfg.params.data_dir.clone().unwrap_or(data_dir);
     check_dir("the data directory (params.data_dir)", &data_dir)?;
     check_dir("the Filecoin parameter cache (params.filecoin_dir)", &cfg.filecoin_dir())?;
-    let ec = engine_config(&cfg, &backends);
+    let ec = engine_config(&cfg, &backends, &ordinals);
     let threads = (ec.synth_workers + ec.finalize_workers) as usize;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -303,6 +304,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
         engine: ec,
         preload,
         linger: Duration::from_millis(cfg.shutdown.linger_ms),
+        ordinals: ordinals.clone(),
     };
 
     // Bind everything before starting the engine, so a bad address fails fast.
@@ -343,7 +345,6 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
     let listening =
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
-    let devices = backends.len();
     let matrices_dir = cfg.params.matrices_dir.clone().unwrap_or_else(|| data_dir.join("matrices"));
     let mut worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
     if !matrices_dir.as_os_str().is_empty() {
@@ -353,7 +354,7 @@ pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, ba
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(
         handle.clone(),
-        ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing, devices },
+        ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing, ordinals: ordinals.clone() },
     );
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);

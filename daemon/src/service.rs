@@ -22,8 +22,8 @@ pub struct ServiceConfig {
     pub fil_dir: PathBuf,
     /// Generate missing parameter files.
     pub generate_missing: bool,
-    /// Devices the engine schedules on.
-    pub devices: usize,
+    /// The ordinal of each device the engine schedules on.
+    pub ordinals: Vec<u32>,
 }
 
 /// The gRPC service.
@@ -89,7 +89,10 @@ fn to_proto(r: &JobResult) -> proto::AwaitProofResponse {
 impl Service {
     /// A service over a running driver.
     pub fn new(handle: DriverHandle, cfg: ServiceConfig) -> Service {
-        let assigned_gpu = if cfg.devices == 1 { "0".into() } else { String::new() };
+        let assigned_gpu = match cfg.ordinals.as_slice() {
+            [only] => only.to_string(),
+            _ => String::new(),
+        };
         Service { handle, cfg: Arc::new(cfg), assigned_gpu }
     }
 
@@ -162,7 +165,7 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
         .devices
         .iter()
         .map(|d| proto::GpuStatus {
-            ordinal: d.id,
+            ordinal: d.ordinal,
             name: d.name.clone(),
             vram_total_bytes: d.memory.capacity,
             vram_free_bytes: d.memory.capacity.saturating_sub(d.memory.used),

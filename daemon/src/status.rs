@@ -198,8 +198,11 @@ pub struct Track {
 /// One device.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceStatus {
-    /// Ordinal.
+    /// The engine's number for it (0, 1, ...: one per backend).
     pub id: u32,
+    /// The device ordinal it drives (two backends may drive one GPU in a test setup).
+    #[serde(default)]
+    pub ordinal: u32,
     /// Backend name of the device.
     pub name: String,
     /// Seconds with a GPU stage running, since start.

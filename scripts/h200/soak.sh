@@ -34,7 +34,7 @@ config() {
 socket = "$SOCK"
 http = "$HTTP"
 [engine]
-backend = "cuda"
+backend = "${BACKEND:-cuda}"
 self_check = "$2"
 stage_timeout_ms = 10000
 device_fault_limit = 0

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Config, ConfigError, LogFormat};
+use super::{Config, ConfigError, DeviceSelection, LogFormat};
 
 /// The top-level tables of Curio's schema.
 pub const SECTIONS: [&str; 8] = ["daemon", "srs", "memory", "gpus", "scheduler", "synthesis", "pipeline", "logging"];
@@ -198,15 +198,9 @@ pub fn map(text: &str, path: &Path) -> Result<Config, ConfigError> {
     // [gpus]
     match c.gpus.devices.as_deref() {
         None | Some([]) => {}
-        Some([d]) => {
-            cfg.engine.backend = "cuda".into();
-            cfg.engine.cuda_device = *d;
-        }
         Some(list) => {
-            return Err(refuse(
-                "gpus.devices",
-                format!("{list:?}: this daemon drives one GPU per process so far; list one ordinal, or leave the list empty for the first GPU"),
-            ))
+            cfg.engine.backend = "cuda".into();
+            cfg.engine.devices = DeviceSelection::List(list.to_vec());
         }
     }
     if c.gpus.gpu_threads.is_some() {

@@ -115,10 +115,16 @@ pub struct EngineSection {
     /// Threads of the CPU pool used inside synthesis and the constraint-matrix products (0:
     /// one per core).
     pub cpu_threads: u32,
-    /// CUDA device ordinal the `cuda`/`auto` backend opens.
-    pub cuda_device: u32,
-    /// Compute backend: `cpu`, `cuda` (the first CUDA device; an error without one), `wgpu`
-    /// (a Vulkan/Metal/DX12 adapter; an error without one) or `auto` (CUDA when a device is
+    /// The devices driven, one backend each: `"all"` (every CUDA device; the CPU backend when
+    /// there is none, or one CPU backend) or a list of CUDA ordinals. An ordinal may be listed
+    /// twice (two backends sharing one GPU, for testing); with `backend = "cpu"` each entry is
+    /// one more CPU backend (for tests of several devices on a host without a GPU).
+    pub devices: DeviceSelection,
+    /// Older files: the same as `devices = [n]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_device: Option<u32>,
+    /// Compute backend: `cpu`, `cuda` (CUDA devices; an error without one), `wgpu` (one
+    /// Vulkan/Metal/DX12 adapter; an error without one) or `auto` (CUDA when a device is
     /// present, else the CPU).
     pub backend: String,
     /// Partitions synthesized at once (0: half the cores, at least 1).
@@ -170,6 +176,56 @@ pub struct EngineSection {
     pub meminfo_path: Option<PathBuf>,
 }
 
+/// Which devices the daemon drives (`engine.devices`): `"all"` or a list of ordinals.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum DeviceSelection {
+    /// Every device the backend finds.
+    #[default]
+    All,
+    /// These ordinals, in this order (engine device `i` is the `i`-th entry).
+    List(Vec<u32>),
+}
+
+impl Serialize for DeviceSelection {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DeviceSelection::All => s.serialize_str("all"),
+            DeviceSelection::List(l) => l.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DeviceSelection {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Name(String),
+            List(Vec<u32>),
+        }
+        match Raw::deserialize(d).map_err(|_| serde::de::Error::custom("engine.devices must be \"all\" or a list of device ordinals, e.g. [0, 1]"))? {
+            Raw::Name(n) if n == "all" => Ok(DeviceSelection::All),
+            Raw::Name(n) => Err(serde::de::Error::custom(format!("engine.devices {n:?}: use \"all\" or a list of device ordinals, e.g. [0, 1]"))),
+            Raw::List(l) => Ok(DeviceSelection::List(l)),
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceSelection {
+    type Err = ConfigError;
+
+    /// `all`, or ordinals separated by commas (`0,1`).
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        if s.trim() == "all" {
+            return Ok(DeviceSelection::All);
+        }
+        s.split(',')
+            .map(|x| x.trim().parse::<u32>().map_err(|_| ConfigError::Invalid(format!("devices {s:?}: use all, or ordinals separated by commas (0,1)"))))
+            .collect::<Result<Vec<_>, _>>()
+            .map(DeviceSelection::List)
+    }
+}
+
 /// Which proofs the daemon checks with the verifying key before returning them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -186,7 +242,8 @@ impl Default for EngineSection {
     fn default() -> Self {
         EngineSection {
             cpu_threads: 0,
-            cuda_device: 0,
+            devices: DeviceSelection::All,
+            cuda_device: None,
             backend: "auto".into(),
             synth_workers: 0,
             finalize_workers: 0,
@@ -237,14 +294,25 @@ impl EngineSection {
 
     /// A device's budget: `device_memory_bytes` when set, else 90% of the device's free
     /// memory (`free`, measured at start) less 2 GiB, at least 1 GiB; for a device that reports
-    /// none (the CPU backend), 16 GiB or half of `host_budget`, whichever is less.
-    pub fn device_budget(&self, free: Option<u64>, host_budget: u64) -> u64 {
+    /// none (the CPU backend), 16 GiB or half of `host_budget`, whichever is less. `sharing`
+    /// backends drive the same memory (one GPU listed twice, or several CPU backends): each
+    /// gets its share of the sized figure.
+    pub fn device_budget(&self, free: Option<u64>, host_budget: u64, sharing: u32) -> u64 {
         if self.device_memory_bytes > 0 {
             return self.device_memory_bytes;
         }
+        let sharing = u64::from(sharing.max(1));
         match free {
-            Some(f) => (f - f * SIZED_RESERVE_PERCENT / 100).saturating_sub(DEVICE_MARGIN).max(MIN_BUDGET),
-            None => SHARED_DEVICE_BUDGET.min(host_budget / 2).max(MIN_BUDGET),
+            Some(f) => ((f - f * SIZED_RESERVE_PERCENT / 100).saturating_sub(DEVICE_MARGIN) / sharing).max(MIN_BUDGET),
+            None => (SHARED_DEVICE_BUDGET.min(host_budget / 2) / sharing).max(MIN_BUDGET),
+        }
+    }
+
+    /// The devices after the older `cuda_device` key.
+    pub fn device_selection(&self) -> DeviceSelection {
+        match self.cuda_device {
+            Some(d) if self.devices == DeviceSelection::All => DeviceSelection::List(vec![d]),
+            _ => self.devices.clone(),
         }
     }
 }
@@ -398,6 +466,17 @@ impl Config {
         if self.engine.gpu_workers == 0 || self.engine.kernel_lanes == 0 {
             return Err(ConfigError::Invalid("engine.gpu_workers and engine.kernel_lanes must be at least 1".into()));
         }
+        if self.engine.cuda_device.is_some() && self.engine.devices != DeviceSelection::All {
+            return Err(ConfigError::Invalid("engine.cuda_device and engine.devices are both set: keep engine.devices".into()));
+        }
+        if let DeviceSelection::List(l) = &self.engine.devices {
+            if l.is_empty() {
+                return Err(ConfigError::Invalid("engine.devices is an empty list: list at least one ordinal, or \"all\"".into()));
+            }
+            if self.engine.backend == "wgpu" && l.len() > 1 {
+                return Err(ConfigError::Invalid("engine.backend = \"wgpu\" drives one adapter: list one device or \"all\"".into()));
+            }
+        }
         if self.engine.queue_limit == 0 {
             return Err(ConfigError::Invalid("engine.queue_limit must be at least 1".into()));
         }
@@ -443,11 +522,33 @@ mod tests {
         assert_eq!(e.host_budget(Some(100 * gib)), 89 * gib, "90% of 100 GiB available, less the 1 GiB margin");
         assert_eq!(e.host_budget(Some(gib / 2)), gib, "at least 1 GiB");
         assert_eq!(e.host_budget(None), 16 * gib);
-        assert_eq!(e.device_budget(Some(140 * gib), 89 * gib), 124 * gib, "90% of the device's free memory, less 2 GiB");
-        assert_eq!(e.device_budget(None, 89 * gib), 16 * gib, "a device without memory of its own");
-        assert_eq!(e.device_budget(None, 8 * gib), 4 * gib, "at most half the host budget");
+        assert_eq!(e.device_budget(Some(140 * gib), 89 * gib, 1), 124 * gib, "90% of the device's free memory, less 2 GiB");
+        assert_eq!(e.device_budget(Some(140 * gib), 89 * gib, 2), 62 * gib, "two backends on one GPU share it");
+        assert_eq!(e.device_budget(None, 89 * gib, 1), 16 * gib, "a device without memory of its own");
+        assert_eq!(e.device_budget(None, 8 * gib, 1), 4 * gib, "at most half the host budget");
+        assert_eq!(e.device_budget(None, 8 * gib, 2), 2 * gib, "CPU backends share the host's half");
         e.host_memory_bytes = 3 * gib;
         e.device_memory_bytes = 5 * gib;
-        assert_eq!((e.host_budget(Some(100 * gib)), e.device_budget(Some(140 * gib), 3 * gib)), (3 * gib, 5 * gib), "explicit values win");
+        assert_eq!((e.host_budget(Some(100 * gib)), e.device_budget(Some(140 * gib), 3 * gib, 2)), (3 * gib, 5 * gib), "explicit values win");
+    }
+
+    #[test]
+    fn devices_are_all_or_a_list_of_ordinals() {
+        let parse = |t: &str| Config::parse(t).map(|c| c.engine.device_selection());
+        assert_eq!(parse("").unwrap(), DeviceSelection::All);
+        assert_eq!(parse("[engine]\ndevices = \"all\"").unwrap(), DeviceSelection::All);
+        assert_eq!(parse("[engine]\ndevices = [1, 0]").unwrap(), DeviceSelection::List(vec![1, 0]));
+        assert_eq!(parse("[engine]\ncuda_device = 2").unwrap(), DeviceSelection::List(vec![2]), "the older key");
+        for bad in ["[engine]\ndevices = \"first\"", "[engine]\ndevices = [-1]", "[engine]\ndevices = 1"] {
+            let e = parse(bad).expect_err(bad).to_string();
+            assert!(e.contains("engine.devices"), "{bad}: {e}");
+        }
+        let invalid = |t: &str| Config::parse(t).unwrap().validate().expect_err(t).to_string();
+        assert!(invalid("[engine]\ndevices = []").contains("empty list"));
+        assert!(invalid("[engine]\ncuda_device = 0\ndevices = [1]").contains("both set"));
+        assert!(invalid("[engine]\nbackend = \"wgpu\"\ndevices = [0, 1]").contains("one adapter"));
+        assert_eq!("0,1".parse::<DeviceSelection>().unwrap(), DeviceSelection::List(vec![0, 1]));
+        assert_eq!("all".parse::<DeviceSelection>().unwrap(), DeviceSelection::All);
+        assert!("gpu0".parse::<DeviceSelection>().is_err());
     }
 }

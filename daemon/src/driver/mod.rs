@@ -70,6 +70,8 @@ pub struct DriverConfig {
     pub preload: Vec<CircuitShape>,
     /// After a shutdown has ended every job, how long results are still served.
     pub linger: Duration,
+    /// The ordinal each engine device drives, for the status (empty: 0, 1, ...).
+    pub ordinals: Vec<u32>,
 }
 
 struct LiveJob {

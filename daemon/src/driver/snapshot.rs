@@ -121,6 +121,7 @@ impl<W: Worker> Driver<W> {
                 let health = self.health.get(d).cloned().unwrap_or_default();
                 DeviceStatus {
                     id: d as u32,
+                    ordinal: self.cfg.ordinals.get(d).copied().unwrap_or(d as u32),
                     name: self.worker.device_name(d),
                     busy_s: busy.as_secs_f64(),
                     busy_fraction: if now.0 == 0 { 0.0 } else { busy.0 as f64 / now.0 as f64 },

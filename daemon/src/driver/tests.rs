@@ -118,6 +118,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
         engine,
         preload: Vec::new(),
         linger: Duration::ZERO,
+        ordinals: Vec::new(),
     };
     let worker = Arc::new(worker);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();

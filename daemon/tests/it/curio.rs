@@ -361,8 +361,9 @@ fn curio_example_config_maps_onto_ours() {
     assert!(e.to_string().contains("frobnicate"), "{e}");
     let e = load(&CURIO_EXAMPLE.replace("[logging]", "[fancy]\nx = 1\n[logging]")).expect_err("unknown table accepted");
     assert!(e.to_string().contains("fancy"), "{e}");
-    let e = load(&CURIO_EXAMPLE.replace("devices = []", "devices = [0, 1]")).expect_err("two devices accepted");
-    assert!(e.to_string().contains("gpus.devices"), "{e}");
+    let two = load(&CURIO_EXAMPLE.replace("devices = []", "devices = [0, 1]")).expect("two devices");
+    assert_eq!((two.engine.backend.as_str(), two.engine.device_selection()), ("cuda", cuzk_daemon::config::DeviceSelection::List(vec![0, 1])));
+    assert_eq!(cfg.engine.device_selection(), cuzk_daemon::config::DeviceSelection::All, "devices = []: every GPU");
     let e = load(&CURIO_EXAMPLE.replace("total_budget = \"auto\"", "total_budget = \"lots\"")).expect_err("bad size accepted");
     assert!(e.to_string().contains("memory.total_budget"), "{e}");
     let e = load(&CURIO_EXAMPLE.replace("listen = \"0.0.0.0:9820\"", "listen = \"0.0.0.0:9820\"\nstatus_listen = \"0.0.0.0:9821\""))

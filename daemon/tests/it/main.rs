@@ -7,6 +7,7 @@ mod common;
 mod bad_requests;
 mod cli;
 mod curio;
+mod devices;
 mod faults;
 mod filecoin;
 mod grpc;

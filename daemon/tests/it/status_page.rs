@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use cuzk_daemon::client::http_get;
+use cuzk_daemon::config::DeviceSelection;
 use cuzk_daemon::proto::{self, Priority as P};
 use cuzk_daemon::status::Snapshot;
 
@@ -94,12 +95,24 @@ async fn status_page_renders_in_headless_chromium() {
         );
         return;
     };
-    let d = daemon_with(&[4], |c| c.engine.gpu_workers = 2).await;
+    // Two CPU backends (engine.devices = [0, 1]): the timeline has one lane per device.
+    let d = daemon_with(&[4], |c| {
+        c.engine.gpu_workers = 2;
+        c.engine.backend = "cpu".into();
+        c.engine.devices = DeviceSelection::List(vec![0, 1]);
+    })
+    .await;
     let mut c = d.client().await;
     for i in 0..2 {
         let r = c.prove(proto::ProveRequest { submit: Some(job(4, i, 2, P::High)), timeout_ms: 60_000 }).await.unwrap().into_inner();
         check_completed(&r.result.unwrap(), 4, i, 2);
     }
+    // A backlog, so that both devices get work.
+    for i in 10..16 {
+        c.submit_proof(job(4, i, 2, P::Normal)).await.expect("submit");
+    }
+    let h = d.server.handle();
+    assert!(wait_until(Duration::from_secs(60), || async { h.snapshot().await.unwrap().jobs.live == 0 }).await, "backlog done");
     let http = d.http();
     let url = format!("http://{http}/");
     let dom = tokio::task::spawn_blocking(move || dump_dom(&browser, &url)).await.unwrap();
@@ -109,17 +122,22 @@ async fn status_page_renders_in_headless_chromium() {
 
     assert!(dom.contains("data-ready=\"1\""), "the page script did not render:\n{dom}");
     assert!(dom.contains("id=\"timeline\""), "no timeline element");
-    assert_eq!(attr_of(&dom, "id=\"timeline\"", "data-devices").as_deref(), Some("1"));
-    let spans: usize = attr_of(&dom, "data-track=\"device-0\"", "data-spans").expect("device track").parse().unwrap();
-    assert_eq!(spans, s.devices[0].spans.len());
-    assert!(spans >= 2 * 2 * 3, "upload, ntt and msm of 4 partitions, got {spans}");
+    assert_eq!(attr_of(&dom, "id=\"timeline\"", "data-devices").as_deref(), Some("2"));
+    let mut spans = 0;
+    for dev in 0..2 {
+        let n: usize = attr_of(&dom, &format!("data-track=\"device-{dev}\""), "data-spans").expect("device track").parse().unwrap();
+        assert_eq!(n, s.devices[dev].spans.len(), "device {dev}");
+        assert!(n >= 3, "device {dev} ran no partition (upload, ntt, msm): {n} spans");
+        spans += n;
+    }
+    assert!(spans >= 8 * 2 * 3, "upload, ntt and msm of 16 partitions, got {spans}");
     assert!(dom.matches("<rect").count() >= spans, "every span is drawn");
     let host: usize = attr_of(&dom, "data-track=\"host\"", "data-spans").expect("host track").parse().unwrap();
     assert_eq!(host, s.host.spans.len());
     for (id, want) in [("jobs-submitted", s.jobs.submitted), ("jobs-completed", s.jobs.completed), ("jobs-live", s.jobs.live), ("jobs-failed", s.jobs.failed)] {
         assert_eq!(text_of(&dom, id).as_deref(), Some(want.to_string().as_str()), "{id}");
     }
-    assert_eq!(s.jobs.completed, 2);
+    assert_eq!(s.jobs.completed, 8);
     // Memory budgets and parameter residency are shown with the same numbers.
     assert!(dom.contains(&format!("<td>{}</td>", s.memory.devices[0].used)), "device memory use");
     assert!(dom.contains(&format!("<td>{}</td>", s.memory.host.capacity)), "host capacity");
