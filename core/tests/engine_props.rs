@@ -87,7 +87,7 @@ fn config(tight: bool) -> impl Strategy<Value = EngineConfig> {
 
 fn scenario(faults: bool, cancels: bool, deadlines: bool, tight: bool) -> impl Strategy<Value = Scenario> {
     let fault = if faults {
-        (0..=40_000u32, 0..=100_000u32).prop_map(|(s, l)| Faults { stage_fail_ppm: s, load_fail_ppm: l }).boxed()
+        (0..=40_000u32, 0..=100_000u32).prop_map(|(s, l)| Faults { stage_fail_ppm: s, load_fail_ppm: l, ..Faults::default() }).boxed()
     } else {
         Just(Faults::default()).boxed()
     };

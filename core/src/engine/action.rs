@@ -2,7 +2,7 @@
 
 use crate::prover::Stage;
 
-use super::types::{Buffers, CircuitId, JobId, Location, PartitionId};
+use super::types::{Buffers, CircuitId, DeviceId, JobId, Location, PartitionId};
 
 /// Start one stage of one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +44,17 @@ pub enum JobFailure {
     },
     /// The job's deadline passed.
     DeadlineExceeded,
+    /// No device in service can ever run the job's partitions: every device that could was
+    /// retired ([`crate::engine::Engine::retire_device`]).
+    NoDevice,
+    /// A partition was between two of its device stages on a device when that device was
+    /// retired; its data there cannot move to another device, so no further stage starts.
+    DeviceRetired {
+        /// The partition.
+        partition: PartitionId,
+        /// The retired device.
+        device: DeviceId,
+    },
 }
 
 /// How a job ended.

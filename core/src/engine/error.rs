@@ -51,6 +51,10 @@ pub enum EngineError {
     /// No device with this id.
     #[error("unknown device {0:?}")]
     UnknownDevice(DeviceId),
+    /// The device was retired ([`crate::engine::Engine::retire_device`]): nothing is loaded
+    /// or run there any more.
+    #[error("device {0:?} is out of service")]
+    DeviceRetired(DeviceId),
     /// The parameters are in use (or being loaded) there and cannot be evicted now.
     #[error("parameters of {circuit:?} are in use at {location:?}")]
     ParamsInUse {

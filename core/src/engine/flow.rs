@@ -45,6 +45,13 @@ impl Engine {
             self.forget_if_done(p.job);
             return;
         }
+        if let Some(d) = device.filter(|d| matches!(stage, Stage::Upload | Stage::Ntt) && !self.serves(d.0 as usize)) {
+            // The next stage would run on a retired device.
+            self.drop_part(key, p.index);
+            self.end_job(p.job, Outcome::Failed(JobFailure::DeviceRetired { partition: p, device: d }));
+            self.forget_if_done(p.job);
+            return;
+        }
         let pk = PartKey { job: key, index: p.index };
         match stage {
             Stage::Synthesize => {
@@ -251,11 +258,11 @@ impl Engine {
         }
     }
 
-    /// After a failed device load: if `circuit` can no longer reach any device, every live
-    /// job still waiting for it fails.
+    /// After a failed device load: if `circuit` can no longer reach any device in service,
+    /// every live job still waiting for it fails.
     pub(crate) fn fail_params_waiters(&mut self, circuit: CircuitId, reason: String) {
         let Some(c) = self.circuits.get(&circuit) else { return };
-        if c.present_on_any_device() {
+        if c.devices.iter().enumerate().any(|(d, r)| r.present() && self.serves(d)) {
             return;
         }
         let waiting: Vec<_> = c.demand.keys().map(|k| k.id).collect();

@@ -36,6 +36,11 @@ impl Engine {
             && self.circuits.values().all(|c| c.host.state != Presence::Loading && c.devices.iter().all(|r| r.state != Presence::Loading))
     }
 
+    /// Whether device `d` is in service (known and not retired by [`Engine::retire_device`]).
+    pub fn in_service(&self, d: DeviceId) -> bool {
+        self.serves(d.0 as usize)
+    }
+
     /// How close a circuit's parameters are to a GPU.
     pub fn tier(&self, circuit: CircuitId) -> Option<Tier> {
         self.circuits.get(&circuit).map(CircuitState::tier)
@@ -93,6 +98,7 @@ impl Engine {
         if self.host.used > self.host.capacity {
             return Err(format!("host used {} exceeds {}", self.host.used, self.host.capacity));
         }
+        self.check_retired()?;
         for (d, s) in self.devices.iter().enumerate() {
             if devs[d] != s.pool.used {
                 return Err(format!("device {d} used {} but reservations sum to {}", s.pool.used, devs[d]));
@@ -135,7 +141,8 @@ impl Engine {
         for (d, s) in self.devices.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "device {d}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                "device {d}{}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                if s.retired { " (retired)" } else { "" },
                 s.pool.used,
                 s.pool.capacity,
                 s.pool.reserve,
@@ -162,6 +169,20 @@ impl Engine {
             );
         }
         o
+    }
+
+    /// A retired device holds parameters only while partitions use them or a load is in
+    /// flight, and no partition there waits for a further device stage.
+    fn check_retired(&self) -> Result<(), String> {
+        for (d, s) in self.devices.iter().enumerate().filter(|(_, s)| s.retired) {
+            if !s.lane_queue.is_empty() {
+                return Err(format!("retired device {d} has partitions waiting for a kernel lane"));
+            }
+            if let Some((id, _)) = self.circuits.iter().find(|(_, c)| c.devices[d].resident() && c.devices[d].users == 0) {
+                return Err(format!("retired device {d} keeps unused parameters of circuit {}", id.0));
+            }
+        }
+        Ok(())
     }
 
     /// `gpu_ready` holds exactly the synthesized partitions that are next in line in their

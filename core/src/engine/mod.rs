@@ -9,7 +9,8 @@
 //! ```text
 //! loop {
 //!     feed ONE input:  submit / stage_finished / stage_failed / cancel /
-//!                      preload / evict / params_loaded / params_load_failed / tick
+//!                      preload / evict / params_loaded / params_load_failed /
+//!                      retire_device / tick
 //!     while let Some(action) = engine.poll_action() { execute(action) }
 //! }
 //! ```
@@ -58,6 +59,10 @@
 //!   parameters are evicted among those no partition on that device uses and no started
 //!   partition of an earlier-ordered job still needs (unless another device holds a copy).
 //!   A device load reads the warm host copy when there is one.
+//! * Devices: a job may avoid a device ([`JobSpec::avoiding`], e.g. a retry after a fault
+//!   there): its partitions go elsewhere when they can. A retired device
+//!   ([`Engine::retire_device`]) gets no new partitions or parameters; jobs no device in
+//!   service can run fail with [`JobFailure::NoDevice`].
 //!
 //! See [`sim`] for a deterministic simulator that drives the engine.
 
@@ -131,8 +136,9 @@ pub struct Engine {
     lru_clock: u64,
     /// Devices held by a waiting partition during a dispatch pass.
     claimed: Vec<bool>,
-    /// Circuits (and CRITICAL flag) that could not be dispatched in this pass.
-    stuck: Vec<(CircuitId, bool)>,
+    /// Circuits (with CRITICAL flag and avoided device) that could not be dispatched in
+    /// this pass.
+    stuck: Vec<(CircuitId, bool, Option<DeviceId>)>,
 }
 
 impl Engine {
@@ -175,11 +181,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Accepts a job; it will end with exactly one [`Action::JobEnded`].
+    /// Accepts a job; it will end with exactly one [`Action::JobEnded`]. When no device in
+    /// service can run it (every device that could was retired) it fails at once with
+    /// [`JobFailure::NoDevice`].
     pub fn submit(&mut self, spec: JobSpec, now: Nanos) -> Result<JobId, EngineError> {
         let c = self.circuits.get(&spec.circuit).ok_or(EngineError::UnknownCircuit(spec.circuit))?;
         if spec.partitions == 0 {
             return Err(EngineError::NoPartitions);
+        }
+        if let Some(d) = spec.avoid.filter(|d| d.0 as usize >= self.devices.len()) {
+            return Err(EngineError::UnknownDevice(d));
         }
         let crit = spec.priority == Priority::Critical;
         let fp = c.profile.footprint;
@@ -217,11 +228,15 @@ impl Engine {
         self.gpu_waiting += u64::from(spec.partitions);
         self.live_jobs += 1;
         self.synth_queue.insert(key);
-        let (circuit, partitions) = (spec.circuit, spec.partitions);
+        let (circuit, partitions, avoid) = (spec.circuit, spec.partitions, spec.avoid.map(|d| d.0 as usize));
         self.jobs.insert(id, Job::new(key, spec));
         self.expire_deadlines();
         if self.jobs.get(&id).is_some_and(|j| !j.ended) {
-            self.prefetch(circuit, crit, partitions);
+            if self.runnable(id) {
+                self.prefetch(circuit, crit, partitions, avoid);
+            } else {
+                self.end_job(id, Outcome::Failed(JobFailure::NoDevice));
+            }
         }
         self.schedule();
         Ok(id)
@@ -262,10 +277,16 @@ impl Engine {
     }
 
     /// Loads a circuit's parameters to the host (warm) or a device (hot) ahead of need,
-    /// evicting only parameters no job needs. A no-op if they are there or on their way.
+    /// evicting only parameters no job needs. A no-op if they are there or on their way; an
+    /// error ([`EngineError::DeviceRetired`]) for a retired device.
     pub fn preload(&mut self, circuit: CircuitId, to: Location, now: Nanos) -> Result<(), EngineError> {
         let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
         let r = self.residence(c, to)?;
+        if let Location::Device(d) = to {
+            if !self.serves(d.0 as usize) {
+                return Err(EngineError::DeviceRetired(d));
+            }
+        }
         if r.present() {
             return Ok(());
         }
@@ -307,14 +328,48 @@ impl Engine {
     }
 
     /// A [`Action::LoadParams`] failed at `now`. The engine emits [`Action::EvictParams`] for
-    /// the reservation; if the circuit is then on no device and loading nowhere, every live
-    /// job still needing it fails.
+    /// the reservation; if the circuit is then on no device in service and loading on none,
+    /// every live job still needing it fails (not when the failed load was onto a retired
+    /// device: that says nothing about the parameters).
     pub fn params_load_failed(&mut self, circuit: CircuitId, at: Location, now: Nanos, reason: impl Into<String>) -> Result<(), EngineError> {
         self.check_loading(circuit, at)?;
         self.advance(now);
         self.load_done(circuit, at, false);
-        if matches!(at, Location::Device(_)) {
+        if matches!(at, Location::Device(d) if self.serves(d.0 as usize)) {
             self.fail_params_waiters(circuit, reason.into());
+        }
+        self.schedule();
+        Ok(())
+    }
+
+    /// Takes device `d` out of service at `now`, for good (a no-op if it already is).
+    ///
+    /// From then on no partition is admitted there and no parameters are loaded there
+    /// (demand loads, replication and [`Engine::preload`] go elsewhere). Parameters there
+    /// that no partition uses are evicted now, the others as soon as their last user leaves
+    /// (and loads in flight there once they are reported). Stages running there finish or
+    /// fail as usual; a partition that would need another device stage there (waiting for a
+    /// kernel lane, or whose upload or NTT there ends later) stops and its job fails with
+    /// [`JobFailure::DeviceRetired`]. Jobs that no device in service can run any more fail
+    /// with [`JobFailure::NoDevice`]; the others go on on the devices in service.
+    pub fn retire_device(&mut self, d: DeviceId, now: Nanos) -> Result<(), EngineError> {
+        let i = d.0 as usize;
+        let s = self.devices.get(i).ok_or(EngineError::UnknownDevice(d))?;
+        if s.retired {
+            return Ok(());
+        }
+        self.advance(now);
+        self.devices[i].retired = true;
+        let waiting: Vec<_> = self.devices[i].lane_queue.iter().copied().collect();
+        for pk in waiting {
+            let partition = PartitionId { job: pk.job.id, index: pk.index };
+            if self.jobs.get(&pk.job.id).is_some_and(|j| !j.ended) {
+                self.end_job(pk.job.id, Outcome::Failed(JobFailure::DeviceRetired { partition, device: d }));
+            }
+        }
+        let doomed: Vec<JobId> = self.jobs.iter().filter(|(id, j)| !j.ended && !self.runnable(**id)).map(|(id, _)| *id).collect();
+        for id in doomed {
+            self.end_job(id, Outcome::Failed(JobFailure::NoDevice));
         }
         self.schedule();
         Ok(())
@@ -334,6 +389,15 @@ impl Engine {
     /// The earliest job deadline still pending: call [`Engine::tick`] then.
     pub fn next_deadline(&self) -> Option<Nanos> {
         self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// Job `id` has no partition still to be admitted to a GPU, or some device in service
+    /// can ever run one.
+    fn runnable(&self, id: JobId) -> bool {
+        let Some(j) = self.jobs.get(&id) else { return true };
+        let waiting = j.parts.iter().any(|p| p.device.is_none() && p.needs_params());
+        let Some(c) = self.circuits.get(&j.spec.circuit) else { return true };
+        !waiting || (0..self.devices.len()).any(|d| self.fits_ever(c, d, j.key.critical()))
     }
 
     fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a residency::Residence, EngineError> {

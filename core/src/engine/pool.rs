@@ -73,6 +73,8 @@ pub(crate) struct DeviceState {
     pub lane_queue: BTreeSet<PartKey>,
     /// GPU stages running now.
     pub active: u32,
+    /// Taken out of service: nothing is admitted or loaded here any more.
+    pub retired: bool,
 }
 
 impl DeviceState {
@@ -83,6 +85,7 @@ impl DeviceState {
             lanes_free: cfg.kernel_lanes,
             lane_queue: BTreeSet::new(),
             active: 0,
+            retired: false,
         }
     }
 }

@@ -96,10 +96,6 @@ impl CircuitState {
         }
     }
 
-    pub fn present_on_any_device(&self) -> bool {
-        self.devices.iter().any(Residence::present)
-    }
-
     pub fn tier(&self) -> Tier {
         if self.devices.iter().any(Residence::resident) {
             Tier::Hot
@@ -177,7 +173,7 @@ impl Engine {
             (_, Evict::Idle) => c.demand.is_empty(),
             (Location::Device(d), Evict::Before(k)) => {
                 let later = !matches!(c.active.keys().next(), Some(first) if *first <= k);
-                let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident());
+                let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident() && self.serves(i));
                 later || replica
             }
         }
@@ -253,29 +249,35 @@ impl Engine {
         self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes, from_host });
     }
 
-    /// Device `d` can ever hold `c`'s parameters and one of its partitions.
+    /// Device `d` is in service (not retired).
+    pub(crate) fn serves(&self, d: usize) -> bool {
+        self.devices.get(d).is_some_and(|s| !s.retired)
+    }
+
+    /// Device `d` is in service and can ever hold `c`'s parameters and one of its partitions.
     pub(crate) fn fits_ever(&self, c: &CircuitState, d: usize, critical: bool) -> bool {
         let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
-        self.devices.get(d).is_some_and(|s| s.pool.usable(critical) >= total)
+        self.devices.get(d).is_some_and(|s| !s.retired && s.pool.usable(critical) >= total)
     }
 
-    /// `c`'s parameters are (or are being loaded) on a device that can run its partitions.
-    pub(crate) fn usable_copy(&self, c: &CircuitState, critical: bool) -> bool {
-        c.devices.iter().enumerate().any(|(d, r)| r.present() && self.fits_ever(c, d, critical))
+    /// `c`'s parameters are (or are being loaded) on a device in service, other than
+    /// `except`, that can run its partitions.
+    pub(crate) fn usable_copy(&self, c: &CircuitState, critical: bool, except: Option<usize>) -> bool {
+        c.devices.iter().enumerate().any(|(d, r)| Some(d) != except && r.present() && self.fits_ever(c, d, critical))
     }
 
-    /// Loads `id` onto up to `copies` devices that can run it (counting copies already
-    /// there), using free memory or parameters no job needs (used when a job is submitted).
-    pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool, copies: u32) {
+    /// Loads `id` onto up to `copies` devices that can run it, other than `avoid` (counting
+    /// copies already there), using free memory or parameters no job needs (used when a job
+    /// is submitted).
+    pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool, copies: u32, avoid: Option<usize>) {
         let Some(c) = self.circuits.get(&id) else { return };
         let n = self.devices.len();
-        let have = (0..n).filter(|&d| c.devices[d].present() && self.fits_ever(c, d, critical)).count();
+        let ok = |d: usize| Some(d) != avoid && self.fits_ever(c, d, critical);
+        let have = (0..n).filter(|&d| ok(d) && c.devices[d].present()).count();
         let want = (copies as usize).min(n).saturating_sub(have);
         let need = c.profile.params_device_bytes;
-        let mut cands: Vec<(u64, std::cmp::Reverse<usize>)> = (0..n)
-            .filter(|&d| self.fits_ever(c, d, critical) && !c.devices[d].present())
-            .map(|d| (self.avail(Location::Device(dev(d)), critical), std::cmp::Reverse(d)))
-            .collect();
+        let mut cands: Vec<(u64, std::cmp::Reverse<usize>)> =
+            (0..n).filter(|&d| ok(d) && !c.devices[d].present()).map(|d| (self.avail(Location::Device(dev(d)), critical), std::cmp::Reverse(d))).collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
         for (_, std::cmp::Reverse(d)) in cands.into_iter().take(want) {
             let loc = Location::Device(dev(d));
@@ -285,37 +287,36 @@ impl Engine {
         }
     }
 
-    /// Loads `id` for a waiting partition of job `key` that needs `extra` device bytes to run.
-    /// Returns false when no unclaimed device can make room now.
-    pub(crate) fn demand_load(&mut self, id: CircuitId, key: JobKey, extra: u64) -> bool {
+    /// Loads `id` for a waiting partition of job `key` that needs `extra` device bytes to run,
+    /// onto a device in service other than `avoid` if one can make room now, else onto
+    /// `avoid`. Returns false when no unclaimed device can make room now.
+    pub(crate) fn demand_load(&mut self, id: CircuitId, key: JobKey, extra: u64, avoid: Option<usize>) -> bool {
         let Some(c) = self.circuits.get(&id) else { return false };
         let need = c.profile.params_device_bytes.saturating_add(extra);
         let crit = key.critical();
-        // Without eviction first: prefer a device with a free worker, then the most room.
-        let mut best: Option<(bool, u64, std::cmp::Reverse<usize>)> = None;
-        for d in 0..self.devices.len() {
-            let loc = Location::Device(dev(d));
-            let avail = self.avail(loc, crit);
-            if self.claimed[d] || avail < need || c.devices[d].present() {
-                continue;
+        let n = self.devices.len();
+        let open = |e: &Engine, d: usize| !e.claimed[d] && e.serves(d) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
+        // The other devices first, then the avoided one.
+        for avoided in [false, true] {
+            let group = |d: &usize| (Some(*d) == avoid) == avoided;
+            // Without eviction first: prefer a device with a free worker, then the most room.
+            let mut best: Option<(bool, u64, std::cmp::Reverse<usize>)> = None;
+            for d in (0..n).filter(group) {
+                let avail = self.avail(Location::Device(dev(d)), crit);
+                if open(self, d) && avail >= need {
+                    best = best.max(Some((self.devices[d].workers.has_free(), avail, std::cmp::Reverse(d))));
+                }
             }
-            let cand = (self.devices[d].workers.has_free(), avail, std::cmp::Reverse(d));
-            best = best.max(Some(cand));
-        }
-        let mut pick = best.map(|(_, _, std::cmp::Reverse(d))| d);
-        if pick.is_none() {
-            pick = (0..self.devices.len()).find(|&d| {
-                let absent = self.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
-                absent && !self.claimed[d] && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key))
-            });
-        }
-        match pick {
-            Some(d) => {
+            let mut pick = best.map(|(_, _, std::cmp::Reverse(d))| d);
+            if pick.is_none() {
+                pick = (0..n).filter(group).find(|&d| open(self, d) && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key)));
+            }
+            if let Some(d) = pick {
                 self.start_load(id, Location::Device(dev(d)));
-                true
+                return true;
             }
-            None => false,
         }
+        false
     }
 
     /// A load finished (or failed): bookkeeping shared by both.

@@ -19,6 +19,7 @@ fn pid(pk: PartKey) -> PartitionId {
 impl Engine {
     /// Starts everything that can start now.
     pub(crate) fn schedule(&mut self) {
+        self.evict_retired();
         self.dispatch_lanes();
         self.dispatch_gpu();
         self.dispatch_synthesis();
@@ -60,7 +61,7 @@ impl Engine {
     }
 
     fn open_device(&self) -> bool {
-        (0..self.devices.len()).any(|d| !self.claimed[d] && self.devices[d].workers.has_free())
+        (0..self.devices.len()).any(|d| !self.claimed[d] && self.serves(d) && self.devices[d].workers.has_free())
     }
 
     /// Synthesized partitions go to GPUs in priority order (partitions of a job in index
@@ -78,9 +79,9 @@ impl Engine {
             cursor = Some(pk);
             let Some(job) = self.jobs.get(&pk.job.id) else { continue };
             let circuit = job.spec.circuit;
-            let key = (circuit, pk.job.critical());
+            let key = (circuit, pk.job.critical(), job.spec.avoid);
             // A later partition of a circuit that just could not go cannot go either (it may
-            // evict no more than the earlier one), so skip the work.
+            // evict no more than the earlier one, and avoids the same device), so skip the work.
             if pk.index != job.next_upload || self.stuck.contains(&key) {
                 continue;
             }
@@ -92,14 +93,58 @@ impl Engine {
     }
 
     /// Admits `pk` to the best device holding its parameters (true), or arranges for them.
+    /// A job avoiding a device ([`super::JobSpec::avoiding`]) tries the other devices first,
+    /// waits for them while one of them holds (or is loading) its parameters, and only then
+    /// takes the avoided device.
     fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) -> bool {
+        let avoid = self.avoided(pk);
+        if let Some(admitted) = self.place(pk, circuit, |d| Some(d) != avoid) {
+            return admitted;
+        }
         let Some(c) = self.circuits.get(&circuit) else { return false };
+        let crit = pk.job.critical();
+        if let Some(a) = avoid {
+            if self.usable_copy(c, crit, Some(a)) {
+                return false;
+            }
+            if let Some(admitted) = self.place(pk, circuit, |d| d == a) {
+                return admitted;
+            }
+        }
+        let Some(c) = self.circuits.get(&circuit) else { return false };
+        if self.usable_copy(c, crit, None) {
+            return false;
+        }
         let need = c.profile.footprint.device();
-        let params = c.profile.params_device_bytes;
+        let total = c.profile.params_device_bytes.saturating_add(need);
+        if !self.demand_load(circuit, pk.job, need, avoid) {
+            let n = self.devices.len();
+            let holdable = |d: &usize| !self.claimed[*d] && self.serves(*d) && self.devices[*d].pool.usable(crit) >= total;
+            // Hold back later work from a device it can wait on, the avoided one last.
+            let hold = (0..n).filter(|&d| Some(d) != avoid).find(holdable).or_else(|| avoid.filter(holdable));
+            if let Some(d) = hold {
+                self.claimed[d] = true;
+            }
+        }
+        false
+    }
+
+    /// The device `pk`'s job avoids, if it is still in service.
+    fn avoided(&self, pk: PartKey) -> Option<usize> {
+        let d = self.jobs.get(&pk.job.id)?.spec.avoid?.0 as usize;
+        self.serves(d).then_some(d)
+    }
+
+    /// Admits `pk` to the best device among those `allowed` that holds its parameters:
+    /// `Some(true)` when admitted, `Some(false)` when it waits for memory on one of them
+    /// (which it then holds), `None` when none of them can take it.
+    fn place(&mut self, pk: PartKey, circuit: CircuitId, allowed: impl Fn(usize) -> bool) -> Option<bool> {
+        let c = self.circuits.get(&circuit)?;
+        let need = c.profile.footprint.device();
         let crit = pk.job.critical();
         let mut best: Option<(usize, u64, std::cmp::Reverse<usize>)> = None;
         let mut tight = None;
-        for d in 0..self.devices.len() {
+        for d in (0..self.devices.len()).filter(|&d| allowed(d)) {
             let s = &self.devices[d];
             if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() || !self.fits_ever(c, d, crit) {
                 continue;
@@ -113,27 +158,15 @@ impl Engine {
         }
         if let Some((_, _, std::cmp::Reverse(d))) = best {
             self.admit(pk, d, need);
-            return true;
+            return Some(true);
         }
-        if let Some(d) = tight {
-            if self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(pk.job)) {
-                self.admit(pk, d, need);
-                return true;
-            }
-            self.claimed[d] = true;
-            return false;
+        let d = tight?;
+        if self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(pk.job)) {
+            self.admit(pk, d, need);
+            return Some(true);
         }
-        if self.usable_copy(c, crit) {
-            return false;
-        }
-        if !self.demand_load(circuit, pk.job, need) {
-            let total = params.saturating_add(need);
-            let n = self.devices.len();
-            if let Some(d) = (0..n).find(|&d| !self.claimed[d] && self.devices[d].pool.usable(crit) >= total) {
-                self.claimed[d] = true;
-            }
-        }
-        false
+        self.claimed[d] = true;
+        Some(false)
     }
 
     /// Starts the upload of `pk` on device `d` (the caller checked worker and memory).
@@ -168,18 +201,19 @@ impl Engine {
         self.begin(p, Stage::Upload, Location::Device(dev(d)), slot, need);
     }
 
-    /// A device with a free worker and nothing it can run loads the parameters of the first
-    /// waiting partition whose circuit it lacks, using free memory or parameters nobody needs.
+    /// A device in service with a free worker and nothing it can run loads the parameters of
+    /// the first waiting partition (not avoiding it) whose circuit it lacks, using free memory
+    /// or parameters nobody needs.
     fn replicate(&mut self) {
         for d in 0..self.devices.len() {
-            if self.claimed[d] || !self.devices[d].workers.has_free() {
+            if self.claimed[d] || !self.serves(d) || !self.devices[d].workers.has_free() {
                 continue;
             }
             let target = self
                 .circuits
                 .iter()
                 .filter(|(_, c)| !c.devices[d].present())
-                .filter_map(|(id, c)| c.ready.first().map(|pk| (*pk, *id, c)))
+                .filter_map(|(id, c)| c.ready.iter().find(|pk| self.avoided(**pk) != Some(d)).map(|pk| (*pk, *id, c)))
                 .min_by_key(|(pk, _, _)| *pk)
                 .map(|(pk, id, c)| {
                     let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
@@ -190,6 +224,19 @@ impl Engine {
                 if self.make_room(loc, total, crit, Evict::Idle) {
                     self.start_load(circuit, loc);
                 }
+            }
+        }
+    }
+
+    /// Drops the parameters on retired devices that no partition there uses any more.
+    fn evict_retired(&mut self) {
+        for d in 0..self.devices.len() {
+            if self.serves(d) {
+                continue;
+            }
+            let idle: Vec<CircuitId> = self.circuits.iter().filter(|(_, c)| c.devices[d].resident() && c.devices[d].users == 0).map(|(id, _)| *id).collect();
+            for id in idle {
+                self.evict_now(id, Location::Device(dev(d)));
             }
         }
     }
@@ -274,7 +321,7 @@ impl Engine {
             if self.devices[d].active > 0 {
                 continue;
             }
-            let cause = if self.gpu_waiting == 0 {
+            let cause = if self.gpu_waiting == 0 || self.devices[d].retired {
                 IdleCause::NoWork
             } else if self.claimed[d] {
                 IdleCause::DeviceMemory

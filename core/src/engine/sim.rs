@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::prover::Stage;
 
-use super::{Action, CircuitId, CircuitProfile, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec, Location, Nanos, Outcome, PartitionId};
+use super::{Action, CircuitId, CircuitProfile, DeviceId, Dispatch, Engine, EngineConfig, EngineError, JobId, JobSpec, Location, Nanos, Outcome, PartitionId};
 
 /// A modelled duration: uniform in `[base, base + jitter]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,13 +66,16 @@ fn stage_index(stage: Stage) -> usize {
     Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0)
 }
 
-/// Injected faults, in parts per million.
+/// Injected faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Faults {
-    /// Chance that a stage fails.
+    /// Chance that a stage fails, in parts per million.
     pub stage_fail_ppm: u32,
-    /// Chance that a parameter load fails.
+    /// Chance that a parameter load fails, in parts per million.
     pub load_fail_ppm: u32,
+    /// A device that breaks at a time: every device stage (upload, NTT, MSM) that starts
+    /// there at or after that time fails.
+    pub failing_device: Option<(DeviceId, Nanos)>,
 }
 
 /// Everything the simulator models.
@@ -153,9 +156,49 @@ enum Event {
     Submit { ticket: usize, spec: JobSpec },
     Cancel { ticket: usize },
     Preload { circuit: CircuitId, at: Location },
-    StageEnd { p: PartitionId, stage: Stage, fail: bool },
+    StageEnd { p: PartitionId, stage: Stage, location: Location, fail: bool },
     LoadEnd { circuit: CircuitId, at: Location, fail: bool },
+    Retire { device: DeviceId },
     Tick,
+}
+
+/// One entry of [`SimLog::trace`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trace {
+    /// A stage started.
+    Start {
+        /// When.
+        at: Nanos,
+        /// What and where.
+        dispatch: Dispatch,
+    },
+    /// The end of a stage was reported to the engine.
+    End {
+        /// When.
+        at: Nanos,
+        /// The partition.
+        partition: PartitionId,
+        /// The stage.
+        stage: Stage,
+        /// Where it ran.
+        location: Location,
+        /// Reported as failed.
+        failed: bool,
+    },
+    /// The engine accepted the retirement of a device.
+    Retired {
+        /// When.
+        at: Nanos,
+        /// The device.
+        device: DeviceId,
+    },
+    /// A job ended (its outcome is in [`SimLog::ends`]).
+    JobEnded {
+        /// When.
+        at: Nanos,
+        /// The job.
+        job: JobId,
+    },
 }
 
 /// What the simulator observed.
@@ -176,6 +219,9 @@ pub struct SimLog {
     pub peak: BTreeMap<Location, i128>,
     /// Every `Start`, in order, with its time.
     pub starts: Vec<(Nanos, Dispatch)>,
+    /// Stage starts and ends, device retirements and job ends, in the order the simulator
+    /// saw them (ties in time keep their order here).
+    pub trace: Vec<Trace>,
     /// Number of actions executed.
     pub actions: u64,
     /// Number of parameter evictions (including failed loads).
@@ -199,7 +245,7 @@ pub struct Sim {
     profiles: BTreeMap<CircuitId, CircuitProfile>,
     /// Check [`Engine::check_consistency`] after every input (slower; on by default).
     pub check_each_step: bool,
-    /// Record every start in [`SimLog::starts`] (on by default).
+    /// Record every start in [`SimLog::starts`] and [`SimLog::trace`] (on by default).
     pub record_starts: bool,
     log: SimLog,
 }
@@ -310,6 +356,29 @@ impl Sim {
         self.push(at, Event::Preload { circuit, at: to });
     }
 
+    /// Retires a device at time `at` (a refusal is logged in [`SimLog::refused`]).
+    pub fn retire_at(&mut self, at: Nanos, device: DeviceId) {
+        self.push(at, Event::Retire { device });
+    }
+
+    /// Retires a device now, as a driver reacting to what it just saw would, and executes
+    /// the actions that follow.
+    pub fn retire_device(&mut self, device: DeviceId) -> Result<(), EngineError> {
+        self.log.inputs += 1;
+        let r = self.retire(device);
+        self.drain();
+        r
+    }
+
+    fn retire(&mut self, device: DeviceId) -> Result<(), EngineError> {
+        let was = self.engine.in_service(device);
+        self.engine.retire_device(device, self.now)?;
+        if was && self.record_starts {
+            self.log.trace.push(Trace::Retired { at: self.now, device });
+        }
+        Ok(())
+    }
+
     /// Runs every event up to and including time `t`; returns the number processed.
     pub fn run_until(&mut self, t: Nanos) -> u64 {
         let mut n = 0;
@@ -362,7 +431,10 @@ impl Sim {
                     self.log.refused.push(err);
                 }
             }
-            Event::StageEnd { p, stage, fail } => {
+            Event::StageEnd { p, stage, location, fail } => {
+                if self.record_starts {
+                    self.log.trace.push(Trace::End { at: now, partition: p, stage, location, failed: fail });
+                }
                 let r = if fail { self.engine.stage_failed(p, stage, now, "injected fault") } else { self.engine.stage_finished(p, stage, now) };
                 if let Err(err) = r {
                     self.log.violations.push(format!("stage report refused: {err}"));
@@ -372,6 +444,11 @@ impl Sim {
                 let r = if fail { self.engine.params_load_failed(circuit, at, now, "injected fault") } else { self.engine.params_loaded(circuit, at, now) };
                 if let Err(err) = r {
                     self.log.violations.push(format!("load report refused: {err}"));
+                }
+            }
+            Event::Retire { device } => {
+                if let Err(err) = self.retire(device) {
+                    self.log.refused.push(err);
                 }
             }
             Event::Tick => {
@@ -424,9 +501,11 @@ impl Sim {
                 let (job, index) = (d.partition.job.0, u64::from(d.partition.index));
                 let key = [self.seed, job, index, stage_index(d.stage) as u64];
                 let dur = sample(m.stage(d.stage), hash64(&key));
-                let fail = chance(self.model.faults.stage_fail_ppm, hash64(&[key[0], key[1], key[2], key[3], 1]));
-                self.push(now + dur, Event::StageEnd { p: d.partition, stage: d.stage, fail });
+                let broken = matches!((self.model.faults.failing_device, d.location), (Some((b, t)), Location::Device(x)) if x == b && now >= t);
+                let fail = broken || chance(self.model.faults.stage_fail_ppm, hash64(&[key[0], key[1], key[2], key[3], 1]));
+                self.push(now + dur, Event::StageEnd { p: d.partition, stage: d.stage, location: d.location, fail });
                 if self.record_starts {
+                    self.log.trace.push(Trace::Start { at: now, dispatch: d.clone() });
                     self.log.starts.push((now, d));
                 }
             }
@@ -445,7 +524,12 @@ impl Sim {
                 self.log.evictions += 1;
                 self.account(from, -i128::from(bytes));
             }
-            Action::JobEnded { job, outcome } => self.log.ends.entry(job).or_default().push((now, outcome)),
+            Action::JobEnded { job, outcome } => {
+                if self.record_starts {
+                    self.log.trace.push(Trace::JobEnded { at: now, job });
+                }
+                self.log.ends.entry(job).or_default().push((now, outcome));
+            }
         }
     }
 }

@@ -151,12 +151,14 @@ pub struct JobSpec {
     /// When set, the job fails with [`crate::engine::JobFailure::DeadlineExceeded`] if it has
     /// not completed by then.
     pub deadline: Option<Nanos>,
+    /// A device this job's partitions should keep off (set by [`JobSpec::avoiding`]).
+    pub avoid: Option<DeviceId>,
 }
 
 impl JobSpec {
     /// A job of `kind` over `circuit` with `partitions` partitions at the kind's priority.
     pub fn new(kind: JobKind, circuit: CircuitId, partitions: u32) -> JobSpec {
-        JobSpec { kind, priority: kind.default_priority(), circuit, partitions, deadline: None }
+        JobSpec { kind, priority: kind.default_priority(), circuit, partitions, deadline: None, avoid: None }
     }
 
     /// The same job at another priority.
@@ -168,6 +170,23 @@ impl JobSpec {
     /// The same job with a deadline.
     pub fn with_deadline(mut self, deadline: Nanos) -> JobSpec {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// The same job, preferring to keep its partitions off `device` (typically the device
+    /// whose fault failed an earlier attempt of the job). A soft preference:
+    ///
+    /// * a partition goes to any other device that can take it now (in service, a free
+    ///   worker, the parameters resident and the memory there, evicting if allowed) before
+    ///   the avoided one;
+    /// * when only the avoided device can take it now, it waits while another device in
+    ///   service holds or is loading the parameters and can ever fit it, and goes to the
+    ///   avoided device otherwise (in particular once every other device is retired);
+    /// * parameter loads for it prefer the other devices.
+    ///
+    /// Ignored once `device` is retired (the job then runs on the devices in service).
+    pub fn avoiding(mut self, device: DeviceId) -> JobSpec {
+        self.avoid = Some(device);
         self
     }
 }
