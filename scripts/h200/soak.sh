@@ -12,14 +12,16 @@
 #
 #   OUT=/tmp/soak bash scripts/h200/soak.sh
 #
-# PARTS ("soak selfcheck"), DURATION (8m), CONCURRENCY (8), MIX, RULES (the fault rules),
+# PARTS ("soak selfcheck"; "setup" alone only makes the parameters), WORK, BACKEND (cuda), DURATION (8m), CONCURRENCY (8), MIX, RULES (the fault rules),
 # SC_JOBS (12 jobs per kind and setting), SC_KINDS ("wpost-2k winning-2k porep-2k snap-2k
 # sha256-chain:20"). Needs gpu-bin/cuzk. Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 need cuzk
 CUZK=$BIN/cuzk
 PARTS=${PARTS:-"soak selfcheck"}
-W=$(mktemp -d /tmp/cuzk-soak.XXXXXX)
+# WORK keeps the parameters between runs (a second run skips the setup); else a fresh directory.
+W=${WORK:-$(mktemp -d /tmp/cuzk-soak.XXXXXX)}
+mkdir -p "$W"
 export FIL_PROOFS_PARAMETER_CACHE=$W/params CUZK_DATA_DIR=$W/data
 mkdir -p "$FIL_PROOFS_PARAMETER_CACHE" "$CUZK_DATA_DIR"
 HTTP=127.0.0.1:9190
@@ -95,4 +97,4 @@ if [[ " $PARTS " == *" selfcheck "* ]]; then
     awk -v k="$kind" -v a="${fin[off]}" -v b="${fin[all]}" -v t="${tot[all]}" 'BEGIN { d = b - a; printf "| %s | %.2f | %.2f | %.2f | %.1f | %.2f%% |\n", k, a, b, d, t, 100 * d / t }' | tee -a "$S"
   done
 fi
-rm -rf "$W"
+[ -n "${WORK:-}" ] || rm -rf "$W"

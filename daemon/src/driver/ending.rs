@@ -5,18 +5,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_core::engine::{DeviceId, JobFailure, JobId, JobKind, JobSpec, Location, Outcome, PartitionId, Presence};
+use cuzk_core::engine::{DeviceId, JobFailure, JobId, JobKind, JobSpec, Location, Outcome, PartitionId};
 use cuzk_worker::{WorkError, Worker};
 
 use super::recovery::{classify, Fault};
-use super::{api_id, scalar_bytes, Completion, Driver, FinalStatus, JobResult};
+use super::{api_id, scalar_bytes, Driver, FinalStatus, JobResult};
 use crate::config::ShutdownMode;
 use crate::names::kind_name;
 use crate::status::Histogram;
-
-/// How long a load refused on a device out of service takes to report (so the engine does
-/// not retry it in a busy loop).
-const REFUSED_LOAD_DELAY: Duration = Duration::from_secs(1);
 
 impl<W: Worker> Driver<W> {
     /// An attempt (engine job) ended: another attempt, or the job's final result.
@@ -35,11 +31,12 @@ impl<W: Worker> Driver<W> {
         let retryable = match (&outcome, fault) {
             (Outcome::Failed(JobFailure::Stage { .. }), Some(f)) => Some(f),
             (Outcome::Cancelled, Some(f)) if !user_cancelled => Some(f),
+            // A partition stranded on a device taken out of service: prove it elsewhere.
+            (Outcome::Failed(JobFailure::DeviceRetired { device, .. }), _) => Some((Fault::OutOfService, Some(device.0))),
             _ => None,
         };
         let Some((fault, device)) = retryable else {
-            let why = self.no_device_reason().filter(|_| outcome == Outcome::Cancelled && !user_cancelled);
-            return self.finish(api, outcome, why);
+            return self.finish(api, outcome, None);
         };
         let (used, limit) = if fault == Fault::SelfCheck { (rechecks, self.cfg.recovery.rechecks) } else { (retries, self.cfg.recovery.retries) };
         let cancelling = matches!(self.draining, Some((ShutdownMode::Cancel, _)));
@@ -77,6 +74,10 @@ impl<W: Worker> Driver<W> {
         let mut spec = JobSpec::new(JobKind::Generic, j.circuit, missing.len() as u32).with_priority(j.req.priority);
         if let Some(d) = j.deadline_at {
             spec = spec.with_deadline(d);
+        }
+        // Another device, when there is one in service, proves it again.
+        if let Some(d) = device.filter(|_| self.health.len() > 1 && fault.blames_device()) {
+            spec = spec.avoiding(DeviceId(d));
         }
         let attempt = self.engine.submit(spec, now).map_err(|e| format!("another attempt was refused: {e}"))?;
         *self.retried.entry(fault.name()).or_default() += 1;
@@ -139,7 +140,9 @@ impl<W: Worker> Driver<W> {
         }
     }
 
-    /// Counts a fault against device `d`; takes it out of service at the limit.
+    /// Counts a fault against device `d`; takes it out of service at the limit (the engine
+    /// then places no more work there, drops its unused parameters and, once no device is
+    /// left, fails the jobs that can no longer run).
     fn device_fault(&mut self, d: u32, fault: Fault) {
         let limit = self.cfg.recovery.device_fault_limit;
         let Some(h) = self.health.get_mut(d as usize) else { return };
@@ -147,48 +150,13 @@ impl<W: Worker> Driver<W> {
             return;
         }
         tracing::error!(device = d, name = %self.worker.device_name(d as usize), why = ?h.retired, "device taken out of service until the daemon restarts");
-        self.evict_retired();
+        let now = self.now();
+        if let Err(e) = self.engine.retire_device(DeviceId(d), now) {
+            tracing::warn!(device = d, error = %e, "engine refused to retire the device");
+        }
         if let Some(why) = self.no_device_reason() {
             tracing::error!("{why}: every live job fails");
-            let mut ids: Vec<(JobId, JobId)> = self.jobs.iter().map(|(id, j)| (*id, j.attempt)).collect();
-            ids.sort();
-            for (_, attempt) in ids {
-                let now = self.now();
-                let _ = self.engine.cancel(attempt, now);
-            }
         }
-    }
-
-    /// Drops every parameter set resident on a device out of service that no stage uses, so
-    /// that the engine places no more work there.
-    pub(super) fn evict_retired(&mut self) {
-        let retired: Vec<u32> = self.health.iter().enumerate().filter(|(_, h)| !h.in_service()).map(|(d, _)| d as u32).collect();
-        if retired.is_empty() {
-            return;
-        }
-        let ids: Vec<_> = self.registry.iter().map(|(id, _)| id).collect();
-        for d in retired {
-            let at = Location::Device(DeviceId(d));
-            for &id in &ids {
-                if self.engine.presence(id, at) == Some(Presence::Resident) {
-                    let now = self.now();
-                    if self.engine.evict(id, at, now).is_ok() {
-                        tracing::info!(circuit = id.0, device = d, "parameters dropped from a device out of service");
-                    }
-                }
-            }
-        }
-    }
-
-    /// Fails a parameter load onto a device out of service, a moment later.
-    pub(super) fn refuse_load(&mut self, circuit: cuzk_core::engine::CircuitId, at: Location) {
-        self.loading.insert((circuit, at), Instant::now());
-        let tx = self.done_tx.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(REFUSED_LOAD_DELAY).await;
-            let result = Err(WorkError::Internal(format!("{at:?} is out of service")));
-            let _ = tx.send(Completion::Params { circuit, at, ended: Instant::now(), result });
-        });
     }
 
     /// When the watchdog next looks at the running device stages.
@@ -278,6 +246,10 @@ impl<W: Worker> Driver<W> {
                     (None, JobFailure::Stage { partition, stage, reason }) => format!("partition {} failed in {}: {reason}", partition.index, stage.name()),
                     (None, JobFailure::Params { reason, .. }) => format!("loading parameters failed: {reason}"),
                     (None, JobFailure::DeadlineExceeded) => "deadline exceeded".into(),
+                    (None, JobFailure::NoDevice) => self.no_device_reason().unwrap_or_else(|| "no device in service".into()),
+                    (None, JobFailure::DeviceRetired { partition, device }) => {
+                        format!("partition {} was on device {} when it was taken out of service", partition.index, device.0)
+                    }
                 };
                 self.counts.failed += 1;
             }

@@ -35,7 +35,6 @@ pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preload
 pub use job::{BadJobRef, FilecoinJob, JobRef, JobRequest, MAX_REQUEST_ID};
 pub use recovery::{DeviceHealth, Fault, Recovery};
 
-use cuzk_core::backend::BackendError;
 
 use crate::circuits::{params_log_size, CircuitShape, Registry};
 use crate::config::{SelfCheck, ShutdownMode};
@@ -456,11 +455,6 @@ impl<W: Worker> Driver<W> {
             // A stage of an attempt that has ended (its job was cancelled or is retried).
             return self.fail_now(p, d.stage, "job ended");
         };
-        if let Location::Device(dev) = d.location {
-            if self.health.get(dev.0 as usize).is_some_and(|h| !h.in_service()) {
-                return self.fail_with(p, d.stage, WorkError::Backend(BackendError::Unavailable(format!("device {} is out of service", dev.0))));
-            }
-        }
         let checks = d.stage == Stage::Finalize && self.jobs.get(&api).is_some_and(|j| self.checks(&j.req));
         let Some(job) = self.jobs.get_mut(&api) else {
             return self.fail_now(p, d.stage, "job unknown");
@@ -515,11 +509,6 @@ impl<W: Worker> Driver<W> {
         let Some(reg) = self.registry.entry(circuit) else {
             return;
         };
-        if let Location::Device(d) = at {
-            if self.health.get(d.0 as usize).is_some_and(|h| !h.in_service()) {
-                return self.refuse_load(circuit, at);
-            }
-        }
         let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host };
         self.loading.insert((circuit, at), Instant::now());
         let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
@@ -595,7 +584,6 @@ impl<W: Worker> Driver<W> {
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "engine refused a stage report");
                 }
-                self.evict_retired();
             }
             Completion::Params { circuit, at, ended, result } => {
                 let since = self.loading.remove(&(circuit, at)).unwrap_or(ended);

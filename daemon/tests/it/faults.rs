@@ -195,6 +195,25 @@ async fn a_stage_past_the_watchdog_fails_over_to_the_other_device() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proof_failing_its_check_is_proved_again_on_the_other_device() {
+    // Parameters resident on device 1 only, which corrupts its first MSM: without the
+    // retry's preference the re-proof would go back to device 1, where the parameters are.
+    let (d, probes) = faulty(vec![FaultPlan::default(), plan(&["msm:corrupt:nth=1"])], |c| c.params.preload = vec![format!("squaring-chain-2^{K}")]).await;
+    let h = d.server.handle();
+    let on_1 =
+        wait_until(Duration::from_secs(10), || async { h.snapshot().await.unwrap().params.first().is_some_and(|p| p.devices == ["absent", "resident"]) }).await;
+    assert!(on_1, "preloaded elsewhere: {:?}", h.snapshot().await.unwrap().params);
+    let r = prove(&d, job(K, 6, 1, P::Normal)).await;
+    check_completed(&r, K, 6, 1);
+    assert_eq!(probes[1].injected().corrupted, 1, "the first MSM ran on device 1");
+    let s = h.snapshot().await.unwrap();
+    let msms = |dev: usize| s.devices[dev].spans.iter().filter(|x| x.stage == "msm").count();
+    assert_eq!((msms(0), msms(1)), (1, 1), "one MSM on each device: the re-proof ran on device 0");
+    assert_settled(&d).await;
+    stop(d).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_that_keeps_failing_leaves_service_and_the_other_serves() {
     let (d, probes) = faulty(vec![plan(&["msm:error"]), FaultPlan::default()], |c| c.engine.device_fault_limit = 2).await;
     for seed in 0..3 {
