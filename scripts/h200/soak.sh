@@ -68,7 +68,7 @@ if [[ " $PARTS " == *" soak "* ]]; then
   smi=$!
   MIX=${MIX:-"sha256-chain:20:normal*3,squaring-chain:20:high,squaring-chain:16:critical,@$W/req/wpost-2k.json,@$W/req/winning-2k.json"}
   secs=$(( $(echo "${DURATION:-8m}" | sed 's/m$/*60/; s/s$//; s/h$/*3600/') ))
-  step soak $(( secs + 300 )) "$CUZK" --addr "unix:$SOCK" bench --quiet --duration "${DURATION:-8m}" --verify-all --sample-s 10 --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
+  step soak $(( secs + 300 )) "$CUZK" --addr "unix:$SOCK" bench --quiet --duration "${DURATION:-8m}" --verify-all --sample-s 10 --samples-out "$OUT/samples.csv" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
   tee -a "$S" < "$OUT/soak.txt"
   kill "$smi" 2>/dev/null
   awk -F', ' 'NR == 1 { f = $2 } { if ($2 > m) m = $2; l = $2 } END { printf "device memory used (nvidia-smi, %d samples): first %d MiB, max %d MiB, last %d MiB\n", NR, f, m, l }' "$OUT/nvidia-smi.csv" | tee -a "$S"
@@ -81,7 +81,8 @@ if [[ " $PARTS " == *" selfcheck "* ]]; then
   note "== self-check cost: finalize per partition with engine.self_check off and all"
   note "| kind | finalize off (ms) | finalize all (ms) | check (ms/partition) | stage time per partition (ms) | share |"
   note "|---|---|---|---|---|---|"
-  for kind in ${SC_KINDS:-"wpost-2k winning-2k porep-2k snap-2k sha256-chain:20"}; do
+  SC_KINDS=${SC_KINDS:-"wpost-2k winning-2k porep-2k snap-2k sha256-chain:20"}
+  for kind in $SC_KINDS; do
     case $kind in *-2k) m="@$W/req/$kind.json" ;; *) m="$kind:normal" ;; esac
     declare -A fin tot
     for sc in off all; do

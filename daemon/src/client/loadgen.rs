@@ -53,6 +53,10 @@ pub struct BenchArgs {
     /// Seconds between samples of the daemon's memory (resident set, budgets).
     #[arg(long, default_value_t = 10)]
     pub sample_s: u64,
+    /// Write every memory sample here (CSV: seconds since the start, RSS, host and device 0
+    /// budget reserved, bytes).
+    #[arg(long)]
+    pub samples_out: Option<std::path::PathBuf>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -130,24 +134,34 @@ pub fn metric(text: &str, name: &str, label: Option<&str>) -> Option<f64> {
 /// One memory sample of the daemon.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sample {
+    at_s: f64,
     rss: f64,
     host: f64,
     device: f64,
 }
 
-fn sample(text: &str) -> Sample {
+fn sample(text: &str, start: Instant) -> Sample {
     Sample {
+        at_s: start.elapsed().as_secs_f64(),
         rss: metric(text, "cuzk_process_resident_bytes", None).unwrap_or(0.0),
         host: metric(text, "cuzk_memory_used_bytes", Some("location=\"host\"")).unwrap_or(0.0),
         device: metric(text, "cuzk_memory_used_bytes", Some("location=\"device0\"")).unwrap_or(0.0),
     }
 }
 
-/// `first / max / last` of a series, in MiB.
+/// The shape of a series, in MiB: its first value, the values a tenth and half way through
+/// (after the warm-up; a leak keeps growing past them), its maximum and its last value.
 fn series(v: &[f64]) -> String {
     let mib = |x: f64| x / (1u64 << 20) as f64;
     match (v.first(), v.last()) {
-        (Some(f), Some(l)) => format!("first {:.0} MiB, max {:.0} MiB, last {:.0} MiB", mib(*f), mib(v.iter().copied().fold(0.0, f64::max)), mib(*l)),
+        (Some(f), Some(l)) => format!(
+            "first {:.0} MiB, at 10% {:.0} MiB, at 50% {:.0} MiB, max {:.0} MiB, last {:.0} MiB",
+            mib(*f),
+            mib(v[v.len() / 10]),
+            mib(v[v.len() / 2]),
+            mib(v.iter().copied().fold(0.0, f64::max)),
+            mib(*l)
+        ),
         _ => "no samples".into(),
     }
 }
@@ -202,7 +216,8 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     }
     let mut client = conn.client().await?;
     let status = client.get_status(proto::GetStatusRequest {}).await.map_err(ClientError::from)?.into_inner();
-    let names: BTreeMap<String, String> = status.gpus.iter().map(|g| (g.ordinal.to_string(), g.name.clone())).collect();
+    // GetStatus lists the devices in the engine's order, the `device` label of the metrics.
+    let names: BTreeMap<String, String> = status.gpus.iter().enumerate().map(|(i, g)| (i.to_string(), g.name.clone())).collect();
     let before = busy_seconds(&metrics(&mut client).await?);
     let pb = match (args.quiet, args.duration) {
         (true, _) => ProgressBar::hidden(),
@@ -214,14 +229,14 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
-    let samples = Arc::new(std::sync::Mutex::new(vec![sample(&metrics(&mut client).await?)]));
+    let samples = Arc::new(std::sync::Mutex::new(vec![sample(&metrics(&mut client).await?, start)]));
     let sampler = {
         let (mut c, samples, every) = (client.clone(), samples.clone(), Duration::from_secs(args.sample_s.max(1)));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 if let Ok(text) = metrics(&mut c).await {
-                    samples.lock().unwrap_or_else(|e| e.into_inner()).push(sample(&text));
+                    samples.lock().unwrap_or_else(|e| e.into_inner()).push(sample(&text, start));
                 }
             }
         })
@@ -321,9 +336,15 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let after = busy_seconds(&end_text);
     let samples = {
         let mut v = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        v.push(sample(&end_text));
+        v.push(sample(&end_text, start));
         v
     };
+    if let Some(path) = &args.samples_out {
+        let csv: String = std::iter::once("seconds,rss_bytes,host_reserved_bytes,device0_reserved_bytes\n".to_string())
+            .chain(samples.iter().map(|s| format!("{:.1},{},{},{}\n", s.at_s, s.rss, s.host, s.device)))
+            .collect();
+        std::fs::write(path, csv).map_err(|source| CliError::Io { path: path.clone(), source })?;
+    }
 
     let ok: usize = lat.iter().map(Vec::len).sum();
     let mut o = String::new();
