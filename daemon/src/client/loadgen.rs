@@ -140,6 +140,21 @@ struct Sample {
     device: f64,
 }
 
+impl Sample {
+    fn csv_line(&self) -> String {
+        format!("{:.1},{},{},{}\n", self.at_s, self.rss, self.host, self.device)
+    }
+}
+
+/// Appends a line to the samples file; a failed write loses that sample only (logged).
+fn append(path: &std::path::Path, line: &str) {
+    use std::io::Write as _;
+    let r = std::fs::OpenOptions::new().append(true).open(path).and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = r {
+        eprintln!("warning: {}: {e}", path.display());
+    }
+}
+
 fn sample(text: &str, start: Instant) -> Sample {
     Sample {
         at_s: start.elapsed().as_secs_f64(),
@@ -229,14 +244,25 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let start = Instant::now();
-    let samples = Arc::new(std::sync::Mutex::new(vec![sample(&metrics(&mut client).await?, start)]));
+    let first = sample(&metrics(&mut client).await?, start);
+    // Samples go to the file as they are taken, so a run cut short still leaves its series.
+    let csv: Option<Arc<std::path::PathBuf>> = args.samples_out.clone().map(Arc::new);
+    if let Some(path) = &csv {
+        std::fs::write(path.as_path(), format!("seconds,rss_bytes,host_reserved_bytes,device0_reserved_bytes\n{}", first.csv_line()))
+            .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
+    }
+    let samples = Arc::new(std::sync::Mutex::new(vec![first]));
     let sampler = {
-        let (mut c, samples, every) = (client.clone(), samples.clone(), Duration::from_secs(args.sample_s.max(1)));
+        let (mut c, samples, every, csv) = (client.clone(), samples.clone(), Duration::from_secs(args.sample_s.max(1)), csv.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 if let Ok(text) = metrics(&mut c).await {
-                    samples.lock().unwrap_or_else(|e| e.into_inner()).push(sample(&text, start));
+                    let s = sample(&text, start);
+                    samples.lock().unwrap_or_else(|e| e.into_inner()).push(s);
+                    if let Some(path) = &csv {
+                        append(path, &s.csv_line());
+                    }
                 }
             }
         })
@@ -339,11 +365,8 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         v.push(sample(&end_text, start));
         v
     };
-    if let Some(path) = &args.samples_out {
-        let csv: String = std::iter::once("seconds,rss_bytes,host_reserved_bytes,device0_reserved_bytes\n".to_string())
-            .chain(samples.iter().map(|s| format!("{:.1},{},{},{}\n", s.at_s, s.rss, s.host, s.device)))
-            .collect();
-        std::fs::write(path, csv).map_err(|source| CliError::Io { path: path.clone(), source })?;
+    if let (Some(path), Some(last)) = (&csv, samples.last()) {
+        append(path, &last.csv_line());
     }
 
     let ok: usize = lat.iter().map(Vec::len).sum();

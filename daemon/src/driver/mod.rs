@@ -35,7 +35,6 @@ pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preload
 pub use job::{BadJobRef, FilecoinJob, JobRef, JobRequest, MAX_REQUEST_ID};
 pub use recovery::{DeviceHealth, Fault, Recovery};
 
-
 use crate::circuits::{params_log_size, CircuitShape, Registry};
 use crate::config::{SelfCheck, ShutdownMode};
 use crate::names::priority_name;
