@@ -3,14 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use cuzk_core::engine::sim::{CircuitModel, Dur, Faults, Model, Sim};
+use cuzk_core::engine::sim::{CircuitModel, Faults, Model, Sim};
 use cuzk_core::engine::{
-    CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, Footprint, JobId, JobKind, JobSpec, Location, Nanos, Outcome, Priority,
-    SpanKind, Stage,
+    CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, JobId, JobKind, JobSpec, Location, Nanos, Outcome, Priority, SpanKind, Stage,
 };
 use proptest::prelude::*;
+use strategies::{dur, priority, MB};
 
-const MB: u64 = 1 << 20;
+mod strategies;
+
 const MAX_EVENTS: u64 = 2_000_000;
 
 #[derive(Debug, Clone)]
@@ -33,22 +34,8 @@ struct Scenario {
     seed: u64,
 }
 
-fn dur(max_base_ms: u64) -> impl Strategy<Value = Dur> {
-    (1..=max_base_ms, 0..=max_base_ms / 2 + 1).prop_map(|(b, j)| Dur::spread(Nanos::from_millis(b), Nanos::from_millis(j)))
-}
-
 fn circuit() -> impl Strategy<Value = (CircuitProfile, CircuitModel)> {
-    let sizes = (0..=64u64, 0..=64u64, 1..=64u64, 0..=32u64, 1..=64u64, 0..=32u64);
-    let stages = [dur(40), dur(10), dur(20), dur(30), dur(20)];
-    (sizes, stages, dur(30), dur(10)).prop_map(|((ph, pd, ha, hr, da, dr), stages, ld, lh)| {
-        let footprint = Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB };
-        let profile = CircuitProfile { params_host_bytes: ph * MB, params_device_bytes: pd * MB, footprint };
-        (profile, CircuitModel { stages, load_device: ld, load_host: lh })
-    })
-}
-
-fn priority() -> impl Strategy<Value = Priority> {
-    prop_oneof![Just(Priority::Low), Just(Priority::Normal), Just(Priority::High), Just(Priority::Critical)]
+    strategies::circuit((0..=64u64, 0..=64u64, 1..=64u64, 0..=32u64, 1..=64u64, 0..=32u64), [dur(40), dur(10), dur(20), dur(30), dur(20)])
 }
 
 fn job(circuits: u32, cancels: bool, deadlines: bool) -> impl Strategy<Value = JobPlan> {
