@@ -270,8 +270,10 @@ struct ProvedPartition {
 fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<(), CliError> {
     let names: Vec<String> = backends.iter().map(|b| b.name()).collect();
     let n_dev = backends.len();
-    // One proof: recording the constraint matrices would cost a second synthesis.
-    let worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect()).without_matrix_cache();
+    // One partition: recording the constraint matrices would cost a second synthesis; with
+    // more, the first records them and the others write only their witness.
+    let worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
+    let worker = if run.partitions > 1 { worker } else { worker.without_matrix_cache() };
     let circuit = CircuitId(0);
     let t = Instant::now();
     let load = |at, from_host| worker.load_params(LoadTask { circuit, at, path: run.path.clone(), validation: run.validation, from_host });

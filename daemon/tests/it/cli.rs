@@ -125,3 +125,38 @@ async fn serve_bench_and_sigterm() {
     assert!(!text.contains('\x1b'), "escape codes in a log file:\n{text}");
     let _ = c.get_status(proto::GetStatusRequest {}).await.expect_err("daemon is gone");
 }
+
+/// The proof lines of `cuzk prove`: `proof` (one partition) or `proof i` (several).
+fn proofs(stdout: &str) -> Vec<String> {
+    stdout.lines().filter(|l| l.starts_with("proof ")).map(|l| l.split_whitespace().last().unwrap_or_default().to_string()).collect()
+}
+
+#[test]
+fn prove_over_two_devices_matches_single_device_proofs() {
+    ensure(6);
+    let none = Path::new("/nonexistent.sock");
+    let base = ["prove", "--circuit", "squaring-chain", "--log-size", "6", "--backend", "cpu", "--trust-params"];
+    let out = cuzk(none, &[&base[..], &["--devices", "0,1", "--partitions", "3", "--seed", "7"]].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verified  yes"), "{stdout}");
+    let per_device: usize = stdout
+        .lines()
+        .filter(|l| l.starts_with("device ") && l.ends_with(" partitions"))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(per_device, 3, "every partition ran on one of the two devices:\n{stdout}");
+    let spread = proofs(&stdout);
+    assert_eq!(spread.len(), 3);
+    // Partition i is the proof of seed 7 + i: the same bytes as one partition on one device
+    // (which records no constraint matrices, so the two paths are independent).
+    for (i, want) in spread.iter().enumerate() {
+        let seed = (7 + i).to_string();
+        let one = cuzk(none, &[&base[..], &["--seed", &seed]].concat());
+        assert!(one.status.success(), "{}", String::from_utf8_lossy(&one.stderr));
+        assert_eq!(proofs(&String::from_utf8_lossy(&one.stdout)), vec![want.clone()], "partition {i}");
+    }
+    let absent = cuzk(none, &["prove", "--circuit", "squaring-chain", "--log-size", "6", "--devices", "9"]);
+    assert!(!absent.status.success());
+    assert!(String::from_utf8_lossy(&absent.stderr).contains("CUDA device 9"), "{}", String::from_utf8_lossy(&absent.stderr));
+}
