@@ -284,7 +284,7 @@ fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<()
         load(Location::Host, false)?;
         std::thread::scope(|s| {
             let loads: Vec<_> = (0..n_dev as u32).map(|d| s.spawn(move || load(Location::Device(DeviceId(d)), true))).collect();
-            loads.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(cuzk_worker::WorkError::Internal("a parameter load panicked".into()))))
+            loads.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err(cuzk_worker::WorkError::Panicked("a parameter load panicked".into()))))
         })?;
     }
     let load = t.elapsed();
@@ -319,7 +319,10 @@ fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<()
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(CliError::Usage("a device thread panicked".into())))).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(CliError::Work(cuzk_worker::WorkError::Panicked("a device thread panicked".into())))))
+            .collect()
     });
     let total = t0.elapsed();
     let mut proved: Vec<(u32, ProvedPartition)> = Vec::new();

@@ -246,10 +246,10 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let start = Instant::now();
     let first = sample(&metrics(&mut client).await?, start);
     // Samples go to the file as they are taken, so a run cut short still leaves its series.
-    let csv: Option<Arc<std::path::PathBuf>> = args.samples_out.clone().map(Arc::new);
+    let csv = args.samples_out.clone();
     if let Some(path) = &csv {
-        std::fs::write(path.as_path(), format!("seconds,rss_bytes,host_reserved_bytes,device0_reserved_bytes\n{}", first.csv_line()))
-            .map_err(|source| CliError::Io { path: path.to_path_buf(), source })?;
+        std::fs::write(path, format!("seconds,rss_bytes,host_reserved_bytes,device0_reserved_bytes\n{}", first.csv_line()))
+            .map_err(|source| CliError::Io { path: path.clone(), source })?;
     }
     let samples = Arc::new(std::sync::Mutex::new(vec![first]));
     let sampler = {

@@ -75,8 +75,9 @@ impl<W: Worker> Driver<W> {
         if let Some(d) = j.deadline_at {
             spec = spec.with_deadline(d);
         }
-        // Another device, when there is one in service, proves it again.
-        if let Some(d) = device.filter(|_| self.health.len() > 1 && fault.blames_device()) {
+        // Another device, when there is one in service, proves it again (the engine uses the
+        // avoided one only when no other can serve).
+        if let Some(d) = device {
             spec = spec.avoiding(DeviceId(d));
         }
         let attempt = self.engine.submit(spec, now).map_err(|e| format!("another attempt was refused: {e}"))?;
