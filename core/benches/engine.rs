@@ -26,7 +26,7 @@ struct Setup {
 }
 
 fn engine(s: &Setup) -> Engine {
-    let dev = DeviceConfig { memory_bytes: 80 * GB, gpu_workers: 2, kernel_lanes: 1 };
+    let dev = DeviceConfig { memory_bytes: 80 * GB, gpu_workers: 2, kernel_lanes: 1, fallback: false };
     let mut cfg = EngineConfig::new(16, 1 << 50, vec![dev; s.devices]);
     if !s.timeline {
         cfg.timeline_capacity = 0;

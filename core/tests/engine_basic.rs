@@ -24,7 +24,7 @@ fn engine(devices: usize, workers: u32) -> Engine {
 }
 
 fn engine_with(devices: usize, workers: u32, f: impl FnOnce(&mut EngineConfig)) -> Engine {
-    let dev = DeviceConfig { memory_bytes: 16 * GB, gpu_workers: workers, kernel_lanes: 1 };
+    let dev = DeviceConfig { memory_bytes: 16 * GB, gpu_workers: workers, kernel_lanes: 1, fallback: false };
     let mut cfg = EngineConfig::new(1, 64 * GB, vec![dev; devices]);
     cfg.finalize_workers = 1;
     f(&mut cfg);
@@ -275,7 +275,7 @@ fn run_all(e: &mut Engine, mut now: Nanos, log: &mut Vec<Action>) -> Nanos {
 #[test]
 fn least_recently_used_unreferenced_parameters_are_evicted() {
     // Room for two parameter sets plus one partition.
-    let dev = DeviceConfig { memory_bytes: 8 * GB, gpu_workers: 1, kernel_lanes: 1 };
+    let dev = DeviceConfig { memory_bytes: 8 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
     let mut e = Engine::new(EngineConfig::new(1, 64 * GB, vec![dev]), Nanos::ZERO).expect("config");
     for c in 1..=3 {
         e.register_circuit(CircuitId(c), profile()).expect("register");

@@ -71,7 +71,7 @@ proptest! {
         // bound is about scheduling, not about waiting for memory.
         let params: u64 = all.iter().map(|(p, _)| p.params_device_bytes).sum();
         let biggest = all.iter().map(|(p, _)| p.footprint.device()).max().unwrap_or(0);
-        let dev = DeviceConfig { memory_bytes: params + u64::from(c.workers) * biggest, gpu_workers: c.workers, kernel_lanes: c.lanes };
+        let dev = DeviceConfig { memory_bytes: params + u64::from(c.workers) * biggest, gpu_workers: c.workers, kernel_lanes: c.lanes, fallback: false };
         // Host memory: one normal partition plus slack, and a reserve for the critical one.
         let normal_host = c.normal.iter().map(|(p, _)| p.footprint.host()).max().unwrap_or(0);
         let reserve = c.critical.0.footprint.host();

@@ -47,7 +47,7 @@ fn jobs(circuits: u32, max: usize, avoid: bool) -> impl Strategy<Value = Vec<Job
 /// more resident parameters and partitions at once.
 fn devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers: u32, lanes: u32, room_mb: u64) -> Vec<DeviceConfig> {
     let need = circuits.iter().map(|(p, _)| p.params_device_bytes + p.footprint.device()).max().unwrap_or(0);
-    vec![DeviceConfig { memory_bytes: need + room_mb * MB, gpu_workers: workers, kernel_lanes: lanes }; n]
+    vec![DeviceConfig { memory_bytes: need + room_mb * MB, gpu_workers: workers, kernel_lanes: lanes, fallback: false }; n]
 }
 
 /// Devices where every circuit's parameters stay resident and every worker fits its largest
@@ -55,7 +55,7 @@ fn devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers: u32, 
 fn ample_devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers: u32, lanes: u32) -> Vec<DeviceConfig> {
     let params: u64 = circuits.iter().map(|(p, _)| p.params_device_bytes).sum();
     let biggest = circuits.iter().map(|(p, _)| p.footprint.device()).max().unwrap_or(0);
-    vec![DeviceConfig { memory_bytes: params + u64::from(workers) * biggest, gpu_workers: workers, kernel_lanes: lanes }; n]
+    vec![DeviceConfig { memory_bytes: params + u64::from(workers) * biggest, gpu_workers: workers, kernel_lanes: lanes, fallback: false }; n]
 }
 
 /// Host memory for `synth` partitions of the largest circuit plus every warm copy.
@@ -128,6 +128,8 @@ struct Chain {
     remaining: u32,
     /// Tickets of its attempts, the live one last.
     tickets: Vec<usize>,
+    /// The device each attempt avoids.
+    avoids: Vec<Option<DeviceId>>,
     /// Final outcomes (exactly one expected).
     ends: Vec<Outcome>,
 }
@@ -162,7 +164,7 @@ impl Driver {
 
     fn submit(&mut self, sim: &mut Sim, at: Nanos, spec: JobSpec) {
         let ticket = sim.submit_at(at, spec.clone());
-        self.chains.push(Chain { remaining: spec.partitions, spec, tickets: vec![ticket], ends: Vec::new() });
+        self.chains.push(Chain { remaining: spec.partitions, avoids: vec![spec.avoid], spec, tickets: vec![ticket], ends: Vec::new() });
     }
 
     /// Runs the simulation to the end, reacting to every trace entry.
@@ -239,6 +241,7 @@ impl Driver {
                 spec.avoid = avoid;
                 let ticket = sim.submit_at(at, spec);
                 chain.tickets.push(ticket);
+                chain.avoids.push(avoid);
             }
             _ => chain.ends.push(outcome),
         }
@@ -518,7 +521,7 @@ proptest! {
     fn retiring_every_device_fails_what_is_left(c in retire_all_case()) {
         let need = c.circuits.iter().map(|(p, _)| p.params_device_bytes + p.footprint.device()).max().unwrap_or(0);
         let devs: Vec<DeviceConfig> = (0..c.ndev)
-            .map(|d| DeviceConfig { memory_bytes: need + c.room_mb[d] * MB, gpu_workers: c.workers, kernel_lanes: c.lanes })
+            .map(|d| DeviceConfig { memory_bytes: need + c.room_mb[d] * MB, gpu_workers: c.workers, kernel_lanes: c.lanes, fallback: false })
             .collect();
         let cfg = EngineConfig::new(c.synth, host_bytes(&c.circuits, c.synth, 2), devs);
         let faults = Faults { stage_fail_ppm: c.stage_fail_ppm, ..Faults::default() };
@@ -599,7 +602,7 @@ proptest! {
         let ndev = c.room_mb.len();
         let need = c.circuits.iter().map(|(p, _)| p.params_device_bytes + p.footprint.device()).max().unwrap_or(0);
         let devs: Vec<DeviceConfig> =
-            c.room_mb.iter().map(|r| DeviceConfig { memory_bytes: need + r * MB, gpu_workers: c.workers, kernel_lanes: c.lanes }).collect();
+            c.room_mb.iter().map(|r| DeviceConfig { memory_bytes: need + r * MB, gpu_workers: c.workers, kernel_lanes: c.lanes, fallback: false }).collect();
         let cfg = EngineConfig::new(c.synth, host_bytes(&c.circuits, c.synth, 0), devs);
         let mut sim = sim(cfg, &c.circuits, Faults::default(), c.seed);
         for (circuit, d) in &c.preload {
@@ -620,7 +623,7 @@ proptest! {
 }
 
 fn small_engine(devices: usize) -> Engine {
-    let dev = DeviceConfig { memory_bytes: 64 * MB, gpu_workers: 1, kernel_lanes: 1 };
+    let dev = DeviceConfig { memory_bytes: 64 * MB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
     let mut e = Engine::new(EngineConfig::new(1, 256 * MB, vec![dev; devices]), Nanos::ZERO).expect("config");
     let fp = Footprint { host_abc: MB, host_rest: MB, device_abc: MB, device_rest: MB };
     e.register_circuit(CircuitId(0), CircuitProfile { params_host_bytes: 0, params_device_bytes: 8 * MB, footprint: fp }).expect("register");
@@ -673,3 +676,107 @@ fn retirement_inputs_and_errors() {
     assert!(acts.contains(&Action::JobEnded { job: late, outcome: Outcome::Failed(JobFailure::NoDevice) }), "{acts:?}");
     assert!(!acts.iter().any(|a| matches!(a, Action::Start(_) | Action::LoadParams { .. })), "{acts:?}");
 }
+
+#[derive(Debug, Clone)]
+struct CpuFallbackCase {
+    /// Devices that are not fallbacks (the fallback device comes after them).
+    primaries: usize,
+    workers: u32,
+    synth: u32,
+    room_mb: u64,
+    circuits: Vec<(CircuitProfile, CircuitModel)>,
+    jobs: Vec<JobPlan>,
+    failing: u32,
+    fail_at_ms: u64,
+    retire_after: u32,
+    seed: u64,
+}
+
+fn cpu_fallback_case() -> impl Strategy<Value = CpuFallbackCase> {
+    let shape = (1..=2usize, 1..=2u32, 1..=4u32, 0..=200u64);
+    (shape, prop::collection::vec(circuit(), 1..=3), 0..2u32, 0..600u64, 1..=6u32, any::<u64>()).prop_flat_map(
+        |((primaries, workers, synth, room_mb), circuits, failing, fail_at_ms, retire_after, seed)| {
+            let n = circuits.len() as u32;
+            (Just((primaries, workers, synth, room_mb)), Just(circuits), jobs(n, 16, false), Just((failing, fail_at_ms, retire_after, seed))).prop_map(
+                |((primaries, workers, synth, room_mb), circuits, jobs, (failing, fail_at_ms, retire_after, seed))| CpuFallbackCase {
+                    primaries,
+                    workers,
+                    synth,
+                    room_mb,
+                    circuits,
+                    jobs,
+                    failing: failing % primaries as u32,
+                    fail_at_ms,
+                    retire_after,
+                    seed,
+                },
+            )
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    /// One or two devices and a fallback device after them (the CPU beside the GPUs); one of
+    /// the non-fallback devices breaks at a random time, failed attempts are retried avoiding
+    /// it and it is retired after `retire_after` consecutive faults. A partition starts on the
+    /// fallback device only when its job avoids the one other device in service, or once no
+    /// other device is in service (replayed from the trace); with a single non-fallback
+    /// device every retry runs there. Every job ends exactly once and completes, and every
+    /// reservation is returned.
+    #[test]
+    fn the_fallback_device_takes_only_what_no_other_device_may(c in cpu_fallback_case()) {
+        let mut devs = devices(c.primaries + 1, &c.circuits, c.workers, 1, c.room_mb);
+        if let Some(f) = devs.last_mut() {
+            f.fallback = true;
+        }
+        let cfg = EngineConfig::new(c.synth, host_bytes(&c.circuits, c.synth, 2), devs);
+        let failing = DeviceId(c.failing);
+        let faults = Faults { failing_device: Some((failing, Nanos::from_millis(c.fail_at_ms))), ..Faults::default() };
+        let mut sim = sim(cfg, &c.circuits, faults, c.seed);
+        let retries = ((c.workers + 1) * c.retire_after + 3 * c.workers + 1) as usize;
+        let mut driver = Driver::new(c.retire_after, retries);
+        for j in &c.jobs {
+            driver.submit(&mut sim, Nanos::from_millis(j.at_ms), spec(j, c.primaries as u32));
+        }
+        let n = driver.run(&mut sim);
+        prop_assert!(n < MAX_EVENTS, "simulation did not settle");
+        prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
+        prop_assert!(sim.log().rejected.is_empty(), "{:?}", sim.log().rejected);
+        for (i, chain) in driver.chains.iter().enumerate() {
+            prop_assert_eq!(chain.ends.len(), 1, "job {} ended {:?} after {} attempts", i, chain.ends, chain.tickets.len());
+            prop_assert_eq!(&chain.ends[0], &Outcome::Completed, "job {} after {} attempts", i, chain.tickets.len());
+        }
+        // The device each engine job avoids, from the attempts the driver submitted.
+        let mut avoids = BTreeMap::new();
+        for chain in &driver.chains {
+            for (t, avoid) in chain.tickets.iter().zip(&chain.avoids) {
+                if let Some(job) = sim.job(*t) {
+                    avoids.insert(job, *avoid);
+                }
+            }
+        }
+        let fallback = DeviceId(c.primaries as u32);
+        let mut retired = Vec::new();
+        let mut on_fallback = 0;
+        for e in &sim.log().trace {
+            match e {
+                Trace::Retired { device, .. } => retired.push(*device),
+                Trace::Start { dispatch, at } if dispatch.location == Location::Device(fallback) => {
+                    on_fallback += 1;
+                    let avoid = avoids.get(&dispatch.partition.job).copied().flatten();
+                    let others: Vec<DeviceId> = (0..c.primaries as u32).map(DeviceId).filter(|d| Some(*d) != avoid && !retired.contains(d)).collect();
+                    prop_assert!(others.is_empty(), "{:?} {:?} started on the fallback at {} (job avoiding {:?}) while {:?} served", dispatch.partition, dispatch.stage, at, avoid, others);
+                }
+                _ => {}
+            }
+        }
+        let retried = driver.chains.iter().any(|ch| ch.tickets.len() > 1);
+        if c.primaries == 1 && retried {
+            prop_assert!(on_fallback > 0, "a retry avoiding the only other device did not run on the fallback");
+        }
+        check_retired_ledgers(&sim)?;
+    }
+}
+

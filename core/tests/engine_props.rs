@@ -53,7 +53,7 @@ fn job(circuits: u32, cancels: bool, deadlines: bool) -> impl Strategy<Value = J
 
 fn device(tight: bool) -> impl Strategy<Value = DeviceConfig> {
     let mb = if tight { 60..=160u64 } else { 100..=400u64 };
-    (mb, 1..=3u32, 1..=2u32).prop_map(|(m, w, l)| DeviceConfig { memory_bytes: m * MB, gpu_workers: w, kernel_lanes: l })
+    (mb, 1..=3u32, 1..=2u32).prop_map(|(m, w, l)| DeviceConfig { memory_bytes: m * MB, gpu_workers: w, kernel_lanes: l, fallback: false })
 }
 
 fn config(tight: bool) -> impl Strategy<Value = EngineConfig> {

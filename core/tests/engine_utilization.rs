@@ -43,7 +43,7 @@ struct Outcomes {
 }
 
 fn simulate(devices: usize, synth_workers: u32, finalize: Nanos, finalize_workers: u32, jobs: u32) -> Outcomes {
-    let dev = DeviceConfig { memory_bytes: 80 * GB, gpu_workers: 2, kernel_lanes: 1 };
+    let dev = DeviceConfig { memory_bytes: 80 * GB, gpu_workers: 2, kernel_lanes: 1, fallback: false };
     let mut cfg = EngineConfig::new(synth_workers, 512 * GB, vec![dev; devices]);
     cfg.finalize_workers = finalize_workers;
     let (profile, m) = porep(finalize);

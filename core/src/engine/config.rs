@@ -4,7 +4,7 @@ use crate::prover::Stage;
 
 use super::error::EngineError;
 
-/// One GPU.
+/// One GPU (or the CPU standing in for one, as a fallback device).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceConfig {
     /// Device memory the engine may reserve (parameters plus partitions), in bytes.
@@ -14,12 +14,17 @@ pub struct DeviceConfig {
     /// Partitions that may run kernels (NTT then MSM) at once; 1 serialises compute so that
     /// extra workers overlap their uploads with another partition's kernels.
     pub kernel_lanes: u32,
+    /// A fallback device takes only work no other device may take: the partitions of a job
+    /// avoiding ([`super::JobSpec::avoiding`]) the one other device in service (a retry
+    /// after a fault there), and all work once no other device is in service. Parameters are
+    /// loaded onto it only for such work.
+    pub fallback: bool,
 }
 
 impl DeviceConfig {
     /// A device with `memory_bytes`, two workers and one kernel lane.
     pub fn new(memory_bytes: u64) -> DeviceConfig {
-        DeviceConfig { memory_bytes, gpu_workers: 2, kernel_lanes: 1 }
+        DeviceConfig { memory_bytes, gpu_workers: 2, kernel_lanes: 1, fallback: false }
     }
 }
 
@@ -91,6 +96,9 @@ impl EngineConfig {
         }
         if self.critical_host_reserve > self.host_memory_bytes {
             return Err(EngineError::InvalidConfig("critical_host_reserve exceeds host memory"));
+        }
+        if self.devices.iter().all(|d| d.fallback) {
+            return Err(EngineError::InvalidConfig("at least one device must not be a fallback"));
         }
         if self.devices.iter().any(|d| self.critical_device_reserve > d.memory_bytes) {
             return Err(EngineError::InvalidConfig("critical_device_reserve exceeds a device"));

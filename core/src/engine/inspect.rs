@@ -141,7 +141,8 @@ impl Engine {
         for (d, s) in self.devices.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "device {d}{}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                "device {d}{}{}: used {}/{} reserve {} free workers {} lanes free {} active {} claimed {} lane_queue {:?}",
+                if s.fallback { " (fallback)" } else { "" },
                 if s.retired { " (retired)" } else { "" },
                 s.pool.used,
                 s.pool.capacity,

@@ -62,7 +62,9 @@
 //! * Devices: a job may avoid a device ([`JobSpec::avoiding`], e.g. a retry after a fault
 //!   there): its partitions go elsewhere when they can. A retired device
 //!   ([`Engine::retire_device`]) gets no new partitions or parameters; jobs no device in
-//!   service can run fail with [`JobFailure::NoDevice`].
+//!   service can run fail with [`JobFailure::NoDevice`]. A fallback device
+//!   ([`DeviceConfig::fallback`], the CPU beside the GPUs) takes only what no other device
+//!   may: a job avoiding the one other device in service, or everything once none is.
 //!
 //! See [`sim`] for a deterministic simulator that drives the engine.
 
@@ -397,7 +399,8 @@ impl Engine {
         let Some(j) = self.jobs.get(&id) else { return true };
         let waiting = j.parts.iter().any(|p| p.device.is_none() && p.needs_params());
         let Some(c) = self.circuits.get(&j.spec.circuit) else { return true };
-        !waiting || (0..self.devices.len()).any(|d| self.fits_ever(c, d, j.key.critical()))
+        let avoid = j.spec.avoid.map(|d| d.0 as usize).filter(|&d| self.serves(d));
+        !waiting || (0..self.devices.len()).any(|d| self.open_to(d, avoid) && self.fits_ever(c, d, j.key.critical()))
     }
 
     fn residence<'a>(&self, c: &'a CircuitState, at: Location) -> Result<&'a residency::Residence, EngineError> {

@@ -75,6 +75,8 @@ pub(crate) struct DeviceState {
     pub active: u32,
     /// Taken out of service: nothing is admitted or loaded here any more.
     pub retired: bool,
+    /// Takes only work no other device may take ([`super::DeviceConfig::fallback`]).
+    pub fallback: bool,
 }
 
 impl DeviceState {
@@ -86,6 +88,7 @@ impl DeviceState {
             lane_queue: BTreeSet::new(),
             active: 0,
             retired: false,
+            fallback: cfg.fallback,
         }
     }
 }

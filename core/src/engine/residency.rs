@@ -260,10 +260,17 @@ impl Engine {
         self.devices.get(d).is_some_and(|s| !s.retired && s.pool.usable(critical) >= total)
     }
 
-    /// `c`'s parameters are (or are being loaded) on a device in service, other than
-    /// `except`, that can run its partitions.
-    pub(crate) fn usable_copy(&self, c: &CircuitState, critical: bool, except: Option<usize>) -> bool {
-        c.devices.iter().enumerate().any(|(d, r)| Some(d) != except && r.present() && self.fits_ever(c, d, critical))
+    /// Device `d` is in service and may take work of a job avoiding `avoid`: a fallback
+    /// device only while no other non-fallback device than `avoid` is in service.
+    pub(crate) fn open_to(&self, d: usize, avoid: Option<usize>) -> bool {
+        let Some(s) = self.devices.get(d) else { return false };
+        !s.retired && (!s.fallback || !self.devices.iter().enumerate().any(|(p, o)| p != d && Some(p) != avoid && !o.fallback && !o.retired))
+    }
+
+    /// `c`'s parameters are (or are being loaded) on a device other than `except` that a job
+    /// avoiding `avoid` may use and that can run its partitions.
+    pub(crate) fn usable_copy(&self, c: &CircuitState, critical: bool, except: Option<usize>, avoid: Option<usize>) -> bool {
+        c.devices.iter().enumerate().any(|(d, r)| Some(d) != except && r.present() && self.open_to(d, avoid) && self.fits_ever(c, d, critical))
     }
 
     /// Loads `id` onto up to `copies` devices that can run it, other than `avoid` (counting
@@ -272,7 +279,7 @@ impl Engine {
     pub(crate) fn prefetch(&mut self, id: CircuitId, critical: bool, copies: u32, avoid: Option<usize>) {
         let Some(c) = self.circuits.get(&id) else { return };
         let n = self.devices.len();
-        let ok = |d: usize| Some(d) != avoid && self.fits_ever(c, d, critical);
+        let ok = |d: usize| Some(d) != avoid && self.open_to(d, avoid) && self.fits_ever(c, d, critical);
         let have = (0..n).filter(|&d| ok(d) && c.devices[d].present()).count();
         let want = (copies as usize).min(n).saturating_sub(have);
         let need = c.profile.params_device_bytes;
@@ -295,7 +302,7 @@ impl Engine {
         let need = c.profile.params_device_bytes.saturating_add(extra);
         let crit = key.critical();
         let n = self.devices.len();
-        let open = |e: &Engine, d: usize| !e.claimed[d] && e.serves(d) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
+        let open = |e: &Engine, d: usize| !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
         // The other devices first, then the avoided one.
         for avoided in [false, true] {
             let group = |d: &usize| (Some(*d) == avoid) == avoided;

@@ -98,28 +98,28 @@ impl Engine {
     /// takes the avoided device.
     fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) -> bool {
         let avoid = self.avoided(pk);
-        if let Some(admitted) = self.place(pk, circuit, |d| Some(d) != avoid) {
+        if let Some(admitted) = self.place(pk, circuit, |e, d| Some(d) != avoid && e.open_to(d, avoid)) {
             return admitted;
         }
         let Some(c) = self.circuits.get(&circuit) else { return false };
         let crit = pk.job.critical();
         if let Some(a) = avoid {
-            if self.usable_copy(c, crit, Some(a)) {
+            if self.usable_copy(c, crit, Some(a), avoid) {
                 return false;
             }
-            if let Some(admitted) = self.place(pk, circuit, |d| d == a) {
+            if let Some(admitted) = self.place(pk, circuit, |_, d| d == a) {
                 return admitted;
             }
         }
         let Some(c) = self.circuits.get(&circuit) else { return false };
-        if self.usable_copy(c, crit, None) {
+        if self.usable_copy(c, crit, None, avoid) {
             return false;
         }
         let need = c.profile.footprint.device();
         let total = c.profile.params_device_bytes.saturating_add(need);
         if !self.demand_load(circuit, pk.job, need, avoid) {
             let n = self.devices.len();
-            let holdable = |d: &usize| !self.claimed[*d] && self.serves(*d) && self.devices[*d].pool.usable(crit) >= total;
+            let holdable = |d: &usize| !self.claimed[*d] && self.open_to(*d, avoid) && self.devices[*d].pool.usable(crit) >= total;
             // Hold back later work from a device it can wait on, the avoided one last.
             let hold = (0..n).filter(|&d| Some(d) != avoid).find(holdable).or_else(|| avoid.filter(holdable));
             if let Some(d) = hold {
@@ -138,13 +138,13 @@ impl Engine {
     /// Admits `pk` to the best device among those `allowed` that holds its parameters:
     /// `Some(true)` when admitted, `Some(false)` when it waits for memory on one of them
     /// (which it then holds), `None` when none of them can take it.
-    fn place(&mut self, pk: PartKey, circuit: CircuitId, allowed: impl Fn(usize) -> bool) -> Option<bool> {
+    fn place(&mut self, pk: PartKey, circuit: CircuitId, allowed: impl Fn(&Engine, usize) -> bool) -> Option<bool> {
         let c = self.circuits.get(&circuit)?;
         let need = c.profile.footprint.device();
         let crit = pk.job.critical();
         let mut best: Option<(usize, u64, std::cmp::Reverse<usize>)> = None;
         let mut tight = None;
-        for d in (0..self.devices.len()).filter(|&d| allowed(d)) {
+        for d in (0..self.devices.len()).filter(|&d| allowed(self, d)) {
             let s = &self.devices[d];
             if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() || !self.fits_ever(c, d, crit) {
                 continue;
@@ -213,7 +213,7 @@ impl Engine {
                 .circuits
                 .iter()
                 .filter(|(_, c)| !c.devices[d].present())
-                .filter_map(|(id, c)| c.ready.iter().find(|pk| self.avoided(**pk) != Some(d)).map(|pk| (*pk, *id, c)))
+                .filter_map(|(id, c)| c.ready.iter().find(|pk| self.avoided(**pk) != Some(d) && self.open_to(d, self.avoided(**pk))).map(|pk| (*pk, *id, c)))
                 .min_by_key(|(pk, _, _)| *pk)
                 .map(|(pk, id, c)| {
                     let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
@@ -321,7 +321,9 @@ impl Engine {
             if self.devices[d].active > 0 {
                 continue;
             }
-            let cause = if self.gpu_waiting == 0 || self.devices[d].retired {
+            // A fallback device on standby has work only when a retry waits for it.
+            let standby = !self.open_to(d, None) && !self.gpu_ready.iter().any(|pk| self.avoided(*pk).is_some_and(|a| self.open_to(d, Some(a))));
+            let cause = if self.gpu_waiting == 0 || self.devices[d].retired || standby {
                 IdleCause::NoWork
             } else if self.claimed[d] {
                 IdleCause::DeviceMemory
