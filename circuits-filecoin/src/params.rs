@@ -75,11 +75,25 @@ pub fn generate(dir: &Path, circuit: FilShape, force: bool, rng: &mut impl RngCo
         return Ok(f);
     }
     std::fs::create_dir_all(dir).map_err(|e| FilError::Params { path: dir.to_path_buf(), reason: e.to_string() })?;
+    // One generator at a time per directory (threads and processes alike): two at once
+    // would leave the parameters of one beside the verifying key of the other.
+    let lock_path = dir.join(".generate.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .and_then(|l| l.lock().map(|()| l))
+        .map_err(|e| FilError::Params { path: lock_path, reason: e.to_string() })?;
+    if f.params.exists() && f.vk.exists() && !force {
+        return Ok(f);
+    }
     let blank = Prepared::blank_of(circuit)?.blank();
     let params =
         cuzk_setup::generate_parameters(blank, rng).map_err(|e| FilError::Params { path: f.params.clone(), reason: format!("generation failed: {e}") })?;
     write_atomic(&f.params, |w| params.write_to(w))?;
     write_atomic(&f.vk, |w| std::io::Write::write_all(w, &params.vk.to_bytes()))?;
     write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;
+    drop(lock);
     Ok(f)
 }

@@ -779,4 +779,3 @@ proptest! {
         check_retired_ledgers(&sim)?;
     }
 }
-

@@ -21,6 +21,7 @@ pub mod compare_bellperson;
 pub mod config;
 pub mod devices;
 pub mod driver;
+pub mod fallback;
 pub mod filecoin;
 pub mod http;
 pub mod metrics;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
 use cuzk_core::params::Validation;
@@ -22,6 +23,7 @@ use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, ShutdownMode};
 use crate::devices::{self, DeviceError, Devices, Opened};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
+use crate::fallback::OrCpu;
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
 
@@ -121,14 +123,37 @@ pub fn default_socket(data_dir: &Path) -> PathBuf {
 
 /// Starts the daemon on the configured backend (`engine.backend`), one backend per device
 /// of `engine.devices`.
-pub async fn start(cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
+///
+/// With `engine.cpu_fallback` and a GPU backend, the CPU backend comes after the GPUs as a
+/// fallback device.
+pub async fn start(mut cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
     cfg.validate()?;
     let Devices { opened, ordinals } = devices::open(&cfg.engine.backend, &cfg.engine.device_selection())?;
+    let fallback = cfg.engine.cpu_fallback;
     match opened {
+        Opened::Cuda(b) if fallback => launch(cfg, data_dir, with_cpu(b), with_cpu_ordinal(ordinals)).await,
         Opened::Cuda(b) => launch(cfg, data_dir, b, ordinals).await,
-        Opened::Cpu(b) => launch(cfg, data_dir, b, ordinals).await,
+        Opened::Wgpu(b) if fallback => launch(cfg, data_dir, with_cpu(vec![b]), with_cpu_ordinal(ordinals)).await,
         Opened::Wgpu(b) => launch(cfg, data_dir, vec![b], ordinals).await,
+        Opened::Cpu(b) => {
+            if fallback {
+                tracing::warn!("engine.cpu_fallback has no effect on the CPU backend");
+                cfg.engine.cpu_fallback = false;
+            }
+            launch(cfg, data_dir, b, ordinals).await
+        }
     }
+}
+
+/// The GPU backends, then the CPU backend as their fallback.
+fn with_cpu<G: Backend>(gpus: Vec<G>) -> Vec<OrCpu<G>> {
+    gpus.into_iter().map(OrCpu::Gpu).chain([OrCpu::Cpu(CpuBackend::new())]).collect()
+}
+
+/// The GPUs' ordinals, then the CPU fallback's (0: the host's one CPU backend).
+fn with_cpu_ordinal(mut ordinals: Vec<u32>) -> Vec<u32> {
+    ordinals.push(0);
+    ordinals
 }
 
 /// Starts over `backends`, each wrapped in a fault injector when `[faults]` is enabled.
@@ -156,13 +181,19 @@ fn engine_config<B: Backend>(cfg: &Config, backends: &[B], ordinals: &[u32]) -> 
     let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
     let free: Vec<Option<u64>> = backends.iter().map(|b| b.free_memory()).collect();
     let sharing = devices::sharing(ordinals, &free.iter().map(Option::is_some).collect::<Vec<_>>());
+    let fallback = e.cpu_fallback.then(|| backends.len().saturating_sub(1));
     let devices = backends
         .iter()
         .enumerate()
         .map(|(d, b)| {
+            if Some(d) == fallback {
+                let memory_bytes = e.cpu_fallback_budget(host);
+                tracing::info!(device = d, name = %b.name(), budget = memory_bytes, "CPU fallback device: takes only what no GPU may");
+                return DeviceConfig { memory_bytes, gpu_workers: 1, kernel_lanes: 1, fallback: true };
+            }
             let memory_bytes = e.device_budget(free[d], host, sharing[d]);
             tracing::info!(device = d, ordinal = ordinals[d], name = %b.name(), budget = memory_bytes, sized = e.device_memory_bytes == 0, sharing = sharing[d], "device memory budget");
-            DeviceConfig { memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes }
+            DeviceConfig { memory_bytes, gpu_workers: e.gpu_workers, kernel_lanes: e.kernel_lanes, fallback: false }
         })
         .collect();
     tracing::info!(budget = host, sized = e.host_memory_bytes == 0, "host memory budget");
@@ -253,7 +284,8 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
 
-/// Starts the daemon over the given backends (one per device, ordinals 0, 1, ...).
+/// Starts the daemon over the given backends (one per device, ordinals 0, 1, ...); with
+/// `engine.cpu_fallback` the last one is the fallback device.
 pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
     let ordinals = (0..backends.len() as u32).collect();
     start_devices(cfg, data_dir, backends, ordinals).await
@@ -264,6 +296,9 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
     cfg.validate()?;
     if backends.is_empty() || backends.len() != ordinals.len() {
         return Err(ConfigError::Invalid(format!("{} backends for {} device ordinals", backends.len(), ordinals.len())).into());
+    }
+    if cfg.engine.cpu_fallback && backends.len() < 2 {
+        return Err(ConfigError::Invalid("engine.cpu_fallback: the CPU fallback stands beside a GPU, and there is none".into()).into());
     }
     for n in &cfg.notes {
         tracing::warn!("{n}");
@@ -354,7 +389,13 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(
         handle.clone(),
-        ServiceConfig { data_dir: data_dir.clone(), fil_dir: cfg.filecoin_dir(), generate_missing: cfg.params.generate_missing, ordinals: ordinals.clone() },
+        ServiceConfig {
+            data_dir: data_dir.clone(),
+            fil_dir: cfg.filecoin_dir(),
+            generate_missing: cfg.params.generate_missing,
+            // Curio's `assigned_gpu` names a GPU: the fallback is not one.
+            ordinals: ordinals[..ordinals.len() - usize::from(cfg.engine.cpu_fallback)].to_vec(),
+        },
     );
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -220,6 +220,9 @@ pub struct DeviceStatus {
     /// Whether work is placed on it (false once taken out of service after repeated faults).
     #[serde(default = "yes")]
     pub in_service: bool,
+    /// The CPU fallback device (`engine.cpu_fallback`): it takes only what no GPU may.
+    #[serde(default)]
+    pub fallback: bool,
     /// Why it was taken out of service (empty while in service).
     #[serde(default)]
     pub retired_because: String,

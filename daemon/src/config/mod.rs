@@ -171,6 +171,15 @@ pub struct EngineSection {
     /// Synthesis of non-CRITICAL partitions waits while the host's available memory
     /// (`MemAvailable` in /proc/meminfo) is below this many bytes. 0 disables the check.
     pub host_memory_margin_bytes: u64,
+    /// With a GPU backend, the CPU backend as one more device that takes only what no GPU
+    /// may: a partition retried after a fault on the one GPU in service (or on the only other
+    /// one), and all work once every GPU is out of service. Off by default: the CPU proves a
+    /// large partition in minutes, not seconds.
+    pub cpu_fallback: bool,
+    /// Memory budget of the CPU fallback device, bytes (its parameters and partitions, in
+    /// host memory besides `host_memory_bytes`); 0: 16 GiB or half the host budget,
+    /// whichever is less, as for a CPU backend device.
+    pub cpu_fallback_memory_bytes: u64,
     /// Where the available memory is read (tests point it elsewhere).
     #[serde(skip)]
     pub meminfo_path: Option<PathBuf>,
@@ -262,6 +271,8 @@ impl Default for EngineSection {
             device_fault_limit: 3,
             queue_limit: 64,
             host_memory_margin_bytes: 1 << 30,
+            cpu_fallback: false,
+            cpu_fallback_memory_bytes: 0,
             meminfo_path: None,
         }
     }
@@ -305,6 +316,15 @@ impl EngineSection {
         match free {
             Some(f) => ((f - f * SIZED_RESERVE_PERCENT / 100).saturating_sub(DEVICE_MARGIN) / sharing).max(MIN_BUDGET),
             None => (SHARED_DEVICE_BUDGET.min(host_budget / 2) / sharing).max(MIN_BUDGET),
+        }
+    }
+
+    /// The CPU fallback device's budget: `cpu_fallback_memory_bytes` when set, else sized as a
+    /// CPU backend device beside `host_budget`.
+    pub fn cpu_fallback_budget(&self, host_budget: u64) -> u64 {
+        match self.cpu_fallback_memory_bytes {
+            0 => SHARED_DEVICE_BUDGET.min(host_budget / 2).max(MIN_BUDGET),
+            b => b,
         }
     }
 

@@ -760,6 +760,11 @@ impl<W: Worker> Driver<W> {
         (0..self.worker.devices() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
     }
 
+    /// The devices a preload goes to: not a fallback device.
+    fn preload_targets(&self) -> impl Iterator<Item = Location> + '_ {
+        self.devices().filter(|l| !matches!(l, Location::Device(d) if self.cfg.engine.devices.get(d.0 as usize).is_some_and(|c| c.fallback)))
+    }
+
     fn preload(&mut self, spec: CircuitShape, reply: oneshot::Sender<Result<Preloaded, DriverError>>) {
         if self.draining.is_some() {
             let _ = reply.send(Err(DriverError::ShuttingDown));
@@ -773,14 +778,14 @@ impl<W: Worker> Driver<W> {
                 return;
             }
         };
-        let states: Vec<Option<Presence>> = self.devices().map(|l| self.engine.presence(id, l)).collect();
+        let states: Vec<Option<Presence>> = self.preload_targets().map(|l| self.engine.presence(id, l)).collect();
         if states.contains(&Some(Presence::Resident)) {
             let _ = reply.send(Ok(Preloaded { already_loaded: true, load_time: Duration::ZERO }));
             return;
         }
         if !states.contains(&Some(Presence::Loading)) {
             let free = |l: Location| self.engine.usage(l).map_or(0, |u| u.capacity.saturating_sub(u.used));
-            let Some(to) = self.devices().max_by_key(|l| free(*l)) else {
+            let Some(to) = self.preload_targets().max_by_key(|l| free(*l)) else {
                 return;
             };
             let now = self.now();

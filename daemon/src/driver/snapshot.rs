@@ -130,6 +130,7 @@ impl<W: Worker> Driver<W> {
                     current_job: current.as_ref().map(|c| c.0.clone()).unwrap_or_default(),
                     current_kind: current.map(|c| c.1.to_string()).unwrap_or_default(),
                     in_service: health.in_service(),
+                    fallback: self.cfg.engine.devices.get(d).is_some_and(|c| c.fallback),
                     retired_because: health.retired.clone().unwrap_or_default(),
                     faults: health.faults.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                     spans,

@@ -104,7 +104,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
     let p = params_path(dir.path(), CircuitKind::SquaringChain, 10);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, vec![0u8; 4096]).unwrap();
-    let engine = EngineConfig::new(2, 1 << 30, vec![DeviceConfig { memory_bytes: 1 << 30, gpu_workers: 1, kernel_lanes: 1 }]);
+    let engine = EngineConfig::new(2, 1 << 30, vec![DeviceConfig { memory_bytes: 1 << 30, gpu_workers: 1, kernel_lanes: 1, fallback: false }]);
     let cfg = DriverConfig {
         data_dir: dir.path().into(),
         fil_dir: dir.path().join("fil"),

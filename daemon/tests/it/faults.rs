@@ -17,6 +17,7 @@ use cuzk_circuits_filecoin::{verify, FilKind};
 use cuzk_daemon::circuits::{BuiltinShape, CircuitShape};
 use cuzk_daemon::client::{http_get, verify_result};
 use cuzk_daemon::config::{Config, SelfCheck};
+use cuzk_daemon::fallback::OrCpu;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
 use cuzk_daemon::server::start_with;
 use cuzk_faults::{FaultPlan, FaultProbe, FaultyBackend};
@@ -240,6 +241,77 @@ async fn a_device_that_keeps_failing_leaves_service_and_the_other_serves() {
     assert!(r.error_message.contains("no device in service"), "{}", r.error_message);
     let e = d.client().await.submit_proof(job(K, 2, 1, P::Critical)).await.expect_err("accepted with no device");
     assert_eq!(e.code(), Code::Unavailable, "{}", e.message());
+    stop(d).await;
+}
+
+/// A daemon over one "GPU" (the CPU backend behind a fault injector) with the CPU fallback
+/// device beside it (`engine.cpu_fallback`).
+async fn with_fallback(gpu: FaultPlan, f: impl FnOnce(&mut Config)) -> (Daemon, FaultProbe) {
+    ensure(K);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(tmp.path());
+    cfg.engine.host_memory_bytes = 6 << 30;
+    cfg.engine.device_memory_bytes = 6 << 30;
+    cfg.engine.cpu_fallback = true;
+    f(&mut cfg);
+    let gpu = FaultyBackend::new(CpuBackend::new(), gpu);
+    let probe = gpu.probe();
+    let backends = vec![OrCpu::Gpu(gpu), OrCpu::Cpu(CpuBackend::new())];
+    let socket = cfg.server.socket.clone().unwrap_or_default();
+    let server = start_with(cfg, params_dir(), backends).await.expect("daemon starts");
+    (Daemon { server, tmp, socket }, probe)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_cpu_fallback_a_gpu_fault_is_retried_on_the_cpu_and_other_work_stays_on_the_gpu() {
+    let (d, probe) = with_fallback(plan(&["msm:error:nth=1"]), |_| {}).await;
+    let r = prove(&d, job(K, 3, 1, P::Normal)).await;
+    check_completed(&r, K, 3, 1);
+    assert_eq!(probe.injected().errors, 1);
+    let h = d.server.handle();
+    let s = h.snapshot().await.unwrap();
+    assert!(!s.devices[0].fallback && s.devices[1].fallback, "{:?}", s.devices.iter().map(|x| x.fallback).collect::<Vec<_>>());
+    assert!(s.devices[1].name.ends_with("(fallback)"), "{}", s.devices[1].name);
+    let msms = |s: &cuzk_daemon::status::Snapshot, dev: usize| s.devices[dev].spans.iter().filter(|x| x.stage == "msm").map(|x| x.failed).collect::<Vec<_>>();
+    assert_eq!(msms(&s, 0), [true], "the first MSM failed on the GPU");
+    assert_eq!(msms(&s, 1), [false], "the retry ran on the CPU fallback");
+    // Work that no fault sent away stays on the GPU.
+    for seed in 4..6 {
+        let r = prove(&d, job(K, seed, 2, P::Normal)).await;
+        check_completed(&r, K, seed, 2);
+    }
+    let s = h.snapshot().await.unwrap();
+    assert_eq!(msms(&s, 1).len(), 1, "the fallback took work a GPU could take");
+    assert_eq!(msms(&s, 0).iter().filter(|f| !**f).count(), 4);
+    // Curio's client reads the one GPU's ordinal; the fallback is not a GPU.
+    let st = d.client().await.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(st.gpus.len(), 2);
+    let sub = d.client().await.submit_proof(job(K, 7, 1, P::Normal)).await.unwrap().into_inner();
+    assert_eq!(sub.assigned_gpu, "0");
+    assert_settled(&d).await;
+    stop(d).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_cpu_fallback_the_daemon_keeps_serving_once_its_only_gpu_leaves_service() {
+    // The same as the one-device case of the test above, where the job fails with "no
+    // device in service": here the CPU takes over.
+    let (d, probe) = with_fallback(plan(&["msm:error"]), |c| {
+        c.engine.device_fault_limit = 2;
+        c.engine.cpu_fallback_memory_bytes = 2 << 30;
+    })
+    .await;
+    for seed in 0..3 {
+        let r = prove(&d, job(K, seed, 1, P::Normal)).await;
+        check_completed(&r, K, seed, 1);
+    }
+    assert_eq!(probe.injected().errors, 2, "the GPU got work after leaving service");
+    let s = d.server.handle().snapshot().await.unwrap();
+    assert!(!s.devices[0].in_service && s.devices[1].in_service);
+    assert_eq!(s.devices[1].memory.capacity, 2 << 30, "engine.cpu_fallback_memory_bytes sizes the fallback");
+    let r = prove(&d, job(K, 9, 1, P::Critical)).await;
+    check_completed(&r, K, 9, 1);
+    assert_settled(&d).await;
     stop(d).await;
 }
 
