@@ -202,10 +202,11 @@ impl<B: Backend> BackendWorker<B> {
                 let public = c.public_inputs()?;
                 let alloc = backend.host_allocator();
                 let synth = match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
-                    // On a backend that evaluates the matrices on the device, synthesis hands on
-                    // only the witness and the upload checks satisfaction there.
+                    // The witness in parallel parts where the kind allows (a PoRep partition's
+                    // challenges); on a backend that evaluates the matrices on the device,
+                    // synthesis hands on only the witness and the upload checks satisfaction there.
                     Some(matrices) => {
-                        let witness = matrices.witness(c, alloc.clone())?;
+                        let witness = matrices.witness_parallel(&c, alloc.clone())?;
                         if self.device_evaluation && backend.evaluates_constraints_on_device() {
                             if witness.input.get(1..) != Some(&public[..]) {
                                 return Err(WorkError::PublicInputsDiffer);
