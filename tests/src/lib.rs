@@ -448,7 +448,8 @@ pub fn check_circuit_matrices<B: Backend, C: bellpepper_core::Circuit<Scalar> + 
     assert_eq!(check(&got), None, "{} {name}: the circuit's own witness is not satisfied", backend.name());
     // A corrupted witness: the device check names the row the host check of full products does.
     let mut aux = w.aux.to_vec();
-    if let Some(v) = aux.get_mut(aux.len() / 3) {
+    let third = aux.len() / 3;
+    if let Some(v) = aux.get_mut(third) {
         *v += Scalar::ONE;
         let bad = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &aux), &domain).expect("evaluate");
         let zeros = || vec![Scalar::ZERO; rows];
