@@ -111,7 +111,7 @@ pub(crate) fn by_challenges<C: Circuit<Scalar>>(
 ) -> Result<bool, WitnessError> {
     let (h_aux, h_in) = header;
     let inputs = input.len().saturating_sub(1);
-    if n < 2 || aux.len() < h_aux || inputs < h_in || (aux.len() - h_aux) % n != 0 || (inputs - h_in) % n != 0 {
+    if n < 2 || aux.len() < h_aux || inputs < h_in || !(aux.len() - h_aux).is_multiple_of(n) || !(inputs - h_in).is_multiple_of(n) {
         return Ok(false);
     }
     let (c_aux, c_in) = ((aux.len() - h_aux) / n, (inputs - h_in) / n);
