@@ -13,7 +13,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_core::alloc::{heap, PinnedVec, SharedAllocator};
-use cuzk_core::backend::{check_evaluation, Backend, BackendError, MsmScalars, NttDirection};
+use cuzk_core::backend::{check_evaluation, check_rows, first_unsatisfied_row, Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::ConstraintMatrices;
 
@@ -114,6 +114,17 @@ impl Backend for CpuBackend {
             },
         );
         Ok([a, b, c])
+    }
+
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        check_rows(rows, [a.len(), b.len(), c.len()])?;
+        // Chunks on all threads; the first failing chunk (in order) holds the first failing row.
+        let chunk = |t: usize| {
+            let lo = t * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(rows);
+            first_unsatisfied_row(&a[lo..hi], &b[lo..hi], &c[lo..hi]).map(|r| lo + r)
+        };
+        Ok((0..rows.div_ceil(ROWS_PER_TASK)).into_par_iter().find_map_first(chunk))
     }
 
     fn name(&self) -> String {

@@ -226,6 +226,23 @@ pub(crate) fn launch(module: &Module, stream: &Stream, m: &CudaMatrices, out: [u
     Ok(())
 }
 
+/// Threads per block of the satisfaction check (`CHECK_BLOCK` in `check.cu`).
+const CHECK_BLOCK: u64 = 256;
+
+/// Queues the satisfaction check of rows `0..rows` of the evaluated `a, b, c` (device
+/// pointers, each holding at least `rows` scalars: checked by the caller) on `stream`: the
+/// lowest violated row is left in the u32 at `first`, which the caller has set to `u32::MAX`.
+pub(crate) fn launch_check(module: &Module, stream: &Stream, [a, b, c]: [u64; 3], rows: u32, first: u64) -> Result<(), CudaError> {
+    if rows == 0 {
+        return Ok(());
+    }
+    let blocks = (rows as u64).div_ceil(CHECK_BLOCK) as u32;
+    let args = Args::new().push(a).push(b).push(c).push(rows).push(first);
+    // SAFETY: check_constraints takes (a, b, c, rows, first); every buffer holds `rows` scalars
+    // and `first` one u32.
+    unsafe { module.launch("check_constraints", blocks, CHECK_BLOCK as u32, 0, stream, args) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,6 +111,14 @@ impl Event {
         Ok(unsafe { result::event::elapsed(earlier.raw, self.raw) }?)
     }
 
+    /// Blocks the calling thread until this event has completed.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: live event.
+        unsafe { result::event::synchronize(self.raw) }?;
+        Ok(())
+    }
+
     /// Makes `stream` wait (on the device) until this event has completed.
     pub fn wait_on(&self, stream: &Stream) -> Result<(), CudaError> {
         self.ctx.bind_to_thread()?;

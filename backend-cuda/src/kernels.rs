@@ -17,6 +17,8 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("../../kernels/cuda/constraints/eval.cu"),
     "\n",
+    include_str!("../../kernels/cuda/constraints/check.cu"),
+    "\n",
     include_str!("../../kernels/cuda/field/selftest.cu"),
     "\n",
 );
@@ -65,6 +67,7 @@ pub const KERNELS: &[&str] = &[
     "eval_constraints_u64",
     "eval_long_rows_u32",
     "eval_long_rows_u64",
+    "check_constraints",
     "selftest_fr_ops",
     "selftest_fp_ops",
     "selftest_fp2_ops",

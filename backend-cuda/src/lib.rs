@@ -410,6 +410,44 @@ impl CudaBackend {
         Ok(out.map(|b| CudaScalars { buf: Some(b), len: n, ready: None }))
     }
 
+    /// [`Backend::first_unsatisfied`] on the device: a kernel checks every row and the lowest
+    /// violated one comes back as four bytes. The compute lock is released before waiting for
+    /// the result, so other partitions' work can be queued meanwhile.
+    pub fn first_unsatisfied_on_device(&self, a: &CudaScalars, b: &CudaScalars, c: &CudaScalars, rows: usize) -> Result<Option<usize>, CudaError> {
+        cuzk_core::backend::check_rows(rows, [a.len, b.len, c.len]).map_err(|e| CudaError::Invalid(e.to_string()))?;
+        if rows >= u32::MAX as usize {
+            return Err(CudaError::Invalid(format!("{rows} rows: at most 2^32 - 2 are checked on the GPU")));
+        }
+        if rows == 0 {
+            return Ok(None);
+        }
+        let mut host = PinnedVec::from_elem_in(u32::MAX, 1, self.inner.pool.clone()).map_err(|e| CudaError::OutOfMemory(e.to_string()))?;
+        let done = {
+            let _g = self.enter()?;
+            for v in [a, b, c] {
+                self.ready(v)?;
+            }
+            let s = &self.inner.stream;
+            let first = DevBuf::new(s, 4)?;
+            // SAFETY: the buffer holds (at least) four bytes.
+            unsafe { result::memset_d8_async(first.ptr, 0xff, 4, s.raw()) }?;
+            constraints::launch_check(&self.inner.module, s, [a.ptr(), b.ptr(), c.ptr()], rows as u32, first.ptr)?;
+            // SAFETY: four bytes into page-locked memory, fenced below: the pool does not hand
+            // it out again before the copy has completed.
+            unsafe { sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), first.ptr, 4, s.raw()).result() }?;
+            match s.record() {
+                Ok(ev) => self.inner.pool.fence(host.as_ptr().cast(), ev),
+                Err(e) => {
+                    let _ = s.sync();
+                    return Err(e);
+                }
+            }
+            Event::record(s)?
+        };
+        done.synchronize()?;
+        Ok((host[0] != u32::MAX).then_some(host[0] as usize))
+    }
+
     /// Seconds the constraint-evaluation kernel alone takes on `m` at the witness `(input,
     /// aux)` (outputs allocated and padding zeroed beforehand), with the default lanes per row.
     pub fn time_evaluate_constraints(&self, m: &CudaMatrices, input: &CudaScalars, aux: &CudaScalars, domain: &Domain) -> Result<f64, CudaError> {
@@ -600,6 +638,10 @@ impl Backend for CudaBackend {
         domain: &Domain,
     ) -> Result<[Self::Scalars; 3], BackendError> {
         Ok(self.evaluate_constraints_with(m, input, aux, domain, m.default_log_lanes())?)
+    }
+
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        Ok(self.first_unsatisfied_on_device(a, b, c, rows)?)
     }
 
     fn evaluates_constraints_on_device(&self) -> bool {

@@ -141,3 +141,23 @@ impl Circuit<Scalar> for PartitionCircuit {
         dispatch!(&*self.job, j => j.synthesize(self.k, cs))
     }
 }
+
+impl PartitionCircuit {
+    /// Writes the assignment into `input` (`input[0]` is `ONE`) and `aux`, each as long as the
+    /// recorded shape says, in parallel parts (a PoRep partition: one per challenge); `Ok(false)`
+    /// when the kind or the shape does not split so (the buffers may then hold part of it).
+    /// [`cuzk_core::witness::ParallelWitness::witness_into`] falls back to one part.
+    pub fn witness_in_parts(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, cuzk_core::witness::WitnessError> {
+        let k = self.k.ok_or(cuzk_core::witness::WitnessError::Circuit(SynthesisError::AssignmentMissing))?;
+        dispatch!(&*self.job, j => j.witness_in_parts(k, input, aux))
+    }
+}
+
+impl cuzk_core::witness::ParallelWitness for PartitionCircuit {
+    /// The partition's assignment: a PoRep partition's challenges on one thread each, the other
+    /// kinds sequentially (see `parallel`).
+    fn witness_into(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), cuzk_core::witness::WitnessError> {
+        let k = self.k.ok_or(cuzk_core::witness::WitnessError::Circuit(SynthesisError::AssignmentMissing))?;
+        dispatch!(&*self.job, j => j.witness_into(k, input, aux))
+    }
+}

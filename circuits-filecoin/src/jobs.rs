@@ -3,6 +3,7 @@
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use cuzk_core::witness::WitnessError;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{DefaultPieceDomain, DefaultPieceHasher, PoStType, SectorUpdateConfig, TreeRHasher};
@@ -29,6 +30,33 @@ pub(crate) trait Job: Send + Sync + Sized {
     fn synthesize<CS: ConstraintSystem<Scalar>>(&self, k: Option<usize>, cs: &mut CS) -> Result<(), SynthesisError>;
     /// The parameter cache identifier (`filecoin-proofs`' `cache_identifier`).
     fn cache_id(&self) -> String;
+    /// Writes the assignment of partition `k` into `input` (`input[0]` is `ONE`) and `aux` (as
+    /// long as the recorded shape says) in parallel parts: `Ok(false)` when the kind or the
+    /// shape does not split (the buffers may then hold part of the assignment).
+    fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
+        let _ = (k, input, aux);
+        Ok(false)
+    }
+    /// [`Job::witness_in_parts`], else sequentially (also when a part does not fit its window).
+    fn witness_into(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), WitnessError> {
+        match self.witness_in_parts(k, input, aux) {
+            Ok(true) => Ok(()),
+            Ok(false) | Err(WitnessError::Layout { .. }) => crate::parallel::sequential(JobCircuit { job: self, k }, input, aux),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Partition `k` of a job as a circuit (by reference).
+struct JobCircuit<'a, J> {
+    job: &'a J,
+    k: usize,
+}
+
+impl<J: Job> Circuit<Scalar> for JobCircuit<'_, J> {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.job.synthesize(Some(self.k), cs)
+    }
 }
 
 fn unsat(e: impl std::fmt::Display) -> SynthesisError {
@@ -112,6 +140,19 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
 
     fn cache_id(&self) -> String {
         <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<stacked::StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&self.params)
+    }
+
+    fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
+        let proofs = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
+        if proofs.len() < 2 {
+            return Ok(false);
+        }
+        let challenge = |i: usize| {
+            let one = vec![proofs[i].clone()];
+            StackedCompound::<Tree, DefaultPieceHasher>::circuit(&self.inputs, (), &one, &self.params, Some(k)).map_err(unsat)
+        };
+        let Some(header) = crate::parallel::porep_header(challenge(0).map_err(WitnessError::Circuit)?) else { return Ok(false) };
+        crate::parallel::by_challenges(proofs.len(), header, challenge, input, aux)
     }
 }
 

@@ -23,6 +23,7 @@ mod error;
 pub mod fixtures;
 mod ids;
 mod jobs;
+mod parallel;
 pub mod params;
 pub mod reference;
 mod request;

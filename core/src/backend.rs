@@ -146,6 +146,20 @@ pub trait Backend: Send + Sync {
     fn evaluate_constraints(&self, m: &Self::Matrices, input: &Self::Scalars, aux: &Self::Scalars, domain: &Domain)
         -> Result<[Self::Scalars; 3], BackendError>;
 
+    /// The first (lowest) row `r < rows` whose constraint `a[r]·b[r] = c[r]` is violated, or
+    /// `None` when every row holds: the satisfaction check of evaluated `a, b, c` where they
+    /// are, so an unsatisfied witness fails its job instead of yielding an invalid proof. Rows
+    /// from `rows` on (the domain's padding) are not read; `rows` beyond any buffer is
+    /// [`BackendError::InvalidInput`].
+    ///
+    /// The default downloads the three buffers and checks them on the calling thread
+    /// ([`first_unsatisfied_row`]); backends override it to check where the buffers live.
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        let (a, b, c) = (self.download_scalars(a)?, self.download_scalars(b)?, self.download_scalars(c)?);
+        check_rows(rows, [a.len(), b.len(), c.len()])?;
+        Ok(first_unsatisfied_row(&a[..rows], &b[..rows], &c[..rows]))
+    }
+
     /// Whether [`Backend::evaluate_constraints`] runs on the device itself (so provers should
     /// move only the witness); `false` when it goes through the host.
     fn evaluates_constraints_on_device(&self) -> bool {
@@ -184,6 +198,20 @@ pub fn check_evaluation(m: &ConstraintMatrices, input_len: usize, aux_len: usize
         return Err(BackendError::InvalidInput(format!("{} constraints do not fit a domain of {}", m.num_constraints(), domain.size())));
     }
     Ok(())
+}
+
+/// Checks that `rows` rows of a [`Backend::first_unsatisfied`] fit buffers of `lens` scalars.
+pub fn check_rows(rows: usize, lens: [usize; 3]) -> Result<(), BackendError> {
+    if lens.iter().any(|&l| l < rows) {
+        return Err(BackendError::InvalidInput(format!("satisfaction check of {rows} rows on buffers of {lens:?} scalars")));
+    }
+    Ok(())
+}
+
+/// The first index `r` with `a[r]·b[r] ≠ c[r]` over the shortest of the three slices, on the
+/// calling thread (the host oracle of [`Backend::first_unsatisfied`]).
+pub fn first_unsatisfied_row(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
+    a.iter().zip(b).zip(c).position(|((a, b), c)| *a * b != *c)
 }
 
 /// [`Backend::evaluate_constraints`] through the host, on the calling thread: downloads the

@@ -43,7 +43,10 @@ pub enum WitnessError {
 /// A part that continues from an earlier one first [`SegmentCs::import`]s the earlier part's
 /// variables: the next allocations then return those variables instead of new ones and store
 /// nothing, so a gadget like `AllocatedBit::alloc` rebuilds the handle to a bit another part
-/// owns (its value must be the one that part assigns).
+/// owns (its value must be the one that part assigns). An imported allocation still runs its
+/// value closure (gadgets such as `AllocatedNum::alloc` keep the value it computes) and fails
+/// with it. [`SegmentCs::import_inputs`] does the same for input allocations, so a part can
+/// re-run a prefix that an earlier part owns.
 #[derive(Debug)]
 pub struct SegmentCs<'a> {
     aux: &'a mut [Scalar],
@@ -54,6 +57,8 @@ pub struct SegmentCs<'a> {
     input_used: usize,
     imports: Vec<Variable>,
     next_import: usize,
+    input_imports: Vec<Variable>,
+    next_input_import: usize,
     overflow: Option<String>,
 }
 
@@ -61,12 +66,29 @@ impl<'a> SegmentCs<'a> {
     /// A part owning `aux` (aux indices `aux_base..aux_base + aux.len()`) and `input` (input
     /// indices `input_base..`).
     pub fn new(aux: &'a mut [Scalar], aux_base: usize, input: &'a mut [Scalar], input_base: usize) -> Self {
-        SegmentCs { aux, aux_base, aux_used: 0, input, input_base, input_used: 0, imports: Vec::new(), next_import: 0, overflow: None }
+        SegmentCs {
+            aux,
+            aux_base,
+            aux_used: 0,
+            input,
+            input_base,
+            input_used: 0,
+            imports: Vec::new(),
+            next_import: 0,
+            input_imports: Vec::new(),
+            next_input_import: 0,
+            overflow: None,
+        }
     }
 
     /// The next `vars.len()` allocations return `vars`, in order, and store nothing.
     pub fn import(&mut self, vars: impl IntoIterator<Item = Variable>) {
         self.imports.extend(vars);
+    }
+
+    /// The next `vars.len()` input allocations return `vars`, in order, and store nothing.
+    pub fn import_inputs(&mut self, vars: impl IntoIterator<Item = Variable>) {
+        self.input_imports.extend(vars);
     }
 
     /// Checks that the part filled its windows exactly and used every import.
@@ -87,6 +109,9 @@ impl<'a> SegmentCs<'a> {
         }
         if self.next_import != self.imports.len() {
             return layout(format!("{} of {} imported variables unused", self.imports.len() - self.next_import, self.imports.len()));
+        }
+        if self.next_input_import != self.input_imports.len() {
+            return layout(format!("{} of {} imported inputs unused", self.input_imports.len() - self.next_input_import, self.input_imports.len()));
         }
         if self.aux_used != self.aux.len() || self.input_used != self.input.len() {
             return layout(format!(
@@ -117,6 +142,7 @@ impl ConstraintSystem<Scalar> for SegmentCs<'_> {
         AR: Into<String>,
     {
         if let Some(v) = self.take_import() {
+            f()?;
             return Ok(v);
         }
         let Some(slot) = self.aux.get_mut(self.aux_used) else {
@@ -134,6 +160,11 @@ impl ConstraintSystem<Scalar> for SegmentCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
+        if let Some(v) = self.input_imports.get(self.next_input_import).copied() {
+            self.next_input_import += 1;
+            f()?;
+            return Ok(v);
+        }
         let Some(slot) = self.input.get_mut(self.input_used) else {
             self.overflow.get_or_insert_with(|| format!("more than {} inputs", self.input.len()));
             return Err(SynthesisError::Unsatisfiable);
@@ -201,6 +232,21 @@ mod tests {
         assert_eq!(v.get_unchecked(), Index::Aux(10));
         let v = cs.alloc_input(|| "", || Ok(Scalar::from(5))).unwrap();
         assert_eq!(v.get_unchecked(), Index::Input(1));
+        cs.import_inputs([Variable::new_unchecked(Index::Input(7))]);
+        let mut ran = false;
+        let v = cs
+            .alloc_input(
+                || "",
+                || {
+                    ran = true;
+                    Ok(Scalar::from(6))
+                },
+            )
+            .unwrap();
+        assert!(ran, "an imported allocation runs its value closure");
+        assert_eq!(v.get_unchecked(), Index::Input(7), "an imported input is returned, not allocated");
+        cs.import([Variable::new_unchecked(Index::Aux(5))]);
+        assert!(cs.alloc(|| "", || Err(SynthesisError::AssignmentMissing)).is_err(), "an imported allocation fails with its closure");
         assert!(matches!(cs.finish(0), Err(WitnessError::Layout { .. })), "two aux slots unfilled");
         assert_eq!((aux[0], input[0]), (Scalar::from(7), Scalar::from(5)));
 

@@ -17,6 +17,11 @@
 #                products) and without (full synthesis); the host's synthesis split per part
 #   matrices27   the 2^27 SHA-256 partition with recorded matrices and GPU evaluation, as
 #                partition27 (about 6 minutes: recording, timing-only parameters)
+#   filecoin     2 KiB PoRep and SnapDeals partitions through the witness path (a, b, c
+#                evaluated and checked on the GPU) and the host path (host products and check),
+#                on CUDA and CPU: witness and product CPU time, bytes copied and held, GPU
+#                evaluation and check (random parameters made with cuzk-setup: about 5 minutes
+#                on the first run, kept in $FIL_DIR, default /tmp/cuzk-prove-fil)
 #   partition27  the 2^27 SHA-256 partition, first upload -> proof, no stage waits (its
 #                timing-only parameters take 135-175 s to generate and are made resident
 #                from memory: their parameter file would be 77 GB)
@@ -59,6 +64,12 @@ for part in $PARTS; do
       step matrices27 560 "$P" --bench --stage-wait off --backends cuda --logs 27 --circuits sha256-chain \
         --timing-params-from 22 --timing-params-in-memory --reps 0 --pipeline 0 --matrices on --eval gpu
       pick "$OUT/matrices27.txt" '^\||^synthesis |^bytes |first upload|param|recorded' | cut -c1-400
+      ;;
+    filecoin)
+      need prove
+      step filecoin 900 "$P" --bench --backends cuda,cpu --filecoin porep-2k,snap-2k --reps 3 --pipeline 0 \
+        --fil-dir "${FIL_DIR:-/tmp/cuzk-prove-fil}"
+      pick "$OUT/filecoin.txt" '^\||constraints|proofs of both' | cut -c1-400
       ;;
     partition27)
       need prove

@@ -41,6 +41,11 @@
 //!   directory (`TMPDIR`) and loaded from there; at 2^27 that file would be 77 GB. With it,
 //!   the key is handed to the worker directly (`BackendWorker::load_key`).
 //!
+//! - `--filecoin porep-2k,snap-2k` (default: none): Filecoin partitions through the witness
+//!   path and the host path (`prove/filecoin.rs`); with it, the built-in circuits run only
+//!   when `--circuits` is given; `--fil-dir DIR` keeps their parameters and sector (default:
+//!   `TMPDIR/cuzk-prove-fil`).
+//!
 //! The "peak RSS" column is the process's peak resident memory during the one-proof runs,
 //! above what it held before them (parameters and matrices already resident).
 
@@ -63,6 +68,9 @@ use cuzk_worker::{BackendWorker, BuiltinShape, LoadTask, PartData, StageInput, S
 use ff::Field;
 use rand::SeedableRng;
 
+#[path = "prove/filecoin.rs"]
+mod filecoin;
+
 const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --logs LOGS                  log2 domain sizes, comma-separated (default 14,16)
   --circuits NAMES             sha256-chain, squaring-chain (default both)
@@ -75,7 +83,10 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --eval gpu|host|gpu,host     with matrices: a, b, c evaluated on the GPU or on the host (default gpu)
   --stage-wait on|off          wait for the device after each device stage (default on)
   --timing-params-from LOG     timing-only parameters from this size on (default never)
-  --timing-params-in-memory    make timing-only parameters resident without a parameter file";
+  --timing-params-in-memory    make timing-only parameters resident without a parameter file
+  --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
+                               (default none; with it the built-ins run only when --circuits is given)
+  --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)";
 
 /// What the run varies.
 struct Args {
@@ -92,6 +103,8 @@ struct Args {
     stage_wait: bool,
     timing_from: u32,
     timing_in_memory: bool,
+    filecoin: Vec<cuzk_circuits_filecoin::FilShape>,
+    fil_dir: PathBuf,
 }
 
 fn list(v: &str) -> impl Iterator<Item = &str> {
@@ -124,7 +137,10 @@ impl Args {
             stage_wait: true,
             timing_from: u32::MAX,
             timing_in_memory: false,
+            filecoin: Vec::new(),
+            fil_dir: std::env::temp_dir().join("cuzk-prove-fil"),
         };
+        let mut circuits_given = false;
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             match arg.as_str() {
@@ -140,7 +156,9 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            const VALUED: [&str; 11] = [
+            const VALUED: [&str; 13] = [
+                "--filecoin",
+                "--fil-dir",
                 "--logs",
                 "--circuits",
                 "--backends",
@@ -165,7 +183,20 @@ impl Args {
                         .collect::<Option<_>>()
                         .ok_or_else(|| format!("--logs takes log2 sizes up to {}, not {v:?}", cuzk_circuits::MAX_LOG_SIZE))?
                 }
-                "--circuits" => a.circuits = list(&v).map(CircuitKind::from_name).collect::<Result<_, _>>().map_err(|e| format!("--circuits: {e}"))?,
+                "--filecoin" => {
+                    a.filecoin = list(&v)
+                        .map(|id| {
+                            cuzk_circuits_filecoin::FilShape::parse(id)
+                                .filter(|f| f.sector_size == 2048)
+                                .ok_or_else(|| format!("--filecoin takes 2 KiB ids (porep-2k, snap-2k, wpost-2k, winning-2k), not {id:?}"))
+                        })
+                        .collect::<Result<_, _>>()?
+                }
+                "--fil-dir" => a.fil_dir = PathBuf::from(&v),
+                "--circuits" => {
+                    circuits_given = true;
+                    a.circuits = list(&v).map(CircuitKind::from_name).collect::<Result<_, _>>().map_err(|e| format!("--circuits: {e}"))?
+                }
                 "--backends" => {
                     (a.cpu, a.cuda) = (false, false);
                     for b in list(&v) {
@@ -196,6 +227,9 @@ impl Args {
         }
         if a.evals.is_empty() {
             return Err("--eval needs gpu, host or both".into());
+        }
+        if !a.filecoin.is_empty() && !circuits_given {
+            a.circuits.clear();
         }
         Ok(Some(a))
     }
@@ -778,6 +812,18 @@ fn main() {
                 let (c, g) = (&rows[0].1, &rows.iter().find(|(n, _)| *n == g.name).expect("cuda row").1);
                 let gpu = |r: &Row| r.stages[1] + r.stages[2] + r.stages[3];
                 println!("| | | ratio cpu/gpu | | | | | | {:.1}× (backend stages {:.1}×) | | |", c.total / g.total, gpu(c) / gpu(g));
+            }
+        }
+    }
+    if !args.filecoin.is_empty() {
+        println!();
+        let fx = filecoin::Fixtures::seal(&args.fil_dir);
+        for &shape in &args.filecoin {
+            if let Some(c) = &cpu {
+                filecoin::run(c.backend(), &c.name, shape, &args.fil_dir, &fx, args.reps);
+            }
+            if let Some(g) = cuda.first() {
+                filecoin::run(g.backend(), &g.name, shape, &args.fil_dir, &fx, args.reps);
             }
         }
     }

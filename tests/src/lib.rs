@@ -376,6 +376,58 @@ pub fn check_constraint_evaluation<B: Backend>(backend: &B, rows: impl IntoItera
     check_evaluation_of(backend, &std::sync::Arc::new(m), &mut rng);
 }
 
+/// The host oracle of [`Backend::first_unsatisfied`]: the first of `rows` rows with
+/// `a·b ≠ c`, written out independently of the backends.
+pub fn naive_first_unsatisfied(a: &[Scalar], b: &[Scalar], c: &[Scalar], rows: usize) -> Option<usize> {
+    (0..rows).find(|&r| a[r] * b[r] != c[r])
+}
+
+/// `first_unsatisfied` of `backend` on `a, b, c` over `rows` rows equals the host oracle.
+fn check_first_unsatisfied_of<B: Backend>(backend: &B, a: &[Scalar], b: &[Scalar], c: &[Scalar], rows: usize, what: &str) {
+    let got = backend.first_unsatisfied(&upload(backend, a), &upload(backend, b), &upload(backend, c), rows).expect("satisfaction check");
+    assert_eq!(got, naive_first_unsatisfied(a, b, c, rows), "{}: {what} ({rows} of {} rows)", backend.name(), a.len());
+}
+
+/// The satisfaction check on random `a, b, c = a·b` of each length in `lens` (satisfied), then
+/// with violations (one row: first, middle, last; several rows, the lowest in a later chunk
+/// than others; only in the padding beyond `rows`, which must not count), against the host
+/// oracle; and `rows` beyond a buffer is refused.
+pub fn check_satisfaction<B: Backend>(backend: &B, lens: impl IntoIterator<Item = usize>, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for n in lens {
+        let a = random_scalars(n, &mut rng);
+        let b = random_scalars(n, &mut rng);
+        let c: Vec<Scalar> = a.iter().zip(&b).map(|(a, b)| a * b).collect();
+        check_first_unsatisfied_of(backend, &a, &b, &c, n, "satisfied");
+        check_first_unsatisfied_of(backend, &a, &b, &c, 0, "no rows");
+        if n == 0 {
+            continue;
+        }
+        let spoil = |rows: &[usize]| {
+            let mut c = c.clone();
+            for &r in rows {
+                c[r] += Scalar::ONE;
+            }
+            c
+        };
+        for r in [0, n / 2, n - 1, rng.gen_range(0..n)] {
+            check_first_unsatisfied_of(backend, &a, &b, &spoil(&[r]), n, &format!("row {r} violated"));
+        }
+        let many: Vec<usize> = (0..1 + n / 1000).map(|_| rng.gen_range(0..n)).collect();
+        check_first_unsatisfied_of(backend, &a, &b, &spoil(&many), n, "several rows violated");
+        // A violation only past the rows checked (the domain's padding) is not one.
+        let rows = n - 1;
+        check_first_unsatisfied_of(backend, &a, &b, &spoil(&[n - 1]), rows, "violation past the rows");
+        // A zero product against a non-zero c, and a non-zero product against zero.
+        let mut c0 = c.clone();
+        c0[n - 1] = Scalar::ZERO;
+        let nonzero = a[n - 1] * b[n - 1] != Scalar::ZERO;
+        check_first_unsatisfied_of(backend, &a, &b, &c0, n, if nonzero { "non-zero product, zero c" } else { "zero row" });
+        let (ua, ub, uc) = (upload(backend, &a), upload(backend, &b), upload(backend, &c));
+        assert!(backend.first_unsatisfied(&ua, &ub, &uc, n + 1).is_err(), "{}: {} rows of buffers of {n} accepted", backend.name(), n + 1);
+    }
+}
+
 /// Constraint evaluation on the recorded matrices of `circuit` equals what full synthesis
 /// records as `a, b, c`, zero-padded to the domain.
 pub fn check_circuit_matrices<B: Backend, C: bellpepper_core::Circuit<Scalar> + Clone>(backend: &B, name: &str, circuit: C) {
@@ -390,6 +442,22 @@ pub fn check_circuit_matrices<B: Backend, C: bellpepper_core::Circuit<Scalar> + 
         let got = backend.download_scalars(got).expect("download");
         assert!(got[..want.len()] == want[..], "{} {name}: {which} differs from full synthesis", backend.name());
         assert!(got[want.len()..].iter().all(|x| x.is_zero_vartime()), "{name}: {which}: padding is not zero");
+    }
+    let rows = m.num_constraints();
+    let check = |[a, b, c]: &[B::Scalars; 3]| backend.first_unsatisfied(a, b, c, rows).expect("satisfaction check");
+    assert_eq!(check(&got), None, "{} {name}: the circuit's own witness is not satisfied", backend.name());
+    // A corrupted witness: the device check names the row the host check of full products does.
+    let mut aux = w.aux.to_vec();
+    let third = aux.len() / 3;
+    if let Some(v) = aux.get_mut(third) {
+        *v += Scalar::ONE;
+        let bad = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &aux), &domain).expect("evaluate");
+        let zeros = || vec![Scalar::ZERO; rows];
+        let (mut a, mut b, mut c) = (zeros(), zeros(), zeros());
+        m.evaluate_rows(0..rows, &w.input, &aux, &mut a, &mut b, &mut c);
+        let want = naive_first_unsatisfied(&a, &b, &c, rows);
+        assert!(want.is_some(), "{name}: the corrupted witness still satisfies every constraint");
+        assert_eq!(check(&bad), want, "{} {name}: corrupted witness", backend.name());
     }
 }
 
@@ -416,4 +484,66 @@ pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
     }
     let _ = std::fs::remove_dir_all(&work);
     requests.len()
+}
+
+/// `B` with the trait's default [`Backend::first_unsatisfied`] (download, check on the host)
+/// instead of its own: every other method is `B`'s.
+pub struct DefaultCheck<B>(pub B);
+
+impl<B: Backend> Backend for DefaultCheck<B> {
+    type Scalars = B::Scalars;
+    type G1Bases = B::G1Bases;
+    type G2Bases = B::G2Bases;
+    type Matrices = B::Matrices;
+    fn name(&self) -> String {
+        format!("{} (default satisfaction check)", self.0.name())
+    }
+    fn host_allocator(&self) -> cuzk_core::alloc::SharedAllocator {
+        self.0.host_allocator()
+    }
+    fn upload_scalars(&self, host: PinnedVec<Scalar>) -> Result<Self::Scalars, cuzk_core::backend::BackendError> {
+        self.0.upload_scalars(host)
+    }
+    fn download_scalars(&self, buf: &Self::Scalars) -> Result<Vec<Scalar>, cuzk_core::backend::BackendError> {
+        self.0.download_scalars(buf)
+    }
+    fn ntt(&self, buf: &mut Self::Scalars, domain: &Domain, direction: NttDirection, coset: bool) -> Result<(), cuzk_core::backend::BackendError> {
+        self.0.ntt(buf, domain, direction, coset)
+    }
+    fn quotient_on_coset(&self, a: &mut Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, domain: &Domain) -> Result<(), cuzk_core::backend::BackendError> {
+        self.0.quotient_on_coset(a, b, c, domain)
+    }
+    fn load_matrices(&self, m: &std::sync::Arc<ConstraintMatrices>) -> Result<Self::Matrices, cuzk_core::backend::BackendError> {
+        self.0.load_matrices(m)
+    }
+    fn matrices_bytes(&self, m: &Self::Matrices) -> u64 {
+        self.0.matrices_bytes(m)
+    }
+    fn evaluate_constraints(
+        &self,
+        m: &Self::Matrices,
+        input: &Self::Scalars,
+        aux: &Self::Scalars,
+        domain: &Domain,
+    ) -> Result<[Self::Scalars; 3], cuzk_core::backend::BackendError> {
+        self.0.evaluate_constraints(m, input, aux, domain)
+    }
+    fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, cuzk_core::backend::BackendError> {
+        self.0.load_g1(points)
+    }
+    fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, cuzk_core::backend::BackendError> {
+        self.0.load_g2(points)
+    }
+    fn g1_len(&self, bases: &Self::G1Bases) -> usize {
+        self.0.g1_len(bases)
+    }
+    fn g2_len(&self, bases: &Self::G2Bases) -> usize {
+        self.0.g2_len(bases)
+    }
+    fn msm_g1(&self, bases: &Self::G1Bases, offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G1Projective, cuzk_core::backend::BackendError> {
+        self.0.msm_g1(bases, offset, scalars)
+    }
+    fn msm_g2(&self, bases: &Self::G2Bases, offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, cuzk_core::backend::BackendError> {
+        self.0.msm_g2(bases, offset, scalars)
+    }
 }

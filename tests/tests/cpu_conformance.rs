@@ -40,3 +40,14 @@ fn constraint_evaluation_of_builtin_circuits_matches_full_synthesis() {
 fn constraint_evaluation_of_filecoin_circuits_matches_full_synthesis() {
     assert_eq!(check_filecoin_matrices(&CpuBackend::new()), 4, "the four Filecoin kinds");
 }
+
+#[test]
+fn satisfaction_check_matches_the_host_oracle() {
+    check_satisfaction(&CpuBackend::new(), [0, 1, 2, 100, 8191, 8192, 8193, 50_000], 7);
+}
+
+/// The trait's default (download, check on the host) on the CPU backend's buffers.
+#[test]
+fn default_satisfaction_check_matches_the_host_oracle() {
+    check_satisfaction(&DefaultCheck(CpuBackend::new()), [0, 1, 100, 20_000], 8);
+}

@@ -54,6 +54,12 @@ fn cuda_constraint_evaluation_of_filecoin_circuits_matches_full_synthesis() {
     assert_eq!(check_filecoin_matrices(&gpu), 4, "the four Filecoin kinds");
 }
 
+#[test]
+fn cuda_satisfaction_check_matches_the_host_oracle() {
+    let Some(gpu) = backend() else { return };
+    check_satisfaction(&gpu, [0, 1, 2, 255, 256, 257, 100_000, 1 << 20], 17);
+}
+
 /// Every lane count per row (a thread up to a warp, mixed across `A, B, C`) gives the CPU
 /// oracle's `a, b, c`, with u32 and u64 row offsets, the witness uploaded through the copy
 /// stream or synchronously.

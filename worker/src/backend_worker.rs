@@ -11,7 +11,7 @@ use cuzk_core::engine::{CircuitId, Location, Stage};
 use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
 use cuzk_core::params::{Parameters, VerifyingKey};
 use cuzk_core::proof::verify;
-use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, MsmResults, ProvingKey, Uploaded, Witness};
+use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, MsmResults, ProveError, ProvingKey, Uploaded, Witness};
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 
@@ -166,15 +166,6 @@ impl<B: Backend> BackendWorker<B> {
         lock(&self.keys).get(&(circuit, d.0 as usize)).cloned().ok_or_else(|| WorkError::Internal(format!("no parameters resident for {}", stage.name())))
     }
 
-    /// Synthesizes through the matrix cache when it has (or can record) the structure.
-    fn synthesize_cached<C: bellpepper_core::Circuit<Scalar> + Clone>(&self, shape: CircuitShape, c: C, backend: &B) -> Result<Synthesized, WorkError> {
-        let alloc = backend.host_allocator();
-        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
-            Some(m) => crate::matrices::synthesize(&m, c, alloc)?,
-            None => synthesize(c, alloc, SizeHint::default())?,
-        })
-    }
-
     /// The shape's matrices on device `d`, uploaded on first use (a caller may upload them
     /// ahead of the first job).
     pub fn resident_matrices(&self, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
@@ -197,8 +188,6 @@ impl<B: Backend> BackendWorker<B> {
                 match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
                     // With recorded matrices the witness is written on all threads; a backend
                     // that evaluates the matrices on the device takes only the witness.
-                    // (Filecoin circuits keep the host products: their satisfaction check
-                    // below reads a, b, c.)
                     Some(matrices) => {
                         let witness = matrices.witness_parallel(&c, alloc.clone())?;
                         if self.device_evaluation && backend.evaluates_constraints_on_device() {
@@ -211,7 +200,23 @@ impl<B: Backend> BackendWorker<B> {
             }
             Work::Filecoin(_, c) => {
                 let public = c.public_inputs()?;
-                let synth = self.synthesize_cached(shape, c, backend)?;
+                let alloc = backend.host_allocator();
+                let synth = match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
+                    // The witness in parallel parts where the kind allows (a PoRep partition's
+                    // challenges); on a backend that evaluates the matrices on the device,
+                    // synthesis hands on only the witness and the upload checks satisfaction there.
+                    Some(matrices) => {
+                        let witness = matrices.witness_parallel(&c, alloc.clone())?;
+                        if self.device_evaluation && backend.evaluates_constraints_on_device() {
+                            if witness.input.get(1..) != Some(&public[..]) {
+                                return Err(WorkError::PublicInputsDiffer);
+                            }
+                            return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
+                        }
+                        crate::matrices::evaluate(&matrices, witness, alloc)?
+                    }
+                    None => synthesize(c, alloc, SizeHint::default())?,
+                };
                 if let Some(constraint) = first_unsatisfied(&synth) {
                     return Err(WorkError::Unsatisfied { constraint });
                 }
@@ -257,7 +262,16 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
             (Stage::Upload, PartData::Witness { witness, matrices, shape }) => {
                 let Location::Device(d) = location else { return Err(WorkError::Internal("upload runs on a device".into())) };
                 let resident = self.resident_matrices(shape, &matrices, d.0 as usize)?;
-                PartData::Uploaded(upload_witness(&**backend, &*self.key(circuit, location, stage)?, &matrices, &resident, witness)?)
+                let up = upload_witness(&**backend, &*self.key(circuit, location, stage)?, &matrices, &resident, witness)?;
+                // A Filecoin witness comes from a request and may be wrong: checked on the device
+                // exactly as synthesis checks a host record (built-in witnesses always hold).
+                if matches!(shape, CircuitShape::Filecoin(_)) {
+                    let check = backend.first_unsatisfied(&up.a, &up.b, &up.c, matrices.num_constraints());
+                    if let Some(constraint) = check.map_err(|source| ProveError::Backend { stage: Stage::Upload, source })? {
+                        return Err(WorkError::Unsatisfied { constraint });
+                    }
+                }
+                PartData::Uploaded(up)
             }
             (Stage::Ntt, PartData::Uploaded(up)) => {
                 let (h, domain, witness) = compute_h(&**backend, up)?;
@@ -324,12 +338,8 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         out
     }
 
-    fn witness_only(&self, shape: CircuitShape) -> bool {
-        // Filecoin circuits keep the host products (their satisfaction check reads a, b, c).
-        matches!(shape, CircuitShape::Builtin(_))
-            && self.matrices.is_some()
-            && self.device_evaluation
-            && self.backends.first().is_some_and(|b| b.evaluates_constraints_on_device())
+    fn witness_only(&self, _shape: CircuitShape) -> bool {
+        self.matrices.is_some() && self.device_evaluation && self.backends.first().is_some_and(|b| b.evaluates_constraints_on_device())
     }
 
     fn evict_params(&self, circuit: CircuitId, from: Location) {

@@ -1,6 +1,9 @@
 //! The worker's stages against full synthesis: with recorded matrices and a backend that
-//! evaluates them on the device, later proofs move only the witness, and every proof is
-//! byte-identical to the one full synthesis gives with the same `r, s`, and verifies.
+//! evaluates them on the device, proofs move only the witness, and every proof is
+//! byte-identical to the one full synthesis (or the host products) gives with the same `r, s`,
+//! and verifies; a Filecoin witness that violates a constraint fails its upload with the
+//! constraint the host check names. The 2 KiB PoRep and SnapDeals partitions run with
+//! `CUZK_SLOW_TESTS=1` (WindowPoSt and WinningPoSt always).
 
 use std::sync::Arc;
 
@@ -10,10 +13,10 @@ use cuzk_circuits::CircuitKind;
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
-use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
+use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::Validation;
-use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
+use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, CircuitShape, LoadTask, PartData, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -58,6 +61,9 @@ impl Backend for DeviceEvaluatingCpu {
         domain: &Domain,
     ) -> Result<[Self::Scalars; 3], BackendError> {
         self.0.evaluate_constraints(m, input, aux, domain)
+    }
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        self.0.first_unsatisfied(a, b, c, rows)
     }
     fn evaluates_constraints_on_device(&self) -> bool {
         true
@@ -141,6 +147,104 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
             // witness through them.
             assert_eq!(handed, [want_handed, want_handed], "{kind:?}");
             assert_eq!(worker.matrices().map(|m| m.len()), Some(1));
+        }
+    }
+}
+
+fn slow() -> bool {
+    std::env::var_os("CUZK_SLOW_TESTS").is_some_and(|v| v != "0")
+}
+
+/// One stage of partition 0 of job 0 on device 0 (synthesis on the host).
+fn stage<W: Worker>(w: &W, stage: Stage, input: StageInput<W::Data>) -> Result<StageOutput<W::Data>, WorkError> {
+    let location = if stage == Stage::Synthesize { Location::Host } else { Location::Device(DeviceId(0)) };
+    w.run_stage(StageTask {
+        partition: PartitionId { job: JobId(0), index: 0 },
+        stage,
+        location,
+        circuit: CircuitId(0),
+        input,
+        verify_with: None,
+        randomness: None,
+    })
+}
+
+/// The first row of `m` that `(input, aux)` violates, from the host's sparse products: what
+/// the host path's check reports for that witness.
+fn host_first_unsatisfied(m: &ConstraintMatrices, input: &[Scalar], aux: &[Scalar]) -> Option<usize> {
+    let rows = m.num_constraints();
+    let (mut a, mut b, mut c) = (vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows], vec![Scalar::ZERO; rows]);
+    m.evaluate_rows(0..rows, input, aux, &mut a, &mut b, &mut c);
+    (0..rows).find(|&r| a[r] * b[r] != c[r])
+}
+
+/// A 2 KiB Filecoin partition through the witness path (the device evaluates `a, b, c` and
+/// checks them) is byte for byte the host path's proof (host products, host check) with the
+/// same `r, s`, and verifies; a corrupted witness fails the upload with
+/// `WorkError::Unsatisfied` at the constraint the host check names.
+#[test]
+fn filecoin_partitions_through_the_witness_path_equal_the_host_path() {
+    use cuzk_circuits_filecoin::{fixtures, params, prepare, verify, FilKind, FilShape};
+    let cache = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fil-params");
+    std::fs::create_dir_all(&cache).unwrap();
+    verify::use_cache_dir(&cache);
+    let requests = fixtures::generate(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), 2048, 7).expect("sealing a 2 KiB sector");
+    let mut kinds = vec![FilKind::WindowPoSt, FilKind::WinningPoSt];
+    if slow() {
+        kinds.extend([FilKind::PoRep, FilKind::SnapDeals]);
+    } else {
+        println!("PoRep and SnapDeals (2 KiB) run with CUZK_SLOW_TESTS=1");
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+    for kind in kinds {
+        let fil = FilShape::new(kind, 2048).unwrap();
+        let files = params::generate(&cache, fil, false, &mut rand::rngs::OsRng).expect("parameters");
+        let load = LoadTask {
+            circuit: CircuitId(0),
+            at: Location::Device(DeviceId(0)),
+            path: files.params.clone(),
+            validation: Validation::Trusted,
+            from_host: false,
+        };
+        let host = BackendWorker::new(vec![Arc::new(CpuBackend::new())]);
+        host.load_params(load.clone()).unwrap();
+        let device = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]);
+        device.load_params(load).unwrap();
+        let shape = CircuitShape::Filecoin(fil);
+        assert!(device.witness_only(shape) && !host.witness_only(shape), "{kind:?}");
+
+        let req = requests.iter().find(|r| r.kind == kind).expect("fixture");
+        let prepared = prepare(req).expect("prepare");
+        let part = prepared.partition(0);
+        let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let (want, want_public) = prove_one(&host, CircuitId(0), 0, Work::Filecoin(fil, part.clone()), Some(rs), true, |_, _, _| {}).expect("host path proof");
+        let mut handed = None;
+        let (got, got_public) = prove_one(&device, CircuitId(0), 0, Work::Filecoin(fil, part.clone()), Some(rs), true, |stage, _, out| {
+            if stage == Stage::Synthesize {
+                handed = Some(matches!(out, StageOutput::Synthesized { data: PartData::Witness { .. }, .. }));
+            }
+        })
+        .expect("witness path proof");
+        assert_eq!(handed, Some(true), "{kind:?}: synthesis did not hand on the witness alone");
+        assert_eq!(got.to_bytes(), want.to_bytes(), "{kind:?}: the witness path's proof differs from the host path's");
+        assert_eq!(got_public, want_public);
+        if prepared.partitions() == 1 {
+            assert!(verify::verify(req, &got.to_bytes()).expect("Filecoin's verifier"), "{kind:?}: Filecoin's verifier rejects the proof");
+        }
+
+        // A corrupted witness: the device check fails the upload at the host check's constraint.
+        let StageOutput::Synthesized { data: PartData::Witness { mut witness, matrices, shape }, .. } =
+            stage(&device, Stage::Synthesize, StageInput::Circuit(Work::Filecoin(fil, part))).expect("synthesis")
+        else {
+            panic!("{kind:?}: synthesis did not hand on the witness alone");
+        };
+        let k = witness.aux.len() / 2;
+        witness.aux[k] += Scalar::ONE;
+        let want = host_first_unsatisfied(&matrices, &witness.input, &witness.aux).expect("the corrupted witness violates a constraint");
+        match stage(&device, Stage::Upload, StageInput::Data(PartData::Witness { witness, matrices, shape })) {
+            Err(WorkError::Unsatisfied { constraint }) => assert_eq!(constraint, want, "{kind:?}"),
+            Err(e) => panic!("{kind:?}: {e}"),
+            Ok(_) => panic!("{kind:?}: a corrupted witness was uploaded"),
         }
     }
 }
