@@ -150,6 +150,14 @@ impl<G: Backend> Backend for OrCpu<G> {
         }
     }
 
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        match (self, a, b, c) {
+            (OrCpu::Gpu(g), Side::Gpu(a), Side::Gpu(b), Side::Gpu(c)) => g.first_unsatisfied(a, b, c, rows),
+            (OrCpu::Cpu(k), Side::Cpu(a), Side::Cpu(b), Side::Cpu(c)) => k.first_unsatisfied(a, b, c, rows),
+            _ => Err(mismatch("a scalar buffer")),
+        }
+    }
+
     fn evaluates_constraints_on_device(&self) -> bool {
         match self {
             OrCpu::Gpu(g) => g.evaluates_constraints_on_device(),

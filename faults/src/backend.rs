@@ -251,6 +251,10 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         self.inner.evaluate_constraints(m, input, aux, domain)
     }
 
+    fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {
+        self.inner.first_unsatisfied(a, b, c, rows)
+    }
+
     fn evaluates_constraints_on_device(&self) -> bool {
         self.inner.evaluates_constraints_on_device()
     }

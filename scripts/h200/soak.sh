@@ -7,8 +7,11 @@
 # the cost of the self-check per kind, `cuzk bench` against `cuzk serve` with
 # engine.self_check = "off" and then "all", the finalize time per partition from /metrics
 # (cuzk_stage_seconds_total / cuzk_stage_runs_total) in both runs, and its difference as a
-# share of the summed stage time per partition. The figures go in docs/perf.md, "Faults and
-# load".
+# share of the summed stage time per partition. Part `fallback`: `engine.cpu_fallback` on
+# CUDA, device 0 failing a share FB_P (0.3) of its MSMs, device_fault_limit FB_LIMIT (3):
+# retries run on the CPU fallback, and once device 0 is out of service, everything; FB_JOBS
+# (40) jobs, every proof re-verified. The
+# figures go in docs/perf.md, "Faults and load".
 #
 #   OUT=/tmp/soak bash scripts/h200/soak.sh
 #
@@ -74,6 +77,20 @@ if [[ " $PARTS " == *" soak "* ]]; then
   awk -F', ' 'NR == 1 { f = $2 } { if ($2 > m) m = $2; l = $2 } END { printf "device memory used (nvidia-smi, %d samples): first %d MiB, max %d MiB, last %d MiB\n", NR, f, m, l }' "$OUT/nvidia-smi.csv" | tee -a "$S"
   curl -s "$HTTP/status" > "$OUT/status-soak.json"
   grep -c "fault injected" "$OUT/serve-soak.log" | sed 's/^/faults injected: /' | tee -a "$S"
+  stop
+fi
+
+if [[ " $PARTS " == *" fallback "* ]]; then
+  note "== CPU fallback: CUDA device 0 fails ${FB_P:-0.3} of its MSMs, engine.cpu_fallback on, device_fault_limit ${FB_LIMIT:-3}"
+  config "$W/fallback.toml" filecoin 0
+  sed -i "s/^device_fault_limit = 0/device_fault_limit = ${FB_LIMIT:-3}\ncpu_fallback = true/" "$W/fallback.toml"
+  printf '[faults]\nenabled = true\nseed = 29\nrules = ["msm:error:p=%s"]\ndevices = [0]\n' "${FB_P:-0.3}" >> "$W/fallback.toml"
+  start "$W/fallback.toml" "$OUT/serve-fallback.log"
+  step fallback 500 "$CUZK" --addr "unix:$SOCK" bench --quiet --verify-all --jobs "${FB_JOBS:-40}" --concurrency 4 \
+    --mix "squaring-chain:16:normal,@$W/req/wpost-2k.json,@$W/req/porep-2k.json"
+  tee -a "$S" < "$OUT/fallback.txt"
+  curl -s "$HTTP/status" > "$OUT/status-fallback.json"
+  curl -s "$HTTP/metrics" | grep -E '^cuzk_(device_busy_seconds_total|device_in_service|partition_retries_total|stage_runs_total)' | tee -a "$S"
   stop
 fi
 
