@@ -178,56 +178,70 @@ impl<B: Backend> BackendWorker<B> {
         Ok(lock(&self.device_matrices).entry((shape, d)).or_insert(r).clone())
     }
 
+    /// Synthesizes `c`. With recorded matrices (or ones it can record) the witness is written
+    /// in parallel parts where the circuit allows; a backend that evaluates the matrices on the
+    /// device then takes only the witness, else `a, b, c` are the host's sparse products.
+    fn synthesize_circuit<C>(&self, shape: CircuitShape, c: C, backend: &B) -> Result<Synthesis, WorkError>
+    where
+        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone,
+    {
+        let alloc = backend.host_allocator();
+        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
+            Some(matrices) => {
+                let witness = matrices.witness_parallel(&c, alloc.clone())?;
+                if self.device_evaluation && backend.evaluates_constraints_on_device() {
+                    Synthesis::Witness(witness, matrices)
+                } else {
+                    Synthesis::Record(Box::new(crate::matrices::evaluate(&matrices, witness, alloc)?))
+                }
+            }
+            None => Synthesis::Record(Box::new(synthesize(c, alloc, SizeHint::default())?)),
+        })
+    }
+
     fn synthesize(&self, work: Work, backend: &B) -> Result<StageOutput<PartData<B>>, WorkError> {
         let shape = work.shape();
+        let witness_only = |witness, matrices, public| Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
         let (synth, public) = match work {
             Work::Builtin(s, seed) => {
                 let c = s.kind.instance(s.log_size, seed)?;
                 let public = c.public_inputs();
-                let alloc = backend.host_allocator();
-                match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
-                    // With recorded matrices the witness is written on all threads; a backend
-                    // that evaluates the matrices on the device takes only the witness.
-                    Some(matrices) => {
-                        let witness = matrices.witness_parallel(&c, alloc.clone())?;
-                        if self.device_evaluation && backend.evaluates_constraints_on_device() {
-                            return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
-                        }
-                        (crate::matrices::evaluate(&matrices, witness, alloc)?, public)
-                    }
-                    None => (synthesize(c, alloc, SizeHint::default())?, public),
+                match self.synthesize_circuit(shape, c, backend)? {
+                    Synthesis::Witness(witness, matrices) => return witness_only(witness, matrices, public),
+                    Synthesis::Record(synth) => (*synth, public),
                 }
             }
             Work::Filecoin(_, c) => {
                 let public = c.public_inputs()?;
-                let alloc = backend.host_allocator();
-                let synth = match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
-                    // The witness in parallel parts where the kind allows (a PoRep partition's
-                    // challenges); on a backend that evaluates the matrices on the device,
-                    // synthesis hands on only the witness and the upload checks satisfaction there.
-                    Some(matrices) => {
-                        let witness = matrices.witness_parallel(&c, alloc.clone())?;
-                        if self.device_evaluation && backend.evaluates_constraints_on_device() {
-                            if witness.input.get(1..) != Some(&public[..]) {
-                                return Err(WorkError::PublicInputsDiffer);
-                            }
-                            return Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
+                // A Filecoin witness comes from a request and may be wrong: its public inputs
+                // are checked here, its constraints here on a record, else at the upload.
+                match self.synthesize_circuit(shape, c, backend)? {
+                    Synthesis::Witness(witness, matrices) => {
+                        if witness.input.get(1..) != Some(&public[..]) {
+                            return Err(WorkError::PublicInputsDiffer);
                         }
-                        crate::matrices::evaluate(&matrices, witness, alloc)?
+                        return witness_only(witness, matrices, public);
                     }
-                    None => synthesize(c, alloc, SizeHint::default())?,
-                };
-                if let Some(constraint) = first_unsatisfied(&synth) {
-                    return Err(WorkError::Unsatisfied { constraint });
+                    Synthesis::Record(synth) => {
+                        if let Some(constraint) = first_unsatisfied(&synth) {
+                            return Err(WorkError::Unsatisfied { constraint });
+                        }
+                        if synth.input.get(1..) != Some(&public[..]) {
+                            return Err(WorkError::PublicInputsDiffer);
+                        }
+                        (*synth, public)
+                    }
                 }
-                if synth.input.get(1..) != Some(&public[..]) {
-                    return Err(WorkError::PublicInputsDiffer);
-                }
-                (synth, public)
             }
         };
         Ok(StageOutput::Synthesized { data: PartData::Synthesized(synth), public })
     }
+}
+
+/// What synthesis produced: the witness alone (for evaluation on the device), or the record.
+enum Synthesis {
+    Witness(WitnessCs, Arc<ConstraintMatrices>),
+    Record(Box<Synthesized>),
 }
 
 /// The first constraint `a·b = c` the record violates, if any: an unsatisfied circuit (a bad
