@@ -399,7 +399,7 @@ impl Engine {
         let Some(j) = self.jobs.get(&id) else { return true };
         let waiting = j.parts.iter().any(|p| p.device.is_none() && p.needs_params());
         let Some(c) = self.circuits.get(&j.spec.circuit) else { return true };
-        let avoid = j.spec.avoid.map(|d| d.0 as usize).filter(|&d| self.serves(d));
+        let avoid = self.job_avoids(id);
         !waiting || (0..self.devices.len()).any(|d| self.open_to(d, avoid) && self.fits_ever(c, d, j.key.critical()))
     }
 

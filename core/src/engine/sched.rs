@@ -9,7 +9,7 @@ use crate::prover::Stage;
 use super::job::{PartKey, Phase};
 use super::residency::{dev, Evict};
 use super::timeline::IdleCause;
-use super::types::{CircuitId, Location, PartitionId};
+use super::types::{CircuitId, JobId, Location, PartitionId};
 use super::Engine;
 
 fn pid(pk: PartKey) -> PartitionId {
@@ -131,7 +131,12 @@ impl Engine {
 
     /// The device `pk`'s job avoids, if it is still in service.
     fn avoided(&self, pk: PartKey) -> Option<usize> {
-        let d = self.jobs.get(&pk.job.id)?.spec.avoid?.0 as usize;
+        self.job_avoids(pk.job.id)
+    }
+
+    /// The device job `id` avoids, if it is still in service.
+    pub(crate) fn job_avoids(&self, id: JobId) -> Option<usize> {
+        let d = self.jobs.get(&id)?.spec.avoid?.0 as usize;
         self.serves(d).then_some(d)
     }
 
