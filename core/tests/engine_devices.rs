@@ -248,6 +248,54 @@ impl Driver {
     }
 }
 
+/// A device that breaks: from `at_ms` on, every stage there fails; the driver retires it
+/// after `retire_after` consecutive faults.
+#[derive(Debug, Clone, Copy)]
+struct Failure {
+    device: DeviceId,
+    at_ms: u64,
+    retire_after: u32,
+    /// Workers per device (bounds the retries a job may need).
+    workers: u32,
+}
+
+/// Runs `jobs` (avoided devices taken modulo `spec_devices`) on `devs` with `failure`, through
+/// the [`Driver`]'s retries and retirement, and checks what every such run must show: it
+/// settles, the engine's audit holds, nothing is rejected, and every original job ends
+/// exactly once, completed, with all its partitions proven.
+fn run_with_failure(
+    devs: Vec<DeviceConfig>,
+    synth: u32,
+    circuits: &[(CircuitProfile, CircuitModel)],
+    jobs: &[JobPlan],
+    spec_devices: u32,
+    failure: Failure,
+    seed: u64,
+) -> Result<(Sim, Driver), TestCaseError> {
+    let cfg = EngineConfig::new(synth, host_bytes(circuits, synth, 2), devs);
+    let faults = Faults { failing_device: Some((failure.device, Nanos::from_millis(failure.at_ms))), ..Faults::default() };
+    let mut sim = sim(cfg, circuits, faults, seed);
+    // Each fault fails at most one attempt. Faults before the retirement: `retire_after` in
+    // a row, restarted at most once per worker by an MSM that began before the break; after
+    // it: the stages running there, and partitions caught between two stages there (at most
+    // three per worker in all).
+    let retries = ((failure.workers + 1) * failure.retire_after + 3 * failure.workers + 1) as usize;
+    let mut driver = Driver::new(failure.retire_after, retries);
+    for j in jobs {
+        driver.submit(&mut sim, Nanos::from_millis(j.at_ms), spec(j, spec_devices));
+    }
+    let n = driver.run(&mut sim);
+    prop_assert!(n < MAX_EVENTS, "simulation did not settle");
+    prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
+    prop_assert!(sim.log().rejected.is_empty(), "{:?}", sim.log().rejected);
+    for (i, chain) in driver.chains.iter().enumerate() {
+        prop_assert_eq!(chain.ends.len(), 1, "job {} ended {:?} after {} attempts", i, chain.ends, chain.tickets.len());
+        prop_assert_eq!(&chain.ends[0], &Outcome::Completed, "job {} after {} attempts", i, chain.tickets.len());
+        prop_assert_eq!(chain.remaining, 0);
+    }
+    Ok((sim, driver))
+}
+
 #[derive(Debug, Clone)]
 struct FaultCase {
     ndev: usize,
@@ -297,28 +345,9 @@ proptest! {
     #[test]
     fn a_failing_device_is_avoided_then_retired(c in fault_case()) {
         let devs = devices(c.ndev, &c.circuits, c.workers, c.lanes, c.room_mb);
-        let cfg = EngineConfig::new(c.synth, host_bytes(&c.circuits, c.synth, 2), devs);
-        let failing = DeviceId(c.failing);
-        let faults = Faults { failing_device: Some((failing, Nanos::from_millis(c.fail_at_ms))), ..Faults::default() };
-        let mut sim = sim(cfg, &c.circuits, faults, c.seed);
-        // Each fault fails at most one attempt. Faults before the retirement: `retire_after`
-        // in a row, restarted at most once per worker by an MSM that began before the break;
-        // after it: the stages running there, and partitions caught between two stages
-        // there (at most three per worker in all).
-        let retries = ((c.workers + 1) * c.retire_after + 3 * c.workers + 1) as usize;
-        let mut driver = Driver::new(c.retire_after, retries);
-        for j in &c.jobs {
-            driver.submit(&mut sim, Nanos::from_millis(j.at_ms), spec(j, c.ndev as u32));
-        }
-        let n = driver.run(&mut sim);
-        prop_assert!(n < MAX_EVENTS, "simulation did not settle");
-        prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
-        prop_assert!(sim.log().rejected.is_empty(), "{:?}", sim.log().rejected);
-        for (i, chain) in driver.chains.iter().enumerate() {
-            prop_assert_eq!(chain.ends.len(), 1, "job {} ended {:?} after {} attempts", i, chain.ends, chain.tickets.len());
-            prop_assert_eq!(&chain.ends[0], &Outcome::Completed, "job {} after {} attempts", i, chain.tickets.len());
-            prop_assert_eq!(chain.remaining, 0);
-        }
+        let failure = Failure { device: DeviceId(c.failing), at_ms: c.fail_at_ms, retire_after: c.retire_after, workers: c.workers };
+        let (sim, _) = run_with_failure(devs, c.synth, &c.circuits, &c.jobs, c.ndev as u32, failure, c.seed)?;
+        let failing = failure.device;
         let trace = &sim.log().trace;
         check_no_start_after_retirement(trace)?;
         check_retired_ledgers(&sim)?;
@@ -731,23 +760,8 @@ proptest! {
         if let Some(f) = devs.last_mut() {
             f.fallback = true;
         }
-        let cfg = EngineConfig::new(c.synth, host_bytes(&c.circuits, c.synth, 2), devs);
-        let failing = DeviceId(c.failing);
-        let faults = Faults { failing_device: Some((failing, Nanos::from_millis(c.fail_at_ms))), ..Faults::default() };
-        let mut sim = sim(cfg, &c.circuits, faults, c.seed);
-        let retries = ((c.workers + 1) * c.retire_after + 3 * c.workers + 1) as usize;
-        let mut driver = Driver::new(c.retire_after, retries);
-        for j in &c.jobs {
-            driver.submit(&mut sim, Nanos::from_millis(j.at_ms), spec(j, c.primaries as u32));
-        }
-        let n = driver.run(&mut sim);
-        prop_assert!(n < MAX_EVENTS, "simulation did not settle");
-        prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
-        prop_assert!(sim.log().rejected.is_empty(), "{:?}", sim.log().rejected);
-        for (i, chain) in driver.chains.iter().enumerate() {
-            prop_assert_eq!(chain.ends.len(), 1, "job {} ended {:?} after {} attempts", i, chain.ends, chain.tickets.len());
-            prop_assert_eq!(&chain.ends[0], &Outcome::Completed, "job {} after {} attempts", i, chain.tickets.len());
-        }
+        let failure = Failure { device: DeviceId(c.failing), at_ms: c.fail_at_ms, retire_after: c.retire_after, workers: c.workers };
+        let (sim, driver) = run_with_failure(devs, c.synth, &c.circuits, &c.jobs, c.primaries as u32, failure, c.seed)?;
         // The device each engine job avoids, from the attempts the driver submitted.
         let mut avoids = BTreeMap::new();
         for chain in &driver.chains {
