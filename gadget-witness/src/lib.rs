@@ -9,6 +9,7 @@
 //! Each writer is tested against its gadget run in a witness-only constraint system.
 
 pub mod bits;
+pub mod poseidon;
 
 use blstrs::Scalar;
 use ff::Field;
