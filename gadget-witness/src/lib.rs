@@ -9,6 +9,8 @@
 //! Each writer is tested against its gadget run in a witness-only constraint system.
 
 pub mod bits;
+pub mod sha256;
+pub mod uint32;
 pub mod poseidon;
 
 use blstrs::Scalar;
