@@ -9,9 +9,9 @@
 //! Each writer is tested against its gadget run in a witness-only constraint system.
 
 pub mod bits;
+pub mod poseidon;
 pub mod sha256;
 pub mod uint32;
-pub mod poseidon;
 
 use blstrs::Scalar;
 use ff::Field;
