@@ -198,6 +198,17 @@ pub fn num_to_bits_le_strict(a: &mut Assignment<'_>, value: Scalar) -> Vec<Bit> 
     result
 }
 
+/// storage-proofs-core's `util::reverse_bit_numbering`: pads `bits` with `Constant(false)` to
+/// whole bytes, then reverses the bit order within each byte. Allocates nothing.
+pub fn reverse_bit_numbering(bits: &[Bit]) -> Vec<Bit> {
+    let mut out = Vec::with_capacity(bits.len().div_ceil(8) * 8);
+    for chunk in bits.chunks(8) {
+        out.extend(std::iter::repeat_n(Bit::Constant(false), 8 - chunk.len()));
+        out.extend(chunk.iter().rev());
+    }
+    out
+}
+
 /// The value `bits` (least significant first) represent, up to `Scalar::CAPACITY` of them.
 fn pack_value(bits: &[Bit]) -> Scalar {
     let mut limbs = [0u64; 4];

@@ -476,3 +476,94 @@ fn uint64_alloc_and_pack_into_input_match_the_gadget() {
         );
     }
 }
+
+#[test]
+fn uint64_matches_storage_proofs_uint64() {
+    use storage_proofs_core::gadgets::uint64::UInt64;
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    for v in [0, u64::MAX, rng.gen(), rng.gen()] {
+        check(
+            |cs| {
+                let u = UInt64::alloc(&mut *cs, Some(v)).unwrap();
+                u.pack_into_input(&mut *cs).unwrap();
+                (to_bits(&u.to_bits_be()), to_bits(&UInt64::constant(v).to_bits_be()))
+            },
+            |a| {
+                let u = U64::alloc(a, v);
+                u.pack_into_input(a);
+                (u.to_bits_be().to_vec(), U64::constant(v).to_bits_be().to_vec())
+            },
+        );
+    }
+}
+
+#[test]
+fn reverse_bit_numbering_matches_storage_proofs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for len in [0, 1, 7, 8, 9, 255, 256] {
+        let spec = random_spec(&mut rng, len);
+        check(
+            |cs| {
+                let b = gadget_bits(cs, &spec);
+                to_bits(&storage_proofs_core::util::reverse_bit_numbering(b))
+            },
+            |a| {
+                let b = writer_bits(a, &spec);
+                bits::reverse_bit_numbering(&b)
+            },
+        );
+    }
+}
+
+/// The layout of storage-proofs-porep's `create_label_circuit` (replica id, layer index and
+/// node, 37 parents, each padded to 256 bits; SHA-256 of the 9984 bits; bit renumbering;
+/// `pack_bits` of 254 bits), built from the real gadgets and from the writers.
+#[test]
+fn create_label_layout_matches_the_gadgets() {
+    use bellperson::gadgets::{multipack as pmultipack, sha256 as psha, uint32::UInt32 as PUInt32};
+    use storage_proofs_core::gadgets::uint64::UInt64;
+    use storage_proofs_core::util::reverse_bit_numbering;
+    const TOTAL_PARENTS: usize = 37;
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    for round in 0..2 {
+        let replica_id: Vec<(Kind, bool)> = (0..255).map(|_| (Kind::Is, rng.gen())).collect();
+        let parents: Vec<Vec<(Kind, bool)>> = (0..TOTAL_PARENTS).map(|_| (0..255).map(|_| (Kind::Is, rng.gen())).collect()).collect();
+        let (layer, node): (u32, u64) = (rng.gen_range(1..12), rng.gen());
+        let node_allocated = round == 1;
+        check(
+            |cs| {
+                let mut c = gadget_bits(cs, &replica_id);
+                let ps: Vec<Vec<Boolean>> = parents.iter().map(|p| gadget_bits(cs, p)).collect();
+                let node = if node_allocated { UInt64::alloc(&mut *cs, Some(node)).unwrap() } else { UInt64::constant(node) };
+                c.resize(256, Boolean::constant(false));
+                c.extend(PUInt32::constant(layer).into_bits_be());
+                c.extend(node.to_bits_be());
+                c.resize(512, Boolean::constant(false));
+                for p in ps {
+                    c.extend(p);
+                    c.resize(c.len().div_ceil(256) * 256, Boolean::constant(false));
+                }
+                assert_eq!(c.len(), 9984);
+                let h = psha::sha256(&mut *cs, &c).unwrap();
+                let b = reverse_bit_numbering(h);
+                pmultipack::pack_bits(&mut *cs, &b[..254]).unwrap().get_value().unwrap()
+            },
+            |a| {
+                let mut c = writer_bits(a, &replica_id);
+                let ps: Vec<Vec<Bit>> = parents.iter().map(|p| writer_bits(a, p)).collect();
+                let node = if node_allocated { U64::alloc(a, node) } else { U64::constant(node) };
+                c.resize(256, Bit::Constant(false));
+                c.extend(U32::constant(layer).bits_be());
+                c.extend(node.to_bits_be());
+                c.resize(512, Bit::Constant(false));
+                for p in &ps {
+                    c.extend(p);
+                    c.resize(c.len().div_ceil(256) * 256, Bit::Constant(false));
+                }
+                let h = sha256::sha256(a, &c);
+                let b = bits::reverse_bit_numbering(&h);
+                bits::pack_bits(a, &b[..254])
+            },
+        );
+    }
+}
