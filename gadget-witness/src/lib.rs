@@ -9,7 +9,9 @@
 //! Each writer is tested against its gadget run in a witness-only constraint system.
 
 pub mod bits;
+pub mod column;
 pub mod poseidon;
+pub mod por;
 pub mod sha256;
 pub mod uint32;
 
