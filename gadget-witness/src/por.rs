@@ -287,3 +287,94 @@ fn partial_rounds(arity: usize) -> usize {
         n => panic!("no Filecoin Poseidon constants for arity {n}"),
     }
 }
+
+/// A path, index or tree shape that storage-proofs-core's gadgets would reject (they assert):
+/// nothing is written past the point where it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ShapeError(pub String);
+
+/// storage-proofs-core's `insertion::select`: `from[index]`, `index` given by its bits
+/// (allocated, least significant first), picked by halving from the most significant bit:
+/// `from.len() - 1` aux values ([`pick`]s). Fails unless `from` has `2^bits.len()` elements.
+pub fn select_num(a: &mut Assignment<'_>, from: &[Scalar], bits: &[bool]) -> Result<Scalar, ShapeError> {
+    if bits.len() >= usize::BITS as usize || from.len() != 1 << bits.len() {
+        return Err(ShapeError(format!("select of {} elements by {} bits", from.len(), bits.len())));
+    }
+    let mut scratch = from.to_vec();
+    Ok(select(a, &mut scratch, bits))
+}
+
+/// storage-proofs-core's `gadgets::por::por_no_challenge_input` with the levels hashed by
+/// `hash`: the leaf, the siblings (per level, allocated by the caller already) and the index
+/// bits (allocated by the caller: the challenge's bits, least significant first, consumed
+/// `log2 arity` per level) enter allocated; per level it writes the [`insert`] of the current
+/// node among the siblings and the level's hash. The computed root is only constrained equal
+/// to the given root: nothing else is allocated. Returns the computed root.
+fn por_no_challenge_input(
+    a: &mut Assignment<'_>,
+    leaf: Scalar,
+    path: &[Vec<Scalar>],
+    index_bits: &[bool],
+    arities: (usize, usize, usize),
+    mut hash: impl FnMut(&mut Assignment<'_>, &[Scalar]) -> Scalar,
+) -> Result<Scalar, ShapeError> {
+    let (base, sub, top) = arities;
+    let shape = |detail: String| Err(ShapeError(format!("arities {arities:?}: {detail}")));
+    if !base.is_power_of_two() || base < 2 || [sub, top].iter().any(|&n| n != 0 && !n.is_power_of_two()) || (top > 0 && sub == 0) {
+        return shape("not a tree of power-of-two arities".into());
+    }
+    if base.max(sub).max(top) > 64 {
+        return shape("an arity above 64".into());
+    }
+    let extra = usize::from(sub > 0) + usize::from(top > 0);
+    let Some(base_levels) = path.len().checked_sub(extra) else {
+        return shape(format!("a path of {} levels", path.len()));
+    };
+    let needed: usize = base_levels * base.trailing_zeros() as usize + (sub.max(1).trailing_zeros() + top.max(1).trailing_zeros()) as usize;
+    if needed != index_bits.len() {
+        return shape(format!("{} index bits for a path of {} levels, which takes {needed}", index_bits.len(), path.len()));
+    }
+    let mut cur = leaf;
+    let mut bits = index_bits;
+    let mut inserted = [Scalar::ZERO; 64];
+    for (level, siblings) in path.iter().enumerate() {
+        let arity = match level.checked_sub(base_levels) {
+            None => base,
+            Some(0) if sub > 0 => sub,
+            Some(_) => top,
+        };
+        if siblings.len() != arity - 1 {
+            return shape(format!("level {level} has {} siblings", siblings.len()));
+        }
+        let (index, rest) = bits.split_at(arity.trailing_zeros() as usize);
+        bits = rest;
+        let out = &mut inserted[..arity];
+        insert(a, cur, index, siblings, out);
+        cur = hash(a, out);
+    }
+    Ok(cur)
+}
+
+/// [`por_no_challenge_input`] for a Poseidon tree of arities `(base, sub, top)` (each 2, 4, 8
+/// or 16; sub and top 0 for none): SnapDeals' proofs into its replica trees. `path` holds the
+/// siblings per level from the leaf up.
+pub fn por_no_challenge_input_poseidon(
+    a: &mut Assignment<'_>,
+    leaf: Scalar,
+    path: &[Vec<Scalar>],
+    index_bits: &[bool],
+    arities: (usize, usize, usize),
+) -> Result<Scalar, ShapeError> {
+    let (base, sub, top) = arities;
+    if !matches!(base, 2 | 4 | 8 | 16) || !matches!(sub, 0 | 2 | 4 | 8 | 16) || !matches!(top, 0 | 2 | 4 | 8 | 16) {
+        return Err(ShapeError(format!("no Filecoin Poseidon constants for arities {arities:?}")));
+    }
+    por_no_challenge_input(a, leaf, path, index_bits, arities, crate::poseidon::hash_multi_leaf)
+}
+
+/// [`por_no_challenge_input`] for filecoin-hashers' binary SHA-256 trees (one sibling per
+/// level, hashed as [`sha256_multi_leaf`]): SnapDeals' proofs into its data tree.
+pub fn por_no_challenge_input_sha256(a: &mut Assignment<'_>, leaf: Scalar, path: &[Vec<Scalar>], index_bits: &[bool]) -> Result<Scalar, ShapeError> {
+    por_no_challenge_input(a, leaf, path, index_bits, (2, 0, 0), sha256_multi_leaf)
+}
