@@ -10,8 +10,8 @@
 
 pub mod bits;
 pub mod column;
-pub mod poseidon;
 pub mod por;
+pub mod poseidon;
 pub mod sha256;
 pub mod uint32;
 
