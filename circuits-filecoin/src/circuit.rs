@@ -13,7 +13,7 @@ use crate::request::FilRequest;
 
 /// A job of one kind at one of the three tree shapes (2 KiB, 8 MiB and 512 MiB sectors share
 /// the first).
-enum AnyJob {
+pub(crate) enum AnyJob {
     PoRep8(PoRepJob<SectorShape2KiB>),
     PoRep88(PoRepJob<SectorShape32GiB>),
     PoRep882(PoRepJob<SectorShape64GiB>),
@@ -102,6 +102,12 @@ impl Prepared {
         PartitionCircuit { job: self.job.clone(), k: None }
     }
 
+    /// A prepared job of `circuit` with `partitions` partitions.
+    pub(crate) fn from_job(circuit: FilShape, job: Arc<AnyJob>, partitions: usize) -> Prepared {
+        let cache_id = dispatch!(&*job, j => j.cache_id());
+        Prepared { circuit, cache_id, job, partitions }
+    }
+
     /// The blank job of a circuit, for parameter generation and file names.
     pub fn blank_of(circuit: FilShape) -> Result<Prepared, FilError> {
         let job = build(circuit.kind, circuit.sector_size, circuit.default_registered_proof(), None)?;
@@ -150,6 +156,20 @@ impl PartitionCircuit {
     pub fn witness_in_parts(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, cuzk_core::witness::WitnessError> {
         let k = self.k.ok_or(cuzk_core::witness::WitnessError::Circuit(SynthesisError::AssignmentMissing))?;
         dispatch!(&*self.job, j => j.witness_in_parts(k, input, aux))
+    }
+}
+
+impl PartitionCircuit {
+    /// The circuit's size (constraints, inputs with `ONE`, aux), counted by running its gadgets
+    /// without values.
+    pub fn size(&self) -> Result<crate::parallel::CircuitSize, SynthesisError> {
+        crate::parallel::count(self.clone())
+    }
+
+    /// Writes the assignment by running Filecoin's gadgets on the calling thread (the reference
+    /// the native writers are checked and measured against).
+    pub fn witness_sequential(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), cuzk_core::witness::WitnessError> {
+        crate::parallel::sequential(self.clone(), input, aux)
     }
 }
 

@@ -18,6 +18,7 @@ use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, Partit
 use crate::decode;
 use crate::error::FilError;
 use crate::ids::{porep_config, post_config, update_porep_config, FilKind};
+use crate::porep_witness::ChallengeInputs;
 use crate::request::FilRequest;
 
 /// What the shape-generic jobs have in common.
@@ -83,7 +84,7 @@ pub(crate) struct PoRepJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
-    fn compound(registered_proof: u64) -> Result<(stacked::PublicParams<Tree>, usize), FilError> {
+    pub(crate) fn compound(registered_proof: u64) -> Result<(stacked::PublicParams<Tree>, usize), FilError> {
         let config = porep_config(registered_proof)?;
         let partitions = usize::from(config.partitions);
         let sp = SetupParams { vanilla_params: setup_params(&config).map_err(FilError::fil)?, partitions: Some(partitions), priority: false };
@@ -108,6 +109,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
             return Err(FilError::VanillaInvalid("the PoRep vanilla proofs do not verify against comm_r, comm_d, the replica id and the seed".into()));
         }
         Ok(PoRepJob { params, inputs, proofs })
+    }
+
+    /// A job from vanilla proofs that were not checked (shape-only jobs, `crate::shape`).
+    pub(crate) fn unchecked(params: stacked::PublicParams<Tree>, inputs: PoRepPub<Tree>, proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>) -> Self {
+        PoRepJob { params, inputs, proofs }
     }
 
     /// The blank job of a registered proof (parameter generation).
@@ -144,15 +150,22 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
 
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
         let proofs = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
-        if proofs.len() < 2 {
-            return Ok(false);
-        }
-        let challenge = |i: usize| {
-            let one = vec![proofs[i].clone()];
-            StackedCompound::<Tree, DefaultPieceHasher>::circuit(&self.inputs, (), &one, &self.params, Some(k)).map_err(unsat)
+        let Some(first) = proofs.first() else { return Ok(false) };
+        let header_of = || {
+            let one = vec![first.clone()];
+            StackedCompound::<Tree, DefaultPieceHasher>::circuit(&self.inputs, (), &one, &self.params, Some(k)).map_err(unsat).map_err(WitnessError::Circuit)
         };
-        let Some(header) = crate::parallel::porep_header(challenge(0).map_err(WitnessError::Circuit)?) else { return Ok(false) };
-        crate::parallel::by_challenges(proofs.len(), header, challenge, input, aux)
+        let Some(header) = crate::parallel::header(header_of()?, "challenge_0") else { return Ok(false) };
+        let Ok(challenges) = proofs.iter().map(ChallengeInputs::of::<Tree>).collect::<Result<Vec<_>, _>>() else { return Ok(false) };
+        let replica_id = crate::porep_witness::replica_id_bits(self.inputs.replica_id.into());
+        let arities = crate::porep_witness::arities::<Tree>();
+        let Some(tau) = &self.inputs.tau else { return Ok(false) };
+        let roots = crate::porep_witness::Roots { comm_d: tau.comm_d.into(), comm_c: first.comm_c().into(), comm_r_last: first.comm_r_last().into() };
+        let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
+            crate::porep_witness::write_challenge(a, &replica_id, roots, &challenges[i], arities)
+                .map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
+        };
+        crate::parallel::native_challenges(header_of()?, "challenge_0", header, challenges.len(), write, input, aux)
     }
 }
 
@@ -218,6 +231,32 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
 
     fn cache_id(&self) -> String {
         <EmptySectorUpdateCompound<Tree> as CacheableParameters<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&self.params)
+    }
+
+    /// The header by Filecoin's gadgets (stopped where the first challenge starts), then each
+    /// challenge natively on its own thread (`crate::snap_witness`).
+    fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
+        use crate::snap_witness::{SnapPartition, FIRST_CHALLENGE};
+        let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
+        if proof.challenge_proofs.is_empty() {
+            return Ok(false);
+        }
+        // Filecoin's constructor and circuit assert on malformed proofs: a panic is an error.
+        let circuit_of = || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
+            }))
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
+            .map_err(|e| WitnessError::Circuit(unsat(e)))
+        };
+        let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| circuit_of().map(|c| crate::parallel::header(c, FIRST_CHALLENGE))))
+            .unwrap_or_else(|_| Err(WitnessError::Circuit(unsat("malformed partition proof (the circuit panicked)"))))?;
+        let Some(header) = measured else { return Ok(false) };
+        let partition = SnapPartition::of(&circuit_of()?).map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() })?;
+        let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
+            partition.write_challenge(i, a).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
+        };
+        crate::parallel::native_challenges(circuit_of()?, FIRST_CHALLENGE, header, partition.challenges(), write, input, aux)
     }
 }
 

@@ -25,8 +25,11 @@ mod ids;
 mod jobs;
 mod parallel;
 pub mod params;
+mod porep_witness;
 pub mod reference;
 mod request;
+pub mod shape;
+mod snap_witness;
 pub mod verify;
 
 pub use circuit::{prepare, PartitionCircuit, Prepared};
@@ -34,4 +37,5 @@ pub use curio::{ffi_layout, supraseal_layout, wrap_c1_like_curio};
 pub use decode::decode_request_parts;
 pub use error::FilError;
 pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilKind, FilShape};
+pub use parallel::CircuitSize;
 pub use request::{commitment_cid, parse_commitment, prover_id, CommitmentKind, FilRequest};

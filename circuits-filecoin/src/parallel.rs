@@ -13,21 +13,84 @@
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use cuzk_core::witness::{windows, SegmentCs, WitnessError};
+use cuzk_gadget_witness::Assignment;
 use rayon::prelude::*;
 
-/// Counts the variables a circuit allocates before it enters the root-level namespace
-/// `challenge_0` (where `StackedCircuit` starts its first challenge), then stops it.
+/// What a circuit allocates and enforces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CircuitSize {
+    /// Constraints.
+    pub constraints: usize,
+    /// Inputs, with `ONE`.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+}
+
+/// Counts what a circuit allocates and enforces, computing no value.
+#[derive(Debug)]
+struct Counter(CircuitSize);
+
+impl ConstraintSystem<Scalar> for Counter {
+    type Root = Self;
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.0.aux - 1)))
+    }
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.0.inputs - 1)))
+    }
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        self.0.constraints += 1;
+    }
+    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
+    fn pop_namespace(&mut self) {}
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The size of `circuit`, counted by running its gadgets without values.
+pub(crate) fn count<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize, SynthesisError> {
+    let mut c = Counter(CircuitSize { inputs: 1, ..CircuitSize::default() });
+    circuit.synthesize(&mut c)?;
+    Ok(c.0)
+}
+
+/// Runs a circuit up to a root-level namespace (`stop_at`: where the circuit starts its first
+/// challenge) and stops it there: counts the variables allocated before it and, over a
+/// [`SegmentCs`], writes their values.
 #[derive(Debug, Default)]
-struct HeaderProbe {
+struct HeaderCs<'a> {
+    stop_at: &'a str,
+    writer: Option<SegmentCs<'a>>,
     aux: usize,
     inputs: usize,
     depth: usize,
     header: Option<(usize, usize)>,
 }
 
-impl ConstraintSystem<Scalar> for HeaderProbe {
+impl ConstraintSystem<Scalar> for HeaderCs<'_> {
     type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,
@@ -37,9 +100,12 @@ impl ConstraintSystem<Scalar> for HeaderProbe {
             return Err(SynthesisError::Unsatisfiable); // past the header: stop
         }
         self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+        match &mut self.writer {
+            Some(w) => w.alloc(name, f),
+            None => Ok(Variable::new_unchecked(Index::Aux(self.aux - 1))),
+        }
     }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    fn alloc_input<F, A, AR>(&mut self, name: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
         A: FnOnce() -> AR,
@@ -49,7 +115,10 @@ impl ConstraintSystem<Scalar> for HeaderProbe {
             return Err(SynthesisError::Unsatisfiable);
         }
         self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs)))
+        match &mut self.writer {
+            Some(w) => w.alloc_input(name, f),
+            None => Ok(Variable::new_unchecked(Index::Input(self.inputs))),
+        }
     }
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
     where
@@ -65,7 +134,7 @@ impl ConstraintSystem<Scalar> for HeaderProbe {
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
-        if self.depth == 0 && self.header.is_none() && name().into() == "challenge_0" {
+        if self.depth == 0 && self.header.is_none() && name().into() == self.stop_at {
             self.header = Some((self.aux, self.inputs));
         }
         self.depth += 1;
@@ -78,12 +147,54 @@ impl ConstraintSystem<Scalar> for HeaderProbe {
     }
 }
 
-/// The aux variables and inputs (without `ONE`) a PoRep circuit allocates before its first
-/// challenge, measured without computing any value; `None` when it never reaches one.
-pub(crate) fn porep_header<C: Circuit<Scalar>>(one_challenge: C) -> Option<(usize, usize)> {
-    let mut probe = HeaderProbe::default();
-    let _ = one_challenge.synthesize(&mut probe); // stopped past the header
+/// The aux variables and inputs (without `ONE`) a circuit allocates before the root-level
+/// namespace `stop_at` (where it starts its first challenge), measured without computing any
+/// value; `None` when it never reaches it.
+pub(crate) fn header<C: Circuit<Scalar>>(circuit: C, stop_at: &str) -> Option<(usize, usize)> {
+    let mut probe = HeaderCs { stop_at, ..HeaderCs::default() };
+    let _ = circuit.synthesize(&mut probe); // stopped past the header
     probe.header
+}
+
+/// The parallel witness of a partition with native challenges: the header (`header` aux
+/// variables and inputs without `ONE`) written by `circuit`'s own gadgets, stopped at the
+/// root-level namespace `stop_at` where its first challenge starts, then `n` equal runs, run `i`
+/// written by `challenge(i, window)` on its own thread. `Ok(false)` when the shape does not
+/// split so (nothing is written then).
+pub(crate) fn native_challenges<C: Circuit<Scalar>>(
+    circuit: C,
+    stop_at: &str,
+    header: (usize, usize),
+    n: usize,
+    challenge: impl Fn(usize, &mut Assignment<'_>) -> Result<(), WitnessError> + Sync,
+    input: &mut [Scalar],
+    aux: &mut [Scalar],
+) -> Result<bool, WitnessError> {
+    let (h_aux, h_in) = header;
+    let inputs = input.len().saturating_sub(1);
+    if n < 1 || aux.len() < h_aux || inputs < h_in || !(aux.len() - h_aux).is_multiple_of(n) || !(inputs - h_in).is_multiple_of(n) {
+        return Ok(false);
+    }
+    let (c_aux, c_in) = ((aux.len() - h_aux) / n, (inputs - h_in) / n);
+    let lens = |h: usize, c: usize| std::iter::once(h).chain(std::iter::repeat_n(c, n)).collect::<Vec<_>>();
+    let mut aux_windows = windows(aux, &lens(h_aux, c_aux));
+    let mut input_windows = windows(&mut input[1..], &lens(h_in, c_in));
+    let (header_aux, header_input) = (aux_windows.remove(0), input_windows.remove(0));
+    let mut cs = HeaderCs { stop_at, writer: Some(SegmentCs::new(header_aux, 0, header_input, 1)), ..HeaderCs::default() };
+    let ran = circuit.synthesize(&mut cs);
+    if cs.header != Some(header) {
+        return Err(WitnessError::Layout { part: 0, detail: format!("the header allocated {:?}, the shape says {header:?}", cs.header) });
+    }
+    drop(ran); // stopped at the first challenge, as intended
+    if let Some(writer) = cs.writer.take() {
+        writer.finish(0)?;
+    }
+    aux_windows.into_par_iter().zip(input_windows).enumerate().try_for_each(|(i, (aux, input))| {
+        let mut a = Assignment::new(aux, input);
+        challenge(i, &mut a)?;
+        a.finish().map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
+    })?;
+    Ok(true)
 }
 
 /// Writes the assignment of `circuit` into `input` (`input[0]` is `ONE`) and `aux` on the
@@ -96,37 +207,4 @@ pub(crate) fn sequential<C: Circuit<Scalar>>(circuit: C, input: &mut [Scalar], a
     let mut cs = SegmentCs::new(aux, 0, rest, 1);
     let ran = circuit.synthesize(&mut cs);
     cs.finish_after(0, ran)
-}
-
-/// The parallel witness of a circuit made of a header and `n` challenges: `challenge(i)` is the
-/// circuit of the header and challenge `i` alone, `header` what the header allocates (aux,
-/// inputs without `ONE`). `Ok(false)` when the shape does not split into equal runs (nothing
-/// is written then).
-pub(crate) fn by_challenges<C: Circuit<Scalar>>(
-    n: usize,
-    header: (usize, usize),
-    challenge: impl Fn(usize) -> Result<C, SynthesisError> + Sync,
-    input: &mut [Scalar],
-    aux: &mut [Scalar],
-) -> Result<bool, WitnessError> {
-    let (h_aux, h_in) = header;
-    let inputs = input.len().saturating_sub(1);
-    if n < 2 || aux.len() < h_aux || inputs < h_in || !(aux.len() - h_aux).is_multiple_of(n) || !(inputs - h_in).is_multiple_of(n) {
-        return Ok(false);
-    }
-    let (c_aux, c_in) = ((aux.len() - h_aux) / n, (inputs - h_in) / n);
-    let lens = |h: usize, c: usize| (0..n).map(|i| if i == 0 { h + c } else { c }).collect::<Vec<_>>();
-    let aux_windows = windows(aux, &lens(h_aux, c_aux));
-    let input_windows = windows(&mut input[1..], &lens(h_in, c_in));
-    aux_windows.into_par_iter().zip(input_windows).enumerate().try_for_each(|(i, (aux, input))| {
-        let (aux_base, input_base) = if i == 0 { (0, 1) } else { (h_aux + i * c_aux, 1 + h_in + i * c_in) };
-        let mut cs = SegmentCs::new(aux, aux_base, input, input_base);
-        if i > 0 {
-            cs.import((0..h_aux).map(|v| Variable::new_unchecked(Index::Aux(v))));
-            cs.import_inputs((1..=h_in).map(|v| Variable::new_unchecked(Index::Input(v))));
-        }
-        let ran = challenge(i).and_then(|c| c.synthesize(&mut cs));
-        cs.finish_after(i, ran)
-    })?;
-    Ok(true)
 }

@@ -1,7 +1,7 @@
 //! Witnesses through recorded matrices on 2 KiB partitions of every kind: the parallel witness
-//! (a PoRep partition's challenges on their own threads, the other kinds in one part) equals
-//! `ConstraintMatrices::witness`, sequential synthesis, index for index; a PoRep partition
-//! does split.
+//! (a PoRep or SnapDeals partition's challenges on their own threads, the other kinds in one
+//! part) equals `ConstraintMatrices::witness`, sequential synthesis, index for index; PoRep and
+//! SnapDeals partitions do split.
 
 mod common;
 
@@ -26,9 +26,36 @@ fn parallel_witnesses_equal_sequential_synthesis() {
         input[0] = blstrs::Scalar::ONE;
         let split = c.witness_in_parts(&mut input, &mut aux).expect("witness in parts");
         eprintln!("{:?}: {} constraints, {} inputs, {} aux; in parts: {split}", req.kind, m.num_constraints(), m.num_inputs, m.num_aux);
-        assert_eq!(split, req.kind == FilKind::PoRep, "{:?}: split into parts", req.kind);
+        assert_eq!(split, matches!(req.kind, FilKind::PoRep | FilKind::SnapDeals), "{:?}: split into parts", req.kind);
         if split {
             assert!(input == sequential.input[..] && aux == sequential.aux[..], "{:?}: the parts differ from sequential synthesis", req.kind);
         }
+    }
+}
+
+/// The native PoRep witness on the production tree shapes (32 GiB: base arity 8 with a sub-tree
+/// level of 8; 64 GiB: also a top level of 2) and 11 layers, from shape-only vanilla proofs of
+/// one partition of two challenges: equal index for index to Filecoin's gadgets run
+/// sequentially.
+#[test]
+fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
+    for sector_size in [32u64 << 30, 64 << 30] {
+        let p = cuzk_circuits_filecoin::shape::porep(sector_size, Some(1), Some(2), 11).expect("shape-only job");
+        let c = p.partition(0);
+        let n = c.size().expect("count");
+        let fresh = || {
+            let mut input = vec![blstrs::Scalar::ZERO; n.inputs];
+            input[0] = blstrs::Scalar::ONE;
+            (input, vec![blstrs::Scalar::ZERO; n.aux])
+        };
+        let (mut input, mut aux) = fresh();
+        assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{sector_size}: not written natively");
+        let (mut seq_input, mut seq_aux) = fresh();
+        c.witness_sequential(&mut seq_input, &mut seq_aux).expect("sequential witness");
+        assert!(input == seq_input, "{sector_size}: inputs differ");
+        if let Some(i) = (0..n.aux).find(|&i| aux[i] != seq_aux[i]) {
+            panic!("{sector_size}: aux {i} of {} differs", n.aux);
+        }
+        eprintln!("{sector_size}: {} aux, {} inputs equal", n.aux, n.inputs);
     }
 }

@@ -45,6 +45,9 @@
 //!   path and the host path (`prove/filecoin.rs`); with it, the built-in circuits run only
 //!   when `--circuits` is given; `--fil-dir DIR` keeps their parameters and sector (default:
 //!   `TMPDIR/cuzk-prove-fil`).
+//! - `--fil-shapes 32g,64g` (default: none): the witness of a shape-only PoRep partition at
+//!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
+//!   the native writer on one thread, and a whole partition on all threads.
 //!
 //! The "peak RSS" column is the process's peak resident memory during the one-proof runs,
 //! above what it held before them (parameters and matrices already resident).
@@ -86,7 +89,8 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --timing-params-in-memory    make timing-only parameters resident without a parameter file
   --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
                                (default none; with it the built-ins run only when --circuits is given)
-  --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)";
+  --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
+  --fil-shapes 32g,64g         shape-only PoRep partitions: witness, gadgets against the native writer (no proof)";
 
 /// What the run varies.
 struct Args {
@@ -105,6 +109,7 @@ struct Args {
     timing_in_memory: bool,
     filecoin: Vec<cuzk_circuits_filecoin::FilShape>,
     fil_dir: PathBuf,
+    fil_shapes: Vec<u64>,
 }
 
 fn list(v: &str) -> impl Iterator<Item = &str> {
@@ -139,6 +144,7 @@ impl Args {
             timing_in_memory: false,
             filecoin: Vec::new(),
             fil_dir: std::env::temp_dir().join("cuzk-prove-fil"),
+            fil_shapes: Vec::new(),
         };
         let mut circuits_given = false;
         let mut it = args.into_iter();
@@ -159,6 +165,7 @@ impl Args {
             const VALUED: [&str; 13] = [
                 "--filecoin",
                 "--fil-dir",
+                "--fil-shapes",
                 "--logs",
                 "--circuits",
                 "--backends",
@@ -193,6 +200,16 @@ impl Args {
                         .collect::<Result<_, _>>()?
                 }
                 "--fil-dir" => a.fil_dir = PathBuf::from(&v),
+                "--fil-shapes" => {
+                    a.fil_shapes = list(&v)
+                        .map(|s| match s {
+                            "32g" => Ok(32u64 << 30),
+                            "64g" => Ok(64 << 30),
+                            "2k" => Ok(2048),
+                            _ => Err(format!("--fil-shapes takes 2k, 32g, 64g, not {s:?}")),
+                        })
+                        .collect::<Result<_, _>>()?
+                }
                 "--circuits" => {
                     circuits_given = true;
                     a.circuits = list(&v).map(CircuitKind::from_name).collect::<Result<_, _>>().map_err(|e| format!("--circuits: {e}"))?
@@ -228,7 +245,7 @@ impl Args {
         if a.evals.is_empty() {
             return Err("--eval needs gpu, host or both".into());
         }
-        if !a.filecoin.is_empty() && !circuits_given {
+        if (!a.filecoin.is_empty() || !a.fil_shapes.is_empty()) && !circuits_given {
             a.circuits.clear();
         }
         Ok(Some(a))
@@ -814,6 +831,10 @@ fn main() {
                 println!("| | | ratio cpu/gpu | | | | | | {:.1}× (backend stages {:.1}×) | | |", c.total / g.total, gpu(c) / gpu(g));
             }
         }
+    }
+    for &size in &args.fil_shapes {
+        println!();
+        filecoin::shape_witness(size);
     }
     if !args.filecoin.is_empty() {
         println!();

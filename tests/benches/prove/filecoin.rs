@@ -4,7 +4,8 @@
 //! the host path (the same witness, `a, b, c` as sparse products and checked on the host, all
 //! copied). The two proofs must be the same bytes, and verify.
 //!
-//! Per path and rep: witness wall and CPU seconds (and, once, one thread's ns per constraint),
+//! Per path and rep: witness wall and CPU seconds (and, once, one thread's ns per constraint for
+//! Filecoin's gadgets and for the witness path's writer, native for PoRep),
 //! the host products' wall and CPU seconds, the host check, the bytes a partition copies
 //! host→device (which are also the host bytes it holds between synthesis and upload), and the
 //! backend's evaluation and check times, each waited for. Parameters (`cuzk-setup`, random)
@@ -68,20 +69,30 @@ pub fn run<B: Backend>(backend: &B, name: &str, shape: FilShape, dir: &Path, fx:
     let resident = backend.load_matrices(&m).expect("matrices resident");
     let rows = m.num_constraints();
     let alloc = backend.host_allocator();
-    // One thread's witness (sequential synthesis), for ns per constraint.
+    // One thread's witness, for ns per constraint: Filecoin's gadgets run sequentially, and the
+    // witness path's writer (native where the kind has one) on a one-thread pool; the same values.
     let t = Instant::now();
-    let seq = m.witness(c.clone(), alloc.clone()).expect("witness");
+    let gadgets = m.witness(c.clone(), alloc.clone()).expect("witness");
     let one_thread = secs(t);
-    drop(seq);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("one-thread pool");
+    let t = Instant::now();
+    let native = pool.install(|| m.witness_parallel(&c, alloc.clone())).expect("witness");
+    let native_one_thread = secs(t);
+    assert!(*native.aux == *gadgets.aux && *native.input == *gadgets.input, "{}: the witness path's values differ from the gadgets'", shape.id());
+    drop((gadgets, native));
+    let per = |t: f64| t / rows as f64 * 1e9;
     println!(
-        "{} on {name}: {rows} constraints, {} inputs, {} aux, matrices {} entries ({:.0} MiB, recorded in {record:.2} s); witness on one thread {:.3} s = {:.0} ns/constraint",
+        "{} on {name}: {rows} constraints, {} inputs, {} aux, matrices {} entries ({:.0} MiB, recorded in {record:.2} s); witness on one thread: gadgets {:.3} s = {:.0} ns/constraint, witness path {:.3} s = {:.0} ns/constraint ({:.2}x)",
         shape.id(),
         m.num_inputs,
         m.num_aux,
         m.num_entries(),
         mib(m.heap_bytes()),
         one_thread,
-        one_thread / rows as f64 * 1e9
+        per(one_thread),
+        native_one_thread,
+        per(native_one_thread),
+        one_thread / native_one_thread
     );
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xf11ec0);
     let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
@@ -167,4 +178,64 @@ pub fn run<B: Backend>(backend: &B, name: &str, shape: FilShape, dir: &Path, fx:
         ms(&hp_total)
     );
     println!("(proofs of both paths byte-identical and verified; {} threads)", rayon::current_num_threads());
+}
+
+/// `--fil-shapes 32g,64g`: the witness of a shape-only PoRep partition of `sector_size`
+/// (`cuzk_circuits_filecoin::shape`: the real circuit, fabricated values; no proof). Filecoin's
+/// gadgets and the native writer on one thread over a partition of two challenges (the same
+/// values, checked), then the native writer over a whole partition on all threads. Sizes are
+/// counted on partitions of one and two challenges (a partition is a header and equal
+/// challenges).
+pub fn shape_witness(sector_size: u64) {
+    use cuzk_circuits_filecoin::shape;
+    let id =
+        format!("porep-{}", cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).map(|s| s.id()).unwrap_or_default());
+    let job = |challenges: Option<usize>| shape::porep(sector_size, Some(1), challenges, 3).expect("shape-only job").partition(0);
+    let (one, two) = (job(Some(1)).size().expect("size"), job(Some(2)).size().expect("size"));
+    let n = shape::porep_challenges(sector_size).expect("challenges per partition");
+    let full = |a: usize, b: usize| a + (n - 1) * (b - a);
+    let (rows, inputs, aux) = (full(one.constraints, two.constraints), full(one.inputs, two.inputs), full(one.aux, two.aux));
+    let zeros = |inputs: usize, aux: usize| {
+        let mut input = vec![Scalar::ZERO; inputs];
+        input[0] = Scalar::ONE;
+        (input, vec![Scalar::ZERO; aux])
+    };
+    // One thread, two challenges: gadgets against the native writer.
+    let c = job(Some(2));
+    let (mut gi, mut ga) = zeros(two.inputs, two.aux);
+    let t = Instant::now();
+    c.witness_sequential(&mut gi, &mut ga).expect("gadgets");
+    let gadgets = secs(t);
+    let (mut ni, mut na) = zeros(two.inputs, two.aux);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("one-thread pool");
+    let t = Instant::now();
+    let split = pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native");
+    let native = secs(t);
+    assert!(split, "{id}: the native writer did not run");
+    assert!(ni == gi && na == ga, "{id}: the native witness differs from the gadgets'");
+    drop((gi, ga, ni, na));
+    let per = |t: f64, rows: usize| t / rows as f64 * 1e9;
+    println!(
+        "{id} (shape-only): {rows} constraints, {inputs} inputs, {aux} aux per partition of {n} challenges; one thread, 2 challenges ({} constraints): gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x)",
+        two.constraints,
+        gadgets,
+        per(gadgets, two.constraints),
+        native,
+        per(native, two.constraints),
+        gadgets / native
+    );
+    // A whole partition, native, all threads.
+    let c = job(None);
+    let (mut input, mut aux_buf) = zeros(inputs, aux);
+    let (t, cpu) = (Instant::now(), cpu_time());
+    assert!(c.witness_in_parts(&mut input, &mut aux_buf).expect("native"), "{id}: the native writer did not run");
+    let (wall, cpu) = (secs(t), (cpu_time() - cpu).as_secs_f64());
+    println!(
+        "{id} (shape-only): whole partition native on {} threads: {:.3} s wall, {:.2} s CPU ({:.0} ns/constraint of CPU); witness {:.2} GiB",
+        rayon::current_num_threads(),
+        wall,
+        cpu,
+        per(cpu, rows),
+        (32 * (inputs + aux)) as f64 / (1u64 << 30) as f64
+    );
 }
