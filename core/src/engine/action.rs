@@ -95,7 +95,21 @@ pub enum Action {
         /// For a device load: a warm host copy exists (and stays until the load is reported).
         from_host: bool,
     },
-    /// Drop a circuit's parameters from a location. Execute before later actions.
+    /// The device copy of a circuit now includes its constraint matrices: `bytes` more are
+    /// reserved there (with a load, or as the copy grows once the matrices are known). The
+    /// worker may make them resident there (on first use) and evaluates `a, b, c` on the
+    /// device; without this, it evaluates them on the host for that device. They leave with
+    /// the copy ([`Action::EvictParams`]). Execute before later actions.
+    MatricesReserved {
+        /// The circuit.
+        circuit: CircuitId,
+        /// The device.
+        device: DeviceId,
+        /// Bytes of the matrices, now counted as used there.
+        bytes: u64,
+    },
+    /// Drop a circuit's parameters from a location, and a device copy's matrices with them
+    /// (`bytes` covers both). Execute before later actions.
     EvictParams {
         /// The circuit.
         circuit: CircuitId,

@@ -51,6 +51,18 @@ impl Engine {
         self.circuits.get(&circuit)?.at(at).map(|r| r.state)
     }
 
+    /// Whether the device copy of a circuit at `at` includes its constraint matrices (`None`
+    /// for an unknown circuit or device, `Some(false)` on the host).
+    pub fn matrices_at(&self, circuit: CircuitId, at: Location) -> Option<bool> {
+        Some(self.circuits.get(&circuit)?.at(at)?.matrices)
+    }
+
+    /// Device bytes of a circuit's constraint matrices as reported by
+    /// [`Engine::matrices_recorded`] (0 until then).
+    pub fn matrices_bytes(&self, circuit: CircuitId) -> Option<u64> {
+        self.circuits.get(&circuit).map(|c| c.matrices)
+    }
+
     /// Memory use of the host budget or a device budget.
     pub fn usage(&self, at: Location) -> Option<MemoryUsage> {
         let p = match at {
@@ -71,14 +83,19 @@ impl Engine {
         self.check_queues()?;
         let mut host = 0u64;
         let mut devs = vec![0u64; self.devices.len()];
-        for c in self.circuits.values() {
+        for (id, c) in &self.circuits {
             if c.host.present() {
                 host += c.profile.params_host_bytes;
             }
             for (d, r) in c.devices.iter().enumerate() {
                 if r.present() {
-                    devs[d] += c.profile.params_device_bytes;
+                    devs[d] += c.copy_bytes(Location::Device(DeviceId(d as u32)));
+                } else if r.matrices {
+                    return Err(format!("circuit {} has matrices without parameters on device {d}", id.0));
                 }
+            }
+            if c.host.matrices {
+                return Err("matrices in a host copy".into());
             }
         }
         for j in self.jobs.values() {
@@ -155,10 +172,10 @@ impl Engine {
             );
         }
         for (id, c) in &self.circuits {
-            let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}", r.state, r.users)).collect();
+            let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}{}", r.state, r.users, if r.matrices { "+m" } else { "" })).collect();
             let _ = writeln!(
                 o,
-                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{}",
+                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{} matrices {}",
                 id.0,
                 c.host.state,
                 c.host.users,
@@ -166,7 +183,8 @@ impl Engine {
                 c.demand.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
                 c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
                 c.profile.params_device_bytes,
-                c.profile.footprint.device()
+                c.profile.footprint.device(),
+                c.matrices
             );
         }
         o

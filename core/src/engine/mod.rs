@@ -10,15 +10,15 @@
 //! loop {
 //!     feed ONE input:  submit / stage_finished / stage_failed / cancel /
 //!                      preload / evict / params_loaded / params_load_failed /
-//!                      retire_device / tick
+//!                      matrices_recorded / retire_device / tick
 //!     while let Some(action) = engine.poll_action() { execute(action) }
 //! }
 //! ```
 //!
 //! 1. After every input, call [`Engine::poll_action`] until it returns `None`. Actions are
 //!    produced only by inputs, so once drained nothing new appears until the next input.
-//! 2. Execute actions in the order they come. [`Action::Release`] and
-//!    [`Action::EvictParams`] are cheap (return buffers to a pool, free device memory) and
+//! 2. Execute actions in the order they come. [`Action::Release`],
+//!    [`Action::MatricesReserved`] and [`Action::EvictParams`] are cheap (return buffers to a pool, free device memory) and
 //!    must be done before the actions that follow them: the engine counts that memory as free
 //!    the moment it emits them and may hand it out in the very next action.
 //! 3. [`Action::Start`] and [`Action::LoadParams`] are long: run them elsewhere (a task, a
@@ -58,7 +58,9 @@
 //!   device that waiting work could use. When memory is needed, the least recently used
 //!   parameters are evicted among those no partition on that device uses and no started
 //!   partition of an earlier-ordered job still needs (unless another device holds a copy).
-//!   A device load reads the warm host copy when there is one.
+//!   A device load reads the warm host copy when there is one. Once a circuit's constraint
+//!   matrices are known ([`Engine::matrices_recorded`]) its device copies include them where
+//!   they fit: counted, evicted and replaced like the parameters they belong to.
 //! * Devices: a job may avoid a device ([`JobSpec::avoiding`], e.g. a retry after a fault
 //!   there): its partitions go elsewhere when they can. A retired device
 //!   ([`Engine::retire_device`]) gets no new partitions or parameters; jobs no device in
@@ -298,7 +300,8 @@ impl Engine {
             self.schedule();
             return Err(EngineError::InsufficientMemory { location: to, need });
         }
-        self.start_load(circuit, to);
+        let m = self.room_for_matrices(circuit, to, 0, false, Evict::Idle);
+        self.start_load(circuit, to, m);
         self.schedule();
         Ok(())
     }
@@ -316,6 +319,29 @@ impl Engine {
         }
         self.advance(now);
         self.evict_now(circuit, from);
+        self.schedule();
+        Ok(())
+    }
+
+    /// The worker recorded `circuit`'s constraint matrices, which take `device_bytes` on a
+    /// device (known at `now`; the first report counts, later ones change nothing).
+    ///
+    /// From then on a device copy of the circuit is its parameters plus its matrices
+    /// wherever they fit ([`Action::MatricesReserved`]): loads include them when parameters,
+    /// matrices and one partition fit what non-CRITICAL work may use on the device and room
+    /// can be made for them as for parameters (else the copy is the parameters alone, and
+    /// that device evaluates `a, b, c` on the host for the circuit until its next load);
+    /// copies already there or loading grow now where free memory, after evicting parameters
+    /// no job needs, allows. [`Action::EvictParams`] of a device copy frees its matrices with
+    /// it.
+    pub fn matrices_recorded(&mut self, circuit: CircuitId, device_bytes: u64, now: Nanos) -> Result<(), EngineError> {
+        let c = self.circuits.get_mut(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
+        if c.matrices > 0 || device_bytes == 0 {
+            return Ok(());
+        }
+        c.matrices = device_bytes;
+        self.advance(now);
+        self.grow_copies(circuit);
         self.schedule();
         Ok(())
     }

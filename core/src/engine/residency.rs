@@ -33,10 +33,13 @@ pub(crate) struct Residence {
     pub since: Nanos,
     /// The load in flight reads the warm host copy.
     pub from_host: bool,
+    /// A device copy that includes the circuit's constraint matrices (their bytes are
+    /// reserved with the parameters and freed with them).
+    pub matrices: bool,
 }
 
 impl Residence {
-    const ABSENT: Residence = Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false };
+    const ABSENT: Residence = Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false, matrices: false };
 
     pub fn resident(&self) -> bool {
         self.state == Presence::Resident
@@ -51,6 +54,9 @@ impl Residence {
 #[derive(Debug, Clone)]
 pub(crate) struct CircuitState {
     pub profile: CircuitProfile,
+    /// Device bytes of the circuit's recorded constraint matrices, 0 until reported
+    /// ([`Engine::matrices_recorded`]).
+    pub matrices: u64,
     pub host: Residence,
     pub devices: Vec<Residence>,
     /// Partitions per job that still need device parameters, in job order.
@@ -67,6 +73,7 @@ impl CircuitState {
     pub fn new(profile: CircuitProfile, devices: usize) -> CircuitState {
         CircuitState {
             profile,
+            matrices: 0,
             host: Residence::ABSENT,
             devices: vec![Residence::ABSENT; devices],
             demand: BTreeMap::new(),
@@ -89,11 +96,18 @@ impl CircuitState {
         }
     }
 
+    /// Bytes of the parameters at `loc`.
     pub fn bytes(&self, loc: Location) -> u64 {
         match loc {
             Location::Host => self.profile.params_host_bytes,
             Location::Device(_) => self.profile.params_device_bytes,
         }
+    }
+
+    /// Bytes the copy at `loc` reserves: the parameters, plus the matrices where it includes them.
+    pub fn copy_bytes(&self, loc: Location) -> u64 {
+        let m = if self.at(loc).is_some_and(|r| r.matrices) { self.matrices } else { 0 };
+        self.bytes(loc).saturating_add(m)
     }
 
     pub fn tier(&self) -> Tier {
@@ -182,6 +196,11 @@ impl Engine {
     /// Makes `need` bytes available at `loc`, evicting least recently used parameters that
     /// `rule` allows; evicts nothing and returns false when that cannot be enough.
     pub(crate) fn make_room(&mut self, loc: Location, need: u64, critical: bool, rule: Evict) -> bool {
+        self.make_room_keeping(loc, need, critical, rule, None)
+    }
+
+    /// [`Engine::make_room`], never evicting `keep`.
+    pub(crate) fn make_room_keeping(&mut self, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>) -> bool {
         if self.avail(loc, critical) >= need {
             return true;
         }
@@ -198,8 +217,8 @@ impl Engine {
         let mut cands: Vec<(u64, CircuitId, u64)> = self
             .circuits
             .iter()
-            .filter(|(_, c)| self.evictable(c, loc, rule))
-            .map(|(id, c)| (c.at(loc).map_or(0, |r| r.last_used), *id, c.bytes(loc)))
+            .filter(|(id, c)| Some(**id) != keep && self.evictable(c, loc, rule))
+            .map(|(id, c)| (c.at(loc).map_or(0, |r| r.last_used), *id, c.copy_bytes(loc)))
             .collect();
         cands.sort_unstable();
         let mut chosen = 0;
@@ -219,24 +238,27 @@ impl Engine {
         true
     }
 
-    /// Drops resident, unreferenced parameters.
+    /// Drops resident, unreferenced parameters (and the matrices of a device copy with them).
     pub(crate) fn evict_now(&mut self, id: CircuitId, loc: Location) {
         let Some(c) = self.circuits.get_mut(&id) else { return };
-        let bytes = c.bytes(loc);
+        let bytes = c.copy_bytes(loc);
         let Some(r) = c.at_mut(loc) else { return };
         r.state = Presence::Absent;
+        r.matrices = false;
         self.pool_give(loc, bytes);
         self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
     }
 
-    /// Reserves memory and asks for a load (the caller checked that it fits).
-    pub(crate) fn start_load(&mut self, id: CircuitId, loc: Location) {
+    /// Reserves memory and asks for a load (the caller checked that it fits), of the
+    /// parameters alone or, with `matrices`, of a device copy that includes the matrices.
+    pub(crate) fn start_load(&mut self, id: CircuitId, loc: Location, matrices: bool) {
         let now = self.now;
         let Some(c) = self.circuits.get_mut(&id) else { return };
         if !matches!(c.at(loc), Some(r) if !r.present()) {
             return; // already there or on its way (or no such device): nothing to reserve
         }
-        let bytes = c.bytes(loc);
+        let (params, m) = (c.bytes(loc), c.matrices);
+        let matrices = matrices && m > 0;
         let from_host = matches!(loc, Location::Device(_)) && c.host.resident();
         if from_host {
             c.host.users += 1;
@@ -245,8 +267,55 @@ impl Engine {
         r.state = Presence::Loading;
         r.since = now;
         r.from_host = from_host;
-        self.pool_take(loc, bytes);
-        self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes, from_host });
+        r.matrices = matrices;
+        self.pool_take(loc, params);
+        self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host });
+        if let (true, Location::Device(device)) = (matrices, loc) {
+            self.pool_take(loc, m);
+            self.actions.push_back(Action::MatricesReserved { circuit: id, device, bytes: m });
+        }
+    }
+
+    /// Device `d` can take a copy of `c` that includes its matrices: they are known, and
+    /// parameters, matrices and one partition fit what non-CRITICAL work may use there (so
+    /// the bigger copy never stops a partition from ever fitting).
+    pub(crate) fn matrices_fit(&self, c: &CircuitState, d: usize) -> bool {
+        let total = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(c.profile.footprint.device());
+        c.matrices > 0 && self.devices.get(d).is_some_and(|s| s.pool.usable(false) >= total)
+    }
+
+    /// Whether a load of `id` onto `loc`, for which the caller made room for the parameters
+    /// and `extra` bytes, should include the matrices: when they fit the device and room
+    /// for them too can be made now under `rule` (evicting as for parameters).
+    pub(crate) fn room_for_matrices(&mut self, id: CircuitId, loc: Location, extra: u64, critical: bool, rule: Evict) -> bool {
+        let Location::Device(d) = loc else { return false };
+        let Some(c) = self.circuits.get(&id) else { return false };
+        if !self.matrices_fit(c, d.0 as usize) {
+            return false;
+        }
+        let need = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(extra);
+        self.make_room_keeping(loc, need, critical, rule, Some(id))
+    }
+
+    /// The matrices of `id` became known: every device copy in service without them grows to
+    /// include them where they fit and free memory (evicting parameters no job needs) allows.
+    pub(crate) fn grow_copies(&mut self, id: CircuitId) {
+        for d in 0..self.devices.len() {
+            let Some(c) = self.circuits.get(&id) else { return };
+            let r = c.devices[d];
+            if !r.present() || r.matrices || !self.serves(d) || !self.matrices_fit(c, d) {
+                continue;
+            }
+            let (m, loc) = (c.matrices, Location::Device(dev(d)));
+            if !self.make_room_keeping(loc, m, false, Evict::Idle, Some(id)) {
+                continue;
+            }
+            if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.devices.get_mut(d)) {
+                r.matrices = true;
+            }
+            self.pool_take(loc, m);
+            self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
+        }
     }
 
     /// Device `d` is in service (not retired).
@@ -289,7 +358,8 @@ impl Engine {
         for (_, std::cmp::Reverse(d)) in cands.into_iter().take(want) {
             let loc = Location::Device(dev(d));
             if self.make_room(loc, need, critical, Evict::Idle) {
-                self.start_load(id, loc);
+                let m = self.room_for_matrices(id, loc, 0, critical, Evict::Idle);
+                self.start_load(id, loc, m);
             }
         }
     }
@@ -319,7 +389,9 @@ impl Engine {
                 pick = (0..n).filter(group).find(|&d| open(self, d) && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key)));
             }
             if let Some(d) = pick {
-                self.start_load(id, Location::Device(dev(d)));
+                let loc = Location::Device(dev(d));
+                let m = self.room_for_matrices(id, loc, extra, crit, Evict::Before(key));
+                self.start_load(id, loc, m);
                 return true;
             }
         }
@@ -331,7 +403,7 @@ impl Engine {
         let now = self.now;
         let tick = self.lru_tick();
         let Some(c) = self.circuits.get_mut(&id) else { return };
-        let bytes = c.bytes(loc);
+        let bytes = c.copy_bytes(loc);
         let Some(r) = c.at_mut(loc) else { return };
         let since = r.since;
         let from_host = std::mem::take(&mut r.from_host);
@@ -340,6 +412,7 @@ impl Engine {
             r.last_used = tick;
         } else {
             r.state = Presence::Absent;
+            r.matrices = false;
         }
         if from_host {
             c.host.users = c.host.users.saturating_sub(1);

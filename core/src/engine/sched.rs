@@ -227,7 +227,9 @@ impl Engine {
             if let Some((circuit, total, crit)) = target {
                 let loc = Location::Device(dev(d));
                 if self.make_room(loc, total, crit, Evict::Idle) {
-                    self.start_load(circuit, loc);
+                    let extra = total.saturating_sub(self.circuits.get(&circuit).map_or(0, |c| c.profile.params_device_bytes));
+                    let m = self.room_for_matrices(circuit, loc, extra, crit, Evict::Idle);
+                    self.start_load(circuit, loc, m);
                 }
             }
         }

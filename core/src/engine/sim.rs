@@ -87,6 +87,10 @@ pub struct Model {
     pub default: CircuitModel,
     /// Faults.
     pub faults: Faults,
+    /// Device bytes of a circuit's constraint matrices, reported to the engine
+    /// ([`Engine::matrices_recorded`]) when the first synthesis of the circuit succeeds, as
+    /// the daemon's driver does; circuits not listed have none.
+    pub matrices: BTreeMap<CircuitId, u64>,
 }
 
 impl Model {
@@ -156,7 +160,7 @@ enum Event {
     Submit { ticket: usize, spec: JobSpec },
     Cancel { ticket: usize },
     Preload { circuit: CircuitId, at: Location },
-    StageEnd { p: PartitionId, stage: Stage, location: Location, fail: bool },
+    StageEnd { p: PartitionId, circuit: CircuitId, stage: Stage, location: Location, fail: bool },
     LoadEnd { circuit: CircuitId, at: Location, fail: bool },
     Retire { device: DeviceId },
     Tick,
@@ -243,6 +247,8 @@ pub struct Sim {
     ticks: BTreeSet<Nanos>,
     tickets: Vec<Option<JobId>>,
     profiles: BTreeMap<CircuitId, CircuitProfile>,
+    /// Circuits whose matrices were reported.
+    recorded: BTreeSet<CircuitId>,
     /// Check [`Engine::check_consistency`] after every input (slower; on by default).
     pub check_each_step: bool,
     /// Record every start in [`SimLog::starts`] and [`SimLog::trace`] (on by default).
@@ -264,6 +270,7 @@ impl Sim {
             ticks: BTreeSet::new(),
             tickets: Vec::new(),
             profiles: BTreeMap::new(),
+            recorded: BTreeSet::new(),
             check_each_step: true,
             record_starts: true,
             log: SimLog::default(),
@@ -279,7 +286,8 @@ impl Sim {
 
     /// Checks the state after a run to completion: no violation was seen; every accepted
     /// job ended exactly once; the engine is quiescent; and the ledger of every location
-    /// holds exactly the resident parameters there (no reservation leaked).
+    /// holds exactly the resident parameters there, with the matrices of the device copies
+    /// that include them (no reservation leaked).
     pub fn audit(&self) -> Result<(), String> {
         if let Some(v) = self.log.violations.first() {
             return Err(format!("{} violations, first: {v}", self.log.violations.len()));
@@ -302,6 +310,9 @@ impl Sim {
                 if self.engine.presence(*id, at) == Some(super::Presence::Resident) {
                     let b = if at == Location::Host { p.params_host_bytes } else { p.params_device_bytes };
                     params += i128::from(b);
+                    if self.engine.matrices_at(*id, at) == Some(true) {
+                        params += i128::from(self.engine.matrices_bytes(*id).unwrap_or(0));
+                    }
                 }
             }
             let ledger = self.log.ledger.get(&at).copied().unwrap_or(0);
@@ -431,9 +442,12 @@ impl Sim {
                     self.log.refused.push(err);
                 }
             }
-            Event::StageEnd { p, stage, location, fail } => {
+            Event::StageEnd { p, circuit, stage, location, fail } => {
                 if self.record_starts {
                     self.log.trace.push(Trace::End { at: now, partition: p, stage, location, failed: fail });
+                }
+                if stage == Stage::Synthesize && !fail {
+                    self.report_matrices(circuit);
                 }
                 let r = if fail { self.engine.stage_failed(p, stage, now, "injected fault") } else { self.engine.stage_finished(p, stage, now) };
                 if let Err(err) = r {
@@ -455,6 +469,20 @@ impl Sim {
                 self.ticks.remove(&now);
                 self.engine.tick(now);
             }
+        }
+        self.drain();
+    }
+
+    /// After a synthesis of `job`: the first of its circuit reports the circuit's matrices
+    /// (an input of its own, drained before the stage's report).
+    fn report_matrices(&mut self, circuit: CircuitId) {
+        let Some(&bytes) = self.model.matrices.get(&circuit) else { return };
+        if !self.recorded.insert(circuit) {
+            return;
+        }
+        self.log.inputs += 1;
+        if let Err(err) = self.engine.matrices_recorded(circuit, bytes, self.now) {
+            self.log.violations.push(format!("matrices report refused: {err}"));
         }
         self.drain();
     }
@@ -503,7 +531,7 @@ impl Sim {
                 let dur = sample(m.stage(d.stage), hash64(&key));
                 let broken = matches!((self.model.faults.failing_device, d.location), (Some((b, t)), Location::Device(x)) if x == b && now >= t);
                 let fail = broken || chance(self.model.faults.stage_fail_ppm, hash64(&[key[0], key[1], key[2], key[3], 1]));
-                self.push(now + dur, Event::StageEnd { p: d.partition, stage: d.stage, location: d.location, fail });
+                self.push(now + dur, Event::StageEnd { p: d.partition, circuit: d.circuit, stage: d.stage, location: d.location, fail });
                 if self.record_starts {
                     self.log.trace.push(Trace::Start { at: now, dispatch: d.clone() });
                     self.log.starts.push((now, d));
@@ -520,6 +548,7 @@ impl Sim {
                 let fail = chance(self.model.faults.load_fail_ppm, hash64(&[h, 3]));
                 self.push(now + dur, Event::LoadEnd { circuit, at: to, fail });
             }
+            Action::MatricesReserved { device, bytes, .. } => self.account(Location::Device(device), i128::from(bytes)),
             Action::EvictParams { from, bytes, .. } => {
                 self.log.evictions += 1;
                 self.account(from, -i128::from(bytes));
