@@ -80,6 +80,12 @@ pub struct BackendWorker<B: Backend> {
     vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
     /// Matrices resident per shape and device (for backends that evaluate on the device).
     device_matrices: Mutex<PerDevice<CircuitShape, B::Matrices>>,
+    /// Device copies of matrices only where the engine reserved them (`reserved`), dropped
+    /// with the parameters; otherwise uploaded on first use and kept.
+    budgeted: bool,
+    /// Per circuit and device: the engine reserved its matrices there, and the shape whose
+    /// matrices were made resident for it (once the first upload did).
+    reserved: Mutex<HashMap<(CircuitId, usize), Option<CircuitShape>>>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -95,7 +101,20 @@ impl<B: Backend> BackendWorker<B> {
             keys: Mutex::default(),
             vks: Mutex::default(),
             device_matrices: Mutex::default(),
+            budgeted: false,
+            reserved: Mutex::default(),
         }
+    }
+
+    /// Device copies of the recorded matrices follow the engine's reservations, as parameters
+    /// do: a device holds a circuit's matrices only after [`Worker::matrices_reserved`] (made
+    /// resident by the first upload that uses them) and drops them with the parameters
+    /// ([`Worker::evict_params`]); elsewhere a witness-only partition has `a, b, c` evaluated
+    /// on the host at its upload (the host path). Without this (the default, for single proofs
+    /// and benchmarks) matrices are made resident on first use and stay.
+    pub fn with_budgeted_matrices(mut self) -> Self {
+        self.budgeted = true;
+        self
     }
 
     /// Keeps recorded constraint matrices in `dir` across restarts ([`MatrixCache::persistent`]).
@@ -176,6 +195,26 @@ impl<B: Backend> BackendWorker<B> {
         let r = Arc::new(backend.load_matrices(m)?);
         tracing::info!(circuit = %shape.id(), device = d, bytes = backend.matrices_bytes(&r), "constraint matrices resident");
         Ok(lock(&self.device_matrices).entry((shape, d)).or_insert(r).clone())
+    }
+
+    /// The matrices an upload of `circuit` on device `d` evaluates `a, b, c` with: made
+    /// resident on first use, where the engine reserved them when budgeted; `None` when the
+    /// upload takes the host path.
+    fn usable_matrices(&self, circuit: CircuitId, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Option<Arc<B::Matrices>>, WorkError> {
+        if !self.budgeted {
+            return self.resident_matrices(shape, m, d).map(Some);
+        }
+        match lock(&self.reserved).get_mut(&(circuit, d)) {
+            Some(entry) => *entry = Some(shape),
+            None => return Ok(None),
+        }
+        // The engine evicts a copy only while no partition uses it, so none interleaves here.
+        self.resident_matrices(shape, m, d).map(Some)
+    }
+
+    /// Whether `shape`'s matrices are resident on device `d`.
+    pub fn has_device_matrices(&self, shape: CircuitShape, d: usize) -> bool {
+        lock(&self.device_matrices).contains_key(&(shape, d))
     }
 
     /// Synthesizes `c`. With recorded matrices (or ones it can record) the witness is written
@@ -275,7 +314,20 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
             (Stage::Upload, PartData::Synthesized(synth)) => PartData::Uploaded(upload(&**backend, &*self.key(circuit, location, stage)?, synth)?),
             (Stage::Upload, PartData::Witness { witness, matrices, shape }) => {
                 let Location::Device(d) = location else { return Err(WorkError::Internal("upload runs on a device".into())) };
-                let resident = self.resident_matrices(shape, &matrices, d.0 as usize)?;
+                let Some(resident) = self.usable_matrices(circuit, shape, &matrices, d.0 as usize)? else {
+                    // No copy of the matrices here: the host path (products and check on the host).
+                    let synth = crate::matrices::evaluate(&matrices, witness, backend.host_allocator())?;
+                    if matches!(shape, CircuitShape::Filecoin(_)) {
+                        if let Some(constraint) = first_unsatisfied(&synth) {
+                            return Err(WorkError::Unsatisfied { constraint });
+                        }
+                    }
+                    let up = upload(&**backend, &*self.key(circuit, location, stage)?, synth)?;
+                    if self.sync_stages {
+                        backend.wait_idle()?;
+                    }
+                    return Ok(StageOutput::Data(PartData::Uploaded(up)));
+                };
                 let up = upload_witness(&**backend, &*self.key(circuit, location, stage)?, &matrices, &resident, witness)?;
                 // A Filecoin witness comes from a request and may be wrong: checked on the device
                 // exactly as synthesis checks a host record (built-in witnesses always hold).
@@ -356,13 +408,42 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         self.matrices.is_some() && self.device_evaluation && self.backends.first().is_some_and(|b| b.evaluates_constraints_on_device())
     }
 
+    fn matrices_device_bytes(&self, shape: CircuitShape) -> Option<u64> {
+        if !self.witness_only(shape) {
+            return None;
+        }
+        let m = self.matrices.as_ref()?.get(shape)?;
+        // The host form (offsets as u64, 8 bytes an entry, the coefficient table) bounds the
+        // device form (the same arrays, offsets as u32 where they fit), plus the long-row
+        // index (at most a u32 per row and matrix).
+        Some(m.heap_bytes() as u64 + 12 * (m.num_constraints() as u64 + 1))
+    }
+
+    fn matrices_reserved(&self, circuit: CircuitId, device: cuzk_core::engine::DeviceId) {
+        if self.budgeted {
+            lock(&self.reserved).entry((circuit, device.0 as usize)).or_insert(None);
+        }
+    }
+
     fn evict_params(&self, circuit: CircuitId, from: Location) {
         match from {
             Location::Host => {
                 lock(&self.host_params).remove(&circuit);
             }
             Location::Device(d) => {
-                lock(&self.keys).remove(&(circuit, d.0 as usize));
+                let d = d.0 as usize;
+                lock(&self.keys).remove(&(circuit, d));
+                if self.budgeted {
+                    let mut reserved = lock(&self.reserved);
+                    if let Some(Some(shape)) = reserved.remove(&(circuit, d)) {
+                        // Another circuit of the same shape reserved there keeps the copy.
+                        if !reserved.iter().any(|((_, e), s)| *e == d && *s == Some(shape)) {
+                            if lock(&self.device_matrices).remove(&(shape, d)).is_some() {
+                                tracing::info!(circuit = %shape.id(), device = d, "constraint matrices evicted");
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -137,7 +137,8 @@ pub trait Worker: Send + Sync + 'static {
     /// Makes a circuit's parameters resident where `task.at` says.
     fn load_params(&self, task: LoadTask) -> Result<(), WorkError>;
 
-    /// Drops a circuit's parameters from `from` (stages still running keep their reference).
+    /// Drops a circuit's parameters from `from` (stages still running keep their reference),
+    /// and from a device the matrices reserved with them.
     fn evict_params(&self, circuit: CircuitId, from: Location);
 
     /// The recorded constraint matrices this worker holds, for the status.
@@ -146,10 +147,25 @@ pub trait Worker: Send + Sync + 'static {
     }
 
     /// Whether synthesis of `shape` hands on only the witness (`a, b, c` are evaluated on the
-    /// device), so a partition holds no host `a, b, c`.
+    /// device, or on the host at the upload where the device holds no copy of the matrices).
     fn witness_only(&self, shape: CircuitShape) -> bool {
         let _ = shape;
         false
+    }
+
+    /// Device bytes a copy of `shape`'s recorded matrices takes (an upper bound), once they
+    /// are recorded and when this worker evaluates `a, b, c` of `shape` on the device: what
+    /// the engine counts with the parameters (`Engine::matrices_recorded`). `None` otherwise.
+    fn matrices_device_bytes(&self, shape: CircuitShape) -> Option<u64> {
+        let _ = shape;
+        None
+    }
+
+    /// The engine reserved device memory for `circuit`'s matrices on `device`
+    /// ([`cuzk_core::engine::Action::MatricesReserved`]): the worker may make them resident
+    /// there; they go with the parameters ([`Worker::evict_params`]).
+    fn matrices_reserved(&self, circuit: CircuitId, device: DeviceId) {
+        let _ = (circuit, device);
     }
 }
 

@@ -248,3 +248,150 @@ fn filecoin_partitions_through_the_witness_path_equal_the_host_path() {
         }
     }
 }
+
+/// With budgeted matrices, a device holds a circuit's matrices only once the engine reserved
+/// them: before that, uploads of witness-only partitions take the host path; after, the device
+/// path; evicting the parameters drops them. Both paths give the same verified proof.
+#[test]
+fn budgeted_matrices_follow_the_reservation() {
+    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("params");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
+    std::fs::write(&path, params.to_bytes()).unwrap();
+    let w = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]).with_budgeted_matrices();
+    let (c, d) = (CircuitId(0), DeviceId(0));
+    w.load_params(LoadTask { circuit: c, at: Location::Device(d), path, validation: Validation::Full, from_host: false }).unwrap();
+    assert_eq!(w.matrices_device_bytes(shape.into()), None, "nothing recorded yet");
+    let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let prove = |w: &BackendWorker<DeviceEvaluatingCpu>| {
+        let mut handed = None;
+        let (proof, _) = prove_one(w, c, 0, Work::Builtin(shape, 3), Some(rs), true, |stage, _, out| {
+            if stage == Stage::Synthesize {
+                handed = Some(matches!(out, StageOutput::Synthesized { data: PartData::Witness { .. }, .. }));
+            }
+        })
+        .expect("a verified proof");
+        assert_eq!(handed, Some(true), "synthesis hands on the witness alone");
+        proof
+    };
+    let host = prove(&w);
+    assert!(!w.has_device_matrices(shape.into(), 0), "not reserved: the host path");
+    let bytes = w.matrices_device_bytes(shape.into()).expect("recorded");
+    let m = w.matrices().and_then(|m| m.get(shape.into())).unwrap();
+    assert!(bytes >= m.heap_bytes() as u64, "{bytes}");
+    w.matrices_reserved(c, d);
+    let device = prove(&w);
+    assert!(w.has_device_matrices(shape.into(), 0), "reserved: the device path");
+    assert_eq!(device.to_bytes(), host.to_bytes());
+    w.evict_params(c, Location::Device(d));
+    assert!(!w.has_device_matrices(shape.into(), 0), "evicted with the parameters");
+}
+
+/// An engine driving a budgeted worker (what the daemon's driver does, synchronously): the
+/// matrices are counted with the parameters of the circuit whose copy includes them, evicted
+/// with them when another circuit needs the room, and every proof verifies.
+#[test]
+fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
+    use cuzk_core::engine::{Action, CircuitProfile, DeviceConfig, Engine, EngineConfig, Footprint, JobKind, JobSpec, Nanos, Outcome};
+    use std::collections::{HashMap, VecDeque};
+
+    let shapes = [BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap(), BuiltinShape::new(CircuitKind::SquaringChain, 11).unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+    let w = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]).with_budgeted_matrices();
+    let mut files = Vec::new();
+    let mut sizes = Vec::new();
+    for (i, s) in shapes.iter().enumerate() {
+        let path = dir.path().join(format!("params{i}"));
+        let params = cuzk_setup::generate_parameters(s.kind.instance(s.log_size, 0).unwrap(), &mut rng).unwrap();
+        std::fs::write(&path, params.to_bytes()).unwrap();
+        // Record the matrices up front (as a persistent store would have them).
+        stage(&w, Stage::Synthesize, StageInput::Circuit(Work::Builtin(*s, 0))).expect("synthesis");
+        let m = w.matrices_device_bytes((*s).into()).expect("recorded");
+        let fp = Footprint::for_domain(s.log_size, 2 * 32 << s.log_size);
+        sizes.push((std::fs::metadata(&path).unwrap().len(), m, fp));
+        files.push(path);
+    }
+    let ((p0, m0, f0), (p1, m1, f1)) = (sizes[0], sizes[1]);
+    // Room for circuit 0's copy with matrices, then circuit 1's parameters and a partition,
+    // but not for circuit 1's matrices too.
+    let budget = (p0 + m0 + p1 + f1.device()).max(p0 + m0 + f0.device()).max(p1 + m1 + f1.device()) + 1;
+    assert!(p0 + m0 + p1 + m1 + f1.device() > budget);
+    let mut cfg = EngineConfig::new(1, 1 << 40, vec![DeviceConfig { memory_bytes: budget, gpu_workers: 1, kernel_lanes: 1, fallback: false }]);
+    cfg.finalize_workers = 1;
+    let mut e = Engine::new(cfg, Nanos::ZERO).unwrap();
+    for (i, (p, m, fp)) in sizes.iter().enumerate() {
+        let c = CircuitId(i as u32);
+        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, footprint: *fp }).unwrap();
+        e.matrices_recorded(c, *m, Nanos::ZERO).unwrap();
+        assert!(e.poll_action().is_none());
+    }
+    let dev = Location::Device(DeviceId(0));
+    let mut clock = 0u64;
+    let mut run_job = |e: &mut Engine, c: usize, actions: &mut Vec<Action>| {
+        let job = e.submit(JobSpec::new(JobKind::Generic, CircuitId(c as u32), 2), Nanos(clock)).unwrap();
+        let mut pending = VecDeque::new();
+        let mut data: HashMap<_, PartData<DeviceEvaluatingCpu>> = HashMap::new();
+        let mut publics: HashMap<_, Vec<Scalar>> = HashMap::new();
+        let mut ended = None;
+        loop {
+            while let Some(a) = e.poll_action() {
+                e.check_consistency().unwrap();
+                assert!(e.usage(dev).unwrap().used <= budget);
+                match &a {
+                    Action::MatricesReserved { circuit, device, .. } => w.matrices_reserved(*circuit, *device),
+                    Action::EvictParams { circuit, from, .. } => w.evict_params(*circuit, *from),
+                    Action::LoadParams { .. } | Action::Start(_) => pending.push_back(a.clone()),
+                    Action::JobEnded { outcome, .. } => ended = Some(outcome.clone()),
+                    Action::Release { .. } => {}
+                }
+                actions.push(a);
+            }
+            let Some(next) = pending.pop_front() else { break };
+            clock += 1;
+            match next {
+                Action::LoadParams { circuit, to, from_host, .. } => {
+                    let path = files[circuit.0 as usize].clone();
+                    w.load_params(LoadTask { circuit, at: to, path, validation: Validation::Full, from_host }).unwrap();
+                    e.params_loaded(circuit, to, Nanos(clock)).unwrap();
+                }
+                Action::Start(d) => {
+                    let input = match d.stage {
+                        Stage::Synthesize => StageInput::Circuit(Work::Builtin(shapes[c], u64::from(d.partition.index) + 1)),
+                        _ => StageInput::Data(data.remove(&d.partition).unwrap()),
+                    };
+                    let verify_with = (d.stage == Stage::Finalize).then(|| publics[&d.partition].clone());
+                    let task =
+                        StageTask { partition: d.partition, stage: d.stage, location: d.location, circuit: d.circuit, input, verify_with, randomness: None };
+                    match w.run_stage(task).expect("stage (finalize verifies the proof)") {
+                        StageOutput::Synthesized { data: x, public } => {
+                            publics.insert(d.partition, public);
+                            data.insert(d.partition, x);
+                        }
+                        StageOutput::Data(x) => {
+                            data.insert(d.partition, x);
+                        }
+                        StageOutput::Proof(_) => {}
+                    }
+                    e.stage_finished(d.partition, d.stage, Nanos(clock)).unwrap();
+                }
+                _ => unreachable!(),
+            }
+        }
+        assert_eq!(ended, Some(Outcome::Completed), "job {job:?}");
+    };
+    let mut first = Vec::new();
+    run_job(&mut e, 0, &mut first);
+    assert!(first.contains(&Action::MatricesReserved { circuit: CircuitId(0), device: DeviceId(0), bytes: m0 }), "{first:?}");
+    assert!(w.has_device_matrices(shapes[0].into(), 0));
+    assert_eq!(e.usage(dev).unwrap().used, p0 + m0);
+    let mut second = Vec::new();
+    run_job(&mut e, 1, &mut second);
+    assert!(second.contains(&Action::EvictParams { circuit: CircuitId(0), from: dev, bytes: p0 + m0 }), "{second:?}");
+    assert!(second.contains(&Action::MatricesReserved { circuit: CircuitId(1), device: DeviceId(0), bytes: m1 }), "{second:?}");
+    assert!(!w.has_device_matrices(shapes[0].into(), 0), "evicted with circuit 0's parameters");
+    assert!(w.has_device_matrices(shapes[1].into(), 0));
+    assert_eq!(e.usage(dev).unwrap().used, p1 + m1);
+}
