@@ -162,7 +162,7 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            const VALUED: [&str; 13] = [
+            const VALUED: [&str; 14] = [
                 "--filecoin",
                 "--fil-dir",
                 "--fil-shapes",
