@@ -108,8 +108,8 @@ fn sha256_binary() {
 fn malformed_paths_are_errors() {
     let mut a = Assignment::new(&mut [], &mut []);
     let s7 = vec![Fr::ONE; 7];
-    assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, &[s7.clone()], &[true; 2], (8, 0, 0)).is_err(), "too few bits");
-    assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, &[s7.clone()], &[true; 4], (8, 0, 0)).is_err(), "too many bits");
+    assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, std::slice::from_ref(&s7), &[true; 2], (8, 0, 0)).is_err(), "too few bits");
+    assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, std::slice::from_ref(&s7), &[true; 4], (8, 0, 0)).is_err(), "too many bits");
     assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, &[vec![Fr::ONE; 6]], &[true; 3], (8, 0, 0)).is_err(), "too few siblings");
     assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, &[], &[], (8, 8, 0)).is_err(), "no sub-tree level");
     assert!(por_no_challenge_input_poseidon(&mut a, Fr::ONE, &[s7], &[true; 3], (3, 0, 0)).is_err(), "arity 3");
