@@ -437,10 +437,9 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     let mut reserved = lock(&self.reserved);
                     if let Some(Some(shape)) = reserved.remove(&(circuit, d)) {
                         // Another circuit of the same shape reserved there keeps the copy.
-                        if !reserved.iter().any(|((_, e), s)| *e == d && *s == Some(shape)) {
-                            if lock(&self.device_matrices).remove(&(shape, d)).is_some() {
-                                tracing::info!(circuit = %shape.id(), device = d, "constraint matrices evicted");
-                            }
+                        let shared = reserved.iter().any(|((_, e), s)| *e == d && *s == Some(shape));
+                        if !shared && lock(&self.device_matrices).remove(&(shape, d)).is_some() {
+                            tracing::info!(circuit = %shape.id(), device = d, "constraint matrices evicted");
                         }
                     }
                 }

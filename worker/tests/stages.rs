@@ -310,7 +310,7 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
         // Record the matrices up front (as a persistent store would have them).
         stage(&w, Stage::Synthesize, StageInput::Circuit(Work::Builtin(*s, 0))).expect("synthesis");
         let m = w.matrices_device_bytes((*s).into()).expect("recorded");
-        let fp = Footprint::for_domain(s.log_size, 2 * 32 << s.log_size);
+        let fp = Footprint::for_domain(s.log_size, 64u64 << s.log_size);
         sizes.push((std::fs::metadata(&path).unwrap().len(), m, fp));
         files.push(path);
     }
