@@ -10,15 +10,17 @@ pub use cuzk_worker::shape::{BuiltinShape, CircuitShape};
 use crate::setup::params_path;
 
 /// The memory profile of a circuit at a `2^log_size` domain. With `witness_only`, synthesis
-/// hands on only the assignments (`a, b, c` are evaluated on the device), so the host holds no
-/// `a, b, c`.
+/// hands on only the assignments (`a, b, c` are evaluated on the device). The host's `a, b, c`
+/// stay reserved all the same: a device whose copy of the circuit has no matrices (they did not
+/// fit, or are not known yet) evaluates them on the host at the upload, and the engine does not
+/// know at synthesis which device a partition will take.
 pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool) -> CircuitProfile {
     // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
     let n = 1u64 << log_size;
     let mut footprint = Footprint::for_domain(log_size, 2 * 32 * n);
     if witness_only {
         // The assignments: about one scalar per domain element.
-        (footprint.host_abc, footprint.host_rest) = (0, 32 * n);
+        footprint.host_rest = 32 * n;
     }
     CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint }
 }

@@ -381,7 +381,8 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
     let matrices_dir = cfg.params.matrices_dir.clone().unwrap_or_else(|| data_dir.join("matrices"));
-    let mut worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
+    // Device copies of the matrices are counted and evicted by the engine with the parameters.
+    let mut worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect()).with_budgeted_matrices();
     if !matrices_dir.as_os_str().is_empty() {
         worker = worker.with_matrix_store(matrices_dir);
     }

@@ -59,6 +59,10 @@ pub struct MatricesEntry {
     pub host_bytes: u64,
     /// Device bytes of the resident copy per device (0: not resident).
     pub device_bytes: Vec<u64>,
+    /// Device bytes the engine counts for the matrices per device, within the device's
+    /// reserved memory (0: that device's copy of the circuit has no matrices, or none).
+    #[serde(default)]
+    pub reserved_bytes: Vec<u64>,
 }
 
 /// What the driver did about faults and load.

@@ -371,6 +371,10 @@ impl<W: Worker> Driver<W> {
             // when the stage that consumes them ends, so there is nothing to free here.
             Action::Release { .. } => {}
             Action::LoadParams { circuit, to, from_host, .. } => self.load(circuit, to, from_host),
+            Action::MatricesReserved { circuit, device, bytes } => {
+                tracing::info!(circuit = circuit.0, device = device.0, bytes, "device memory reserved for the constraint matrices");
+                self.worker.matrices_reserved(circuit, device);
+            }
             Action::EvictParams { circuit, from, .. } => {
                 tracing::info!(circuit = circuit.0, at = ?from, "parameters evicted");
                 self.worker.evict_params(circuit, from);
@@ -528,6 +532,7 @@ impl<W: Worker> Driver<W> {
             Completion::Stage { partition, stage, started, ended, result } => {
                 let run = self.running.remove(&partition);
                 let timed_out = run.as_ref().is_some_and(|r| r.timed_out);
+                let circuit = run.as_ref().map(|r| r.circuit);
                 let device = match run.map(|r| r.location) {
                     Some(Location::Device(d)) => Some(d.0),
                     _ => None,
@@ -570,6 +575,9 @@ impl<W: Worker> Driver<W> {
                                     self.parts.insert(partition, data);
                                 }
                             }
+                        }
+                        if let (Stage::Synthesize, Some(c)) = (stage, circuit) {
+                            self.report_matrices(c, t);
                         }
                         self.engine.stage_finished(partition, stage, t)
                     }
@@ -648,7 +656,22 @@ impl<W: Worker> Driver<W> {
             }
         };
         self.engine.register_circuit(id, profile).map_err(DriverError::Internal)?;
+        self.report_matrices(id, self.now());
         Ok(id)
+    }
+
+    /// Tells the engine the device size of `circuit`'s matrices once the worker has recorded
+    /// (or loaded) them, so that device copies include them (an input of its own, drained).
+    fn report_matrices(&mut self, circuit: CircuitId, t: Nanos) {
+        if self.engine.matrices_bytes(circuit) != Some(0) {
+            return;
+        }
+        let Some(bytes) = self.registry.entry(circuit).and_then(|r| self.worker.matrices_device_bytes(r.spec)) else { return };
+        match self.engine.matrices_recorded(circuit, bytes, t) {
+            Ok(()) => tracing::info!(circuit = circuit.0, bytes, "constraint matrices counted with the parameters"),
+            Err(e) => tracing::warn!(error = %e, "engine refused the matrices"),
+        }
+        self.drain();
     }
 
     fn submit(&mut self, req: JobRequest) -> Result<Submitted, DriverError> {

@@ -209,7 +209,16 @@ impl<W: Worker> Driver<W> {
                 .worker
                 .matrices_info()
                 .into_iter()
-                .map(|m| MatricesEntry { circuit: m.circuit, entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes })
+                .map(|m| {
+                    let id = self.registry.iter().find(|(_, r)| r.spec.id() == m.circuit).map(|(id, _)| id);
+                    let reserved = |d: usize| {
+                        let id = id?;
+                        let with = self.engine.matrices_at(id, Location::Device(DeviceId(d as u32)))?;
+                        with.then(|| self.engine.matrices_bytes(id)).flatten()
+                    };
+                    let reserved_bytes = (0..n_dev).map(|d| reserved(d).unwrap_or(0)).collect();
+                    MatricesEntry { circuit: m.circuit, entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes, reserved_bytes }
+                })
                 .collect(),
         }
     }
