@@ -179,7 +179,7 @@ pub(crate) struct SnapJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
-    fn compound(registered_proof: u64) -> Result<(storage_proofs_update::PublicParams, SectorUpdateConfig), FilError> {
+    pub(crate) fn compound(registered_proof: u64) -> Result<(storage_proofs_update::PublicParams, SectorUpdateConfig), FilError> {
         let config = SectorUpdateConfig::from_porep_config(&update_porep_config(registered_proof)?);
         let sp = SetupParams {
             vanilla_params: storage_proofs_update::SetupParams { sector_bytes: u64::from(config.sector_size) },
@@ -199,6 +199,15 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
             return Err(FilError::VanillaInvalid("the SnapDeals vanilla proofs do not verify against comm_r_old, comm_r_new and comm_d_new".into()));
         }
         Ok(SnapJob { params, inputs, proofs })
+    }
+
+    /// A job from partition proofs that were not checked (shape-only jobs, `crate::snap_shape`).
+    pub(crate) fn unchecked(
+        params: storage_proofs_update::PublicParams,
+        inputs: storage_proofs_update::PublicInputs,
+        proofs: Vec<PartitionProof<Tree>>,
+    ) -> Self {
+        SnapJob { params, inputs, proofs }
     }
 
     /// The blank job of a registered proof (parameter generation).

@@ -29,6 +29,7 @@ mod porep_witness;
 pub mod reference;
 mod request;
 pub mod shape;
+pub mod snap_shape;
 mod snap_witness;
 pub mod verify;
 
