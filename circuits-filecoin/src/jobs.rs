@@ -1,6 +1,8 @@
 //! One job per proof kind, generic over the sector's tree shape: verifying the decoded vanilla
 //! proofs (`decode`), and building each partition's circuit with Filecoin's constructors.
 
+use std::sync::OnceLock;
+
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use cuzk_core::witness::WitnessError;
@@ -81,6 +83,8 @@ pub(crate) struct PoRepJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>
     params: stacked::PublicParams<Tree>,
     inputs: PoRepPub<Tree>,
     proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>,
+    /// What a partition's header allocates (the same for every partition), measured once.
+    header: OnceLock<Option<(usize, usize)>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
@@ -108,12 +112,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         if !ok {
             return Err(FilError::VanillaInvalid("the PoRep vanilla proofs do not verify against comm_r, comm_d, the replica id and the seed".into()));
         }
-        Ok(PoRepJob { params, inputs, proofs })
+        Ok(PoRepJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
     /// A job from vanilla proofs that were not checked (shape-only jobs, `crate::shape`).
     pub(crate) fn unchecked(params: stacked::PublicParams<Tree>, inputs: PoRepPub<Tree>, proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>) -> Self {
-        PoRepJob { params, inputs, proofs }
+        PoRepJob { params, inputs, proofs, header: OnceLock::new() }
     }
 
     /// The blank job of a registered proof (parameter generation).
@@ -121,7 +125,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         let (params, _) = Self::compound(registered_proof)?;
         let d = <Tree::Hasher as Hasher>::Domain::default();
         let inputs = stacked::PublicInputs { replica_id: d, tau: None, k: None, seed: None };
-        Ok(PoRepJob { params, inputs, proofs: Vec::new() })
+        Ok(PoRepJob { params, inputs, proofs: Vec::new(), header: OnceLock::new() })
     }
 }
 
@@ -155,7 +159,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
             let one = vec![first.clone()];
             StackedCompound::<Tree, DefaultPieceHasher>::circuit(&self.inputs, (), &one, &self.params, Some(k)).map_err(unsat).map_err(WitnessError::Circuit)
         };
-        let Some(header) = crate::parallel::header(header_of()?, "challenge_0") else { return Ok(false) };
+        let header = match self.header.get() {
+            Some(h) => *h,
+            None => *self.header.get_or_init(|| header_of().ok().and_then(|c| crate::parallel::header(c, "challenge_0"))),
+        };
+        let Some(header) = header else { return Ok(false) };
         let Ok(challenges) = proofs.iter().map(ChallengeInputs::of::<Tree>).collect::<Result<Vec<_>, _>>() else { return Ok(false) };
         let replica_id = crate::porep_witness::replica_id_bits(self.inputs.replica_id.into());
         let arities = crate::porep_witness::arities::<Tree>();
@@ -176,6 +184,8 @@ pub(crate) struct SnapJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     params: storage_proofs_update::PublicParams,
     inputs: storage_proofs_update::PublicInputs,
     proofs: Vec<PartitionProof<Tree>>,
+    /// What a partition's header allocates (the same for every partition), measured once.
+    header: OnceLock<Option<(usize, usize)>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
@@ -198,7 +208,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         if !ok {
             return Err(FilError::VanillaInvalid("the SnapDeals vanilla proofs do not verify against comm_r_old, comm_r_new and comm_d_new".into()));
         }
-        Ok(SnapJob { params, inputs, proofs })
+        Ok(SnapJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
     /// A job from partition proofs that were not checked (shape-only jobs, `crate::snap_shape`).
@@ -207,7 +217,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         inputs: storage_proofs_update::PublicInputs,
         proofs: Vec<PartitionProof<Tree>>,
     ) -> Self {
-        SnapJob { params, inputs, proofs }
+        SnapJob { params, inputs, proofs, header: OnceLock::new() }
     }
 
     /// The blank job of a registered proof (parameter generation).
@@ -215,7 +225,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         let (params, config) = Self::compound(registered_proof)?;
         let d = <TreeRHasher as Hasher>::Domain::default();
         let inputs = storage_proofs_update::PublicInputs { k: 0, comm_r_old: d, comm_d_new: DefaultPieceDomain::default(), comm_r_new: d, h: config.h };
-        Ok(SnapJob { params, inputs, proofs: Vec::new() })
+        Ok(SnapJob { params, inputs, proofs: Vec::new(), header: OnceLock::new() })
     }
 }
 
@@ -258,9 +268,15 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
             .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
             .map_err(|e| WitnessError::Circuit(unsat(e)))
         };
-        let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| circuit_of().map(|c| crate::parallel::header(c, FIRST_CHALLENGE))))
-            .unwrap_or_else(|_| Err(WitnessError::Circuit(unsat("malformed partition proof (the circuit panicked)"))))?;
-        let Some(header) = measured else { return Ok(false) };
+        let header = match self.header.get() {
+            Some(h) => *h,
+            None => {
+                let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| circuit_of().map(|c| crate::parallel::header(c, FIRST_CHALLENGE))))
+                    .unwrap_or_else(|_| Err(WitnessError::Circuit(unsat("malformed partition proof (the circuit panicked)"))))?;
+                *self.header.get_or_init(|| measured)
+            }
+        };
+        let Some(header) = header else { return Ok(false) };
         let partition = SnapPartition::of(&circuit_of()?).map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() })?;
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
             partition.write_challenge(i, a).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })

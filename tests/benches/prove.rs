@@ -45,7 +45,7 @@
 //!   path and the host path (`prove/filecoin.rs`); with it, the built-in circuits run only
 //!   when `--circuits` is given; `--fil-dir DIR` keeps their parameters and sector (default:
 //!   `TMPDIR/cuzk-prove-fil`).
-//! - `--fil-shapes 32g,64g` (default: none): the witness of a shape-only PoRep partition at
+//! - `--fil-shapes 32g,64g` (default: none): the witness of shape-only PoRep and SnapDeals partitions at
 //!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
 //!   the native writer on one thread, and a whole partition on all threads.
 //!
@@ -90,7 +90,7 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
                                (default none; with it the built-ins run only when --circuits is given)
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
-  --fil-shapes 32g,64g         shape-only PoRep partitions: witness, gadgets against the native writer (no proof)";
+  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer (no proof)";
 
 /// What the run varies.
 struct Args {
@@ -835,6 +835,7 @@ fn main() {
     for &size in &args.fil_shapes {
         println!();
         filecoin::shape_witness(size);
+        filecoin::snap_shape_witness(size);
     }
     if !args.filecoin.is_empty() {
         println!();
