@@ -37,6 +37,7 @@ fn engine(s: &Setup) -> Engine {
             params_host_bytes: 0,
             params_device_bytes: 20 * GB,
             footprint: Footprint { host_abc: 12 * GB, host_rest: GB, device_abc: 12 * GB, device_rest: 2 * GB },
+            witness_footprint: None,
         };
         e.register_circuit(CircuitId(c), profile).expect("register");
     }

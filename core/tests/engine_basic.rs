@@ -16,6 +16,7 @@ fn profile() -> CircuitProfile {
         params_host_bytes: GB,
         params_device_bytes: 2 * GB,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
+        witness_footprint: None,
     }
 }
 

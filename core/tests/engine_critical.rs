@@ -22,6 +22,7 @@ fn profile() -> impl Strategy<Value = CircuitProfile> {
         params_host_bytes: p * MB,
         params_device_bytes: p * MB,
         footprint: Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB },
+        witness_footprint: None,
     })
 }
 

@@ -10,6 +10,7 @@ use cuzk_core::engine::{
     Presence, Stage,
 };
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 use strategies::{dur, priority, MB};
 
 mod strategies;
@@ -24,6 +25,7 @@ fn profile() -> CircuitProfile {
         params_host_bytes: GB,
         params_device_bytes: 2 * GB,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
+        witness_footprint: None,
     }
 }
 
@@ -175,6 +177,230 @@ fn growth_uses_only_free_memory() {
     assert_eq!(used(&e), 9 * GB);
 }
 
+// ---- witness-only circuits -----------------------------------------------------------------
+
+const W: CircuitId = CircuitId(3);
+const D1: Location = Location::Device(DeviceId(1));
+
+/// A witness-only circuit: 3 GB of host `a, b, c` on the host path, the witness (1 GB) alone
+/// when the device evaluates them.
+fn witness_profile() -> CircuitProfile {
+    let footprint = Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB };
+    CircuitProfile { witness_footprint: Some(Footprint { host_abc: 0, ..footprint }), ..profile() }
+}
+
+/// An engine with devices of the given sizes (one worker each), two synthesis workers, 64 GB
+/// of host memory, and circuits A, B (host path only) and W (witness-only).
+fn engine_on(devices_gb: &[u64]) -> Engine {
+    let devs = devices_gb.iter().map(|g| DeviceConfig { memory_bytes: g * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false }).collect();
+    let mut e = Engine::new(EngineConfig::new(2, 64 * GB, devs), Nanos::ZERO).expect("valid config");
+    e.register_circuit(A, profile()).expect("register");
+    e.register_circuit(B, profile()).expect("register");
+    e.register_circuit(W, witness_profile()).expect("register");
+    e
+}
+
+fn host_used(e: &Engine) -> u64 {
+    e.usage(Location::Host).map_or(0, |u| u.used)
+}
+
+/// Host bytes each synthesis start reserved, by partition.
+fn synth_reserved(a: &[Action]) -> Vec<(PartitionId, u64)> {
+    a.iter()
+        .filter_map(|a| match a {
+            Action::Start(d) if d.stage == Stage::Synthesize => Some((d.partition, d.reserved)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Devices of the uploads started, by partition.
+fn uploads(a: &[Action]) -> Vec<(PartitionId, Location)> {
+    a.iter()
+        .filter_map(|a| match a {
+            Action::Start(d) if d.stage == Stage::Upload => Some((d.partition, d.location)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_witness_footprint_must_keep_the_device_side() {
+    let mut e = engine(16);
+    let mut bad = witness_profile();
+    bad.witness_footprint = bad.witness_footprint.map(|w| Footprint { device_abc: 0, ..w });
+    assert!(e.register_circuit(CircuitId(9), bad).is_err());
+    let mut bad = witness_profile();
+    bad.witness_footprint = bad.witness_footprint.map(|w| Footprint { host_rest: 5 * GB, ..w });
+    assert!(e.register_circuit(CircuitId(9), bad).is_err());
+}
+
+/// Before the matrices are known (the circuit's first job) a witness-only partition reserves
+/// the full footprint on the host (the upload evaluates `a, b, c` there); once the device's
+/// copy includes them, partitions reserve only the witness, by the engine's ledger and the
+/// synthesis starts.
+#[test]
+fn witness_partitions_reserve_the_witness_once_matrices_are_reserved() {
+    let mut e = engine_on(&[16]);
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 1), t(0)).expect("submit");
+    let a = drain(&mut e);
+    assert_eq!(synth_reserved(&a), vec![(PartitionId { job, index: 0 }, 4 * GB)], "first job: full footprint");
+    assert_eq!(host_used(&e), 4 * GB);
+    e.params_loaded(W, D0, t(1)).expect("loaded");
+    drain(&mut e);
+    let a = prove(&mut e, job, Some((W, 3 * GB)), 5);
+    assert!(a.contains(&Action::MatricesReserved { circuit: W, device: DeviceId(0), bytes: 3 * GB }), "{a:?}");
+    assert!(a.contains(&Action::JobEnded { job, outcome: Outcome::Completed }), "{a:?}");
+    assert_eq!(host_used(&e), 0);
+    // Now the device's copy includes the matrices: the witness alone.
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 3), t(20)).expect("submit");
+    let a = drain(&mut e);
+    let p = |index| PartitionId { job, index };
+    assert_eq!(synth_reserved(&a), vec![(p(0), GB), (p(1), GB)]);
+    assert_eq!(host_used(&e), 2 * GB, "two partitions synthesizing, one witness each");
+    e.stage_finished(p(0), Stage::Synthesize, t(21)).expect("synth");
+    let a = drain(&mut e);
+    assert_eq!(uploads(&a), vec![(p(0), D0)]);
+    assert_eq!(synth_reserved(&a), vec![(p(2), GB)]);
+    assert_eq!(host_used(&e), 3 * GB);
+    // A circuit without a witness footprint keeps its full footprint.
+    let other = e.submit(JobSpec::new(JobKind::PoRep, A, 1), t(22)).expect("submit");
+    drain(&mut e);
+    e.stage_finished(p(1), Stage::Synthesize, t(23)).expect("synth");
+    let a = drain(&mut e);
+    assert_eq!(synth_reserved(&a), vec![(PartitionId { job: other, index: 0 }, 4 * GB)]);
+}
+
+/// The first job of a circuit: partitions synthesized before its matrices were reported
+/// reserve the full footprint, the later ones (after the copy grew) the witness.
+#[test]
+fn the_first_job_reserves_the_full_footprint_until_matrices_are_known() {
+    let mut e = engine_on(&[16]);
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 3), t(0)).expect("submit");
+    let mut a = drain(&mut e);
+    e.params_loaded(W, D0, t(1)).expect("loaded");
+    a.extend(drain(&mut e));
+    let p = |index| PartitionId { job, index };
+    assert_eq!(synth_reserved(&a), vec![(p(0), 4 * GB), (p(1), 4 * GB)]);
+    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    drain(&mut e);
+    e.stage_finished(p(0), Stage::Synthesize, t(3)).expect("synth");
+    let a = drain(&mut e);
+    assert_eq!(synth_reserved(&a), vec![(p(2), GB)]);
+    assert_eq!(host_used(&e), 4 * GB + 4 * GB + GB);
+}
+
+/// Only a device whose copy includes the matrices takes a witness partition: with the copy
+/// on device 1 (device 0 too small for the matrices), the partition waits for device 1 even
+/// while device 0 is free; a job avoiding device 1 reserves the full footprint and may use
+/// device 0.
+#[test]
+fn witness_partitions_wait_for_a_device_with_matrices() {
+    // Device 0: 2 GB parameters + 4 GB partition fit 8 GB, with 3 GB of matrices they do not.
+    let mut e = engine_on(&[8, 16]);
+    for d in [D0, D1] {
+        e.preload(W, d, t(0)).expect("preload");
+        drain(&mut e);
+        e.params_loaded(W, d, t(1)).expect("loaded");
+        drain(&mut e);
+    }
+    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    let a = drain(&mut e);
+    assert_eq!(a, vec![Action::MatricesReserved { circuit: W, device: DeviceId(1), bytes: 3 * GB }]);
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 2), t(3)).expect("submit");
+    let a = drain(&mut e);
+    let p = |index| PartitionId { job, index };
+    assert_eq!(synth_reserved(&a), vec![(p(0), GB), (p(1), GB)]);
+    e.stage_finished(p(0), Stage::Synthesize, t(4)).expect("synth");
+    assert_eq!(uploads(&drain(&mut e)), vec![(p(0), D1)]);
+    e.stage_finished(p(1), Stage::Synthesize, t(5)).expect("synth");
+    assert_eq!(uploads(&drain(&mut e)), vec![], "device 0 is free but has no matrices");
+    e.stage_finished(p(0), Stage::Upload, t(6)).expect("upload");
+    drain(&mut e);
+    e.stage_finished(p(0), Stage::Ntt, t(7)).expect("ntt");
+    drain(&mut e);
+    e.stage_finished(p(0), Stage::Msm, t(8)).expect("msm");
+    assert_eq!(uploads(&drain(&mut e)), vec![(p(1), D1)]);
+    // A retry avoiding device 1: the full footprint, and device 0 takes it.
+    let retry = e.submit(JobSpec::new(JobKind::PoRep, W, 1).avoiding(DeviceId(1)), t(9)).expect("submit");
+    let a = drain(&mut e);
+    let r = PartitionId { job: retry, index: 0 };
+    assert_eq!(synth_reserved(&a), vec![(r, 4 * GB)]);
+    e.stage_finished(r, Stage::Synthesize, t(10)).expect("synth");
+    assert_eq!(uploads(&drain(&mut e)), vec![(r, D0)]);
+}
+
+/// The copy a waiting witness partition needs is not evicted for a later job's partition,
+/// even though another device holds the parameters (without matrices): the witness partition
+/// is uploaded there, and the later job gets the room after it.
+#[test]
+fn the_copy_a_witness_partition_needs_is_not_evicted() {
+    // Device 0 (8 GB): W's parameters alone. Device 1 (12 GB): W's copy with matrices (5 GB);
+    // `big` (8 GB parameters + 4 GB partition) fits device 1 only without W's copy.
+    let mut e = engine_on(&[8, 12]);
+    let big = CircuitId(4);
+    e.register_circuit(big, CircuitProfile { params_device_bytes: 8 * GB, ..profile() }).expect("register");
+    for d in [D0, D1] {
+        e.preload(W, d, t(0)).expect("preload");
+        drain(&mut e);
+        e.params_loaded(W, d, t(1)).expect("loaded");
+        drain(&mut e);
+    }
+    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    drain(&mut e);
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 1), t(3)).expect("submit");
+    let later = e.submit(JobSpec::new(JobKind::PoRep, big, 1), t(3)).expect("submit");
+    let a = drain(&mut e);
+    let (p, q) = (PartitionId { job, index: 0 }, PartitionId { job: later, index: 0 });
+    assert_eq!(synth_reserved(&a), vec![(p, GB), (q, 4 * GB)]);
+    // The later job's partition is ready first: W's copy on device 1 stays (the replica on
+    // device 0 has no matrices).
+    e.stage_finished(q, Stage::Synthesize, t(4)).expect("synth");
+    let a = drain(&mut e);
+    assert!(!a.iter().any(|a| matches!(a, Action::EvictParams { circuit: W, .. })), "{a:?}");
+    assert_eq!(e.matrices_at(W, D1), Some(true));
+    e.stage_finished(p, Stage::Synthesize, t(5)).expect("synth");
+    assert_eq!(uploads(&drain(&mut e)), vec![(p, D1)], "{}", e.describe());
+    let mut a = Vec::new();
+    for (i, s) in [Stage::Upload, Stage::Ntt, Stage::Msm].into_iter().enumerate() {
+        e.stage_finished(p, s, t(6 + i as u64)).expect("stage");
+        a.extend(drain(&mut e));
+    }
+    // Once the witness partition left the device, the later job may have the room.
+    assert!(a.contains(&Action::EvictParams { circuit: W, from: D1, bytes: 5 * GB }), "{a:?}");
+    assert!(a.contains(&Action::LoadParams { circuit: big, to: D1, bytes: 8 * GB, from_host: false }), "{a:?}");
+}
+
+/// When the only device with the matrices leaves service while a witness partition waits,
+/// the partition goes to another device by the host path and its job completes.
+#[test]
+fn a_witness_partition_takes_the_host_path_when_its_device_retires() {
+    let mut e = engine_on(&[8, 16]);
+    for d in [D0, D1] {
+        e.preload(W, d, t(0)).expect("preload");
+        drain(&mut e);
+        e.params_loaded(W, d, t(1)).expect("loaded");
+        drain(&mut e);
+    }
+    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    drain(&mut e);
+    let job = e.submit(JobSpec::new(JobKind::PoRep, W, 1), t(3)).expect("submit");
+    let a = drain(&mut e);
+    let p = PartitionId { job, index: 0 };
+    assert_eq!(synth_reserved(&a), vec![(p, GB)]);
+    e.retire_device(DeviceId(1), t(4)).expect("retire");
+    drain(&mut e);
+    e.stage_finished(p, Stage::Synthesize, t(5)).expect("synth");
+    assert_eq!(uploads(&drain(&mut e)), vec![(p, D0)]);
+    for (i, s) in [Stage::Upload, Stage::Ntt, Stage::Msm, Stage::Finalize].into_iter().enumerate() {
+        e.stage_finished(p, s, t(6 + i as u64)).expect("stage");
+        let a = drain(&mut e);
+        if s == Stage::Finalize {
+            assert!(a.contains(&Action::JobEnded { job, outcome: Outcome::Completed }), "{a:?}");
+        }
+    }
+}
+
 // ---- random mixes -------------------------------------------------------------------------
 
 #[derive(Debug, Clone)]
@@ -215,6 +441,12 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 fn run(s: &Scenario) -> Sim {
+    run_with(s, &[], &[])
+}
+
+/// [`run`], with the circuits flagged in `witness` witness-only (host `a, b, c` left out of
+/// their witness footprint) and job `i` avoiding device `avoid[i]` where set.
+fn run_with(s: &Scenario, witness: &[bool], avoid: &[Option<u32>]) -> Sim {
     let mut model = Model::default();
     for (i, (_, m, x)) in s.circuits.iter().enumerate() {
         model.circuits.insert(CircuitId(i as u32), *m);
@@ -224,14 +456,54 @@ fn run(s: &Scenario) -> Sim {
     }
     let mut sim = Sim::new(s.cfg.clone(), model, s.seed).expect("valid config");
     for (i, (p, _, _)) in s.circuits.iter().enumerate() {
-        sim.register(CircuitId(i as u32), *p).expect("register");
+        let mut p = *p;
+        if witness.get(i).copied().unwrap_or(false) {
+            p.witness_footprint = Some(Footprint { host_abc: 0, ..p.footprint });
+        }
+        sim.register(CircuitId(i as u32), p).expect("register");
     }
-    for (c, prio, parts, at) in &s.jobs {
-        sim.submit_at(Nanos::from_millis(*at), JobSpec::new(JobKind::Generic, CircuitId(*c), *parts).with_priority(*prio));
+    let devices = s.cfg.devices.len() as u32;
+    for (i, (c, prio, parts, at)) in s.jobs.iter().enumerate() {
+        let mut spec = JobSpec::new(JobKind::Generic, CircuitId(*c), *parts).with_priority(*prio);
+        if let Some(d) = avoid.get(i).copied().flatten() {
+            spec = spec.avoiding(DeviceId(d % devices));
+        }
+        sim.submit_at(Nanos::from_millis(*at), spec);
     }
     let n = sim.run(2_000_000);
     assert!(n < 2_000_000, "simulation did not settle");
     sim
+}
+
+fn compact(s: &Scenario, witness: &[bool], avoid: &[Option<u32>]) -> String {
+    let mut o = String::new();
+    for d in &s.cfg.devices {
+        o += &format!("dev {}MB w{} l{}\n", d.memory_bytes / MB, d.gpu_workers, d.kernel_lanes);
+    }
+    o += &format!(
+        "host {}MB synth {} look {} dres {}\n",
+        s.cfg.host_memory_bytes / MB,
+        s.cfg.synth_workers,
+        s.cfg.synth_lookahead,
+        s.cfg.critical_device_reserve / MB
+    );
+    for (i, (p, _, x)) in s.circuits.iter().enumerate() {
+        let f = p.footprint;
+        o += &format!(
+            "c{i}: params {} dev {}+{} host {}+{} matrices {:?} witness {:?}\n",
+            p.params_device_bytes / MB,
+            f.device_abc / MB,
+            f.device_rest / MB,
+            f.host_abc / MB,
+            f.host_rest / MB,
+            x.map(|x| x / MB),
+            witness.get(i)
+        );
+    }
+    for (i, j) in s.jobs.iter().enumerate() {
+        o += &format!("job {i}: {j:?} avoid {:?}\n", avoid.get(i));
+    }
+    o
 }
 
 proptest! {
@@ -254,6 +526,45 @@ proptest! {
             prop_assert!(peak <= i128::from(dev.memory_bytes), "device {d}: peak {peak}");
         }
     }
+
+    /// The same mixes with some circuits witness-only and some jobs avoiding a device: no
+    /// budget is exceeded, every job completes, and a partition that reserved only its
+    /// witness on the host is uploaded only to a device whose copy of the circuit includes
+    /// the matrices (by the sim's record of the actions), never to the device its job avoids.
+    #[test]
+    fn witness_partitions_go_only_where_matrices_are_reserved(
+        s in scenario(),
+        witness in prop::collection::vec(prop::bool::weighted(0.7), 4),
+        avoid in prop::collection::vec(prop::option::weighted(0.2, 0..3u32), 25),
+    ) {
+        let sim = run_with(&s, &witness, &avoid);
+        prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
+        for (job, ends) in &sim.log().ends {
+            prop_assert_eq!(&ends[0].1, &Outcome::Completed, "{:?}", job);
+        }
+        for (at, dev) in sim.log().peak.iter() {
+            let cap = sim.engine().usage(*at).map_or(0, |u| u.capacity);
+            prop_assert!(*dev <= i128::from(cap), "{at:?}: peak {dev}");
+        }
+        let synth: BTreeMap<PartitionId, u64> =
+            sim.log().starts.iter().filter(|(_, d)| d.stage == Stage::Synthesize).map(|(_, d)| (d.partition, d.reserved)).collect();
+        for (d, matrices) in &sim.log().uploads {
+            let (profile, _, _) = s.circuits[d.circuit.0 as usize];
+            let with_witness = witness.get(d.circuit.0 as usize).copied().unwrap_or(false);
+            let reserved = synth.get(&d.partition).copied();
+            prop_assert!(reserved.is_some(), "{:?} uploaded unsynthesized", d.partition);
+            let lean = with_witness && reserved != Some(profile.footprint.host());
+            if lean {
+                prop_assert_eq!(reserved, Some(profile.footprint.host_rest), "{:?}", d.partition);
+                prop_assert!(*matrices, "witness partition {:?} uploaded to {:?} without matrices\n{}\n{}", d.partition, d.location, compact(&s, &witness, &avoid), sim.engine().describe());
+                let ticket = (0..s.jobs.len()).find(|t| sim.job(*t) == Some(d.partition.job));
+                if let Some(a) = ticket.and_then(|t| avoid.get(t).copied().flatten()) {
+                    let a = Location::Device(DeviceId(a % s.cfg.devices.len() as u32));
+                    prop_assert!(d.location != a, "witness partition {:?} on the avoided device", d.partition);
+                }
+            }
+        }
+    }
 }
 
 /// The matrices do count: in a mix where they fit, some device copy includes them and the
@@ -266,6 +577,7 @@ fn matrices_are_reserved_in_a_simulated_mix() {
         params_host_bytes: 0,
         params_device_bytes: 100 * MB,
         footprint: Footprint { host_abc: 30 * MB, host_rest: 10 * MB, device_abc: 30 * MB, device_rest: 10 * MB },
+        witness_footprint: None,
     };
     let m = CircuitModel {
         stages: [Dur::fixed(Nanos::from_millis(5)); 5],

@@ -9,20 +9,29 @@ pub use cuzk_worker::shape::{BuiltinShape, CircuitShape};
 
 use crate::setup::params_path;
 
-/// The memory profile of a circuit at a `2^log_size` domain. With `witness_only`, synthesis
-/// hands on only the assignments (`a, b, c` are evaluated on the device). The host's `a, b, c`
-/// stay reserved all the same: a device whose copy of the circuit has no matrices (they did not
-/// fit, or are not known yet) evaluates them on the host at the upload, and the engine does not
-/// know at synthesis which device a partition will take.
+/// The memory profile of a circuit at a `2^log_size` domain.
+///
+/// With `witness_only`, synthesis hands on only the assignments and the upload evaluates
+/// `a, b, c` from the constraint matrices, so the profile has two footprints: the witness
+/// alone on the host (`witness_footprint`), for partitions the engine sends to a device whose
+/// copy of the circuit includes the matrices (`Action::MatricesReserved`: there `a, b, c` are
+/// evaluated on the device), and the host path's `a, b, c` besides (`footprint`), for
+/// partitions synthesized while no device that may take them holds such a copy (the first job
+/// of a circuit, a small GPU): their upload evaluates `a, b, c` on the host. The engine picks
+/// one when it starts a partition's synthesis; the worker's upload takes the device path
+/// exactly where the engine reserved the matrices, which is where it sends witness-footprint
+/// partitions. At 2^27 that is ~4.3 GB of witness a partition instead of 17.2 GB.
 pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool) -> CircuitProfile {
     // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
     let n = 1u64 << log_size;
     let mut footprint = Footprint::for_domain(log_size, 2 * 32 * n);
+    let mut witness_footprint = None;
     if witness_only {
         // The assignments: about one scalar per domain element.
         footprint.host_rest = 32 * n;
+        witness_footprint = Some(Footprint { host_abc: 0, ..footprint });
     }
-    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint }
+    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint, witness_footprint }
 }
 
 /// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter

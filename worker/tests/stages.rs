@@ -324,7 +324,7 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
     let mut e = Engine::new(cfg, Nanos::ZERO).unwrap();
     for (i, (p, m, fp)) in sizes.iter().enumerate() {
         let c = CircuitId(i as u32);
-        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, footprint: *fp }).unwrap();
+        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, footprint: *fp, witness_footprint: None }).unwrap();
         e.matrices_recorded(c, *m, Nanos::ZERO).unwrap();
         assert!(e.poll_action().is_none());
     }

@@ -146,6 +146,27 @@ pub struct CircuitProfile {
     pub params_host_bytes: u64,
     /// Device bytes of a hot copy of the parameters.
     pub params_device_bytes: u64,
-    /// Memory of one partition.
+    /// Memory of one partition on the host path: synthesis hands on `a, b, c` (or the upload
+    /// evaluates them on the host), so the host reserves them.
     pub footprint: Footprint,
+    /// For a circuit whose synthesis hands on only the witness (`a, b, c` evaluated on the
+    /// device from its resident constraint matrices): the memory of such a partition, whose
+    /// host side is the witness alone. The engine reserves it at synthesis when some device in
+    /// service that may take the job holds the circuit's copy with its matrices reserved
+    /// ([`super::Action::MatricesReserved`]), and then uploads the partition only to such a
+    /// device; otherwise it reserves [`CircuitProfile::footprint`] (the upload evaluates
+    /// `a, b, c` on the host). Its device side must equal `footprint`'s and its host side
+    /// must not exceed it ([`super::Engine::register_circuit`] refuses the profile otherwise).
+    pub witness_footprint: Option<Footprint>,
+}
+
+impl CircuitProfile {
+    /// The witness footprint is usable: device side equal to the host path's, host side no
+    /// larger.
+    pub(crate) fn witness_ok(&self) -> bool {
+        self.witness_footprint.is_none_or(|w| {
+            let f = self.footprint;
+            w.device_abc == f.device_abc && w.device_rest == f.device_rest && w.host() <= f.host()
+        })
+    }
 }

@@ -181,7 +181,7 @@ impl Engine {
         let Some(job) = self.jobs.get(&key.id) else { return };
         let circuit = job.spec.circuit;
         let Some(part) = job.parts.get(index as usize) else { return };
-        let (phase, device, needs) = (part.phase, part.device, part.needs_params());
+        let (phase, device, needs, witness) = (part.phase, part.device, part.needs_params(), part.witness);
         match phase {
             Phase::Done | Phase::Dropped => return,
             Phase::Ready(Stage::Upload) => {
@@ -202,6 +202,11 @@ impl Engine {
             self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
             if phase != Phase::Pending && !key.critical() {
                 self.lookahead = self.lookahead.saturating_sub(1);
+            }
+            if witness {
+                if let Some(c) = self.circuits.get_mut(&circuit) {
+                    c.witness_waiting = c.witness_waiting.saturating_sub(1);
+                }
             }
         }
         if device.is_some() {

@@ -98,8 +98,13 @@ impl Engine {
                 return Err("matrices in a host copy".into());
             }
         }
+        let mut witness: std::collections::BTreeMap<CircuitId, u32> = Default::default();
         for j in self.jobs.values() {
             for p in &j.parts {
+                let waiting = matches!(p.phase, Phase::Running(Stage::Synthesize) | Phase::Ready(Stage::Upload));
+                if p.witness && waiting {
+                    *witness.entry(j.spec.circuit).or_default() += 1;
+                }
                 host += p.held.host_abc + p.held.host_rest;
                 let dev_bytes = p.held.dev_abc + p.held.dev_rest;
                 match p.device {
@@ -107,6 +112,12 @@ impl Engine {
                     None if dev_bytes > 0 => return Err(format!("{:?} holds device bytes off-device", j.key.id)),
                     None => {}
                 }
+            }
+        }
+        for (id, c) in &self.circuits {
+            let n = witness.get(id).copied().unwrap_or(0);
+            if c.witness_waiting != n {
+                return Err(format!("circuit {} counts {} waiting witness partitions, {n} found", id.0, c.witness_waiting));
             }
         }
         if host != self.host.used {
@@ -138,7 +149,8 @@ impl Engine {
             self.now, self.live_jobs, self.lookahead, self.gpu_waiting, self.host.used, self.host.capacity, self.host_blocked
         );
         for j in self.jobs.values() {
-            let phases: Vec<String> = j.parts.iter().map(|p| format!("{:?}@{:?}", p.phase, p.device.map(|d| d.0))).collect();
+            let phases: Vec<String> =
+                j.parts.iter().map(|p| format!("{:?}@{:?}{}", p.phase, p.device.map(|d| d.0), if p.witness { "w" } else { "" })).collect();
             let _ = writeln!(
                 o,
                 "job {:?} {:?} c{} ended {} running {} next_synth {} next_upload {} [{}]",
@@ -175,7 +187,7 @@ impl Engine {
             let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}{}", r.state, r.users, if r.matrices { "+m" } else { "" })).collect();
             let _ = writeln!(
                 o,
-                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{} matrices {}",
+                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{} matrices {} witness waiting {}",
                 id.0,
                 c.host.state,
                 c.host.users,
@@ -184,7 +196,8 @@ impl Engine {
                 c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
                 c.profile.params_device_bytes,
                 c.profile.footprint.device(),
-                c.matrices
+                c.matrices,
+                c.witness_waiting
             );
         }
         o

@@ -67,11 +67,14 @@ pub(crate) struct Part {
     /// Holds a kernel lane (NTT through MSM).
     pub lane: bool,
     pub held: Held,
+    /// Synthesized with the witness footprint: goes only to a device whose copy of the
+    /// circuit includes the matrices while one that may take it holds such a copy.
+    pub witness: bool,
 }
 
 impl Part {
     fn new() -> Part {
-        Part { phase: Phase::Pending, device: None, slot: 0, since: Nanos::ZERO, lane: false, held: Held::default() }
+        Part { phase: Phase::Pending, device: None, slot: 0, since: Nanos::ZERO, lane: false, held: Held::default(), witness: false }
     }
 
     /// Still needs device parameters (has not left the GPU).

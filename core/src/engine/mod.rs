@@ -61,6 +61,16 @@
 //!   A device load reads the warm host copy when there is one. Once a circuit's constraint
 //!   matrices are known ([`Engine::matrices_recorded`]) its device copies include them where
 //!   they fit: counted, evicted and replaced like the parameters they belong to.
+//! * Witness-only circuits ([`CircuitProfile::witness_footprint`]): a partition synthesized
+//!   while a device in service that may take its job (not the one it avoids) holds the
+//!   circuit's copy with matrices reserves only the witness on the host, and is then uploaded
+//!   only to a device whose copy includes the matrices. Such a copy is protected like
+//!   parameters started partitions need, and a replica elsewhere lifts that protection only
+//!   when it too includes the matrices. Other partitions reserve the full footprint and go
+//!   anywhere (the upload evaluates `a, b, c` on the host where the matrices are not
+//!   reserved). Should no such copy be left for a waiting witness partition (its device
+//!   retired, or the copy evicted for an earlier-ordered job), it goes anywhere by the host
+//!   path, whose `a, b, c` are then beyond the host reservation until its upload ends.
 //! * Devices: a job may avoid a device ([`JobSpec::avoiding`], e.g. a retry after a fault
 //!   there): its partitions go elsewhere when they can. A retired device
 //!   ([`Engine::retire_device`]) gets no new partitions or parameters; jobs no device in
@@ -140,9 +150,9 @@ pub struct Engine {
     lru_clock: u64,
     /// Devices held by a waiting partition during a dispatch pass.
     claimed: Vec<bool>,
-    /// Circuits (with CRITICAL flag and avoided device) that could not be dispatched in
-    /// this pass.
-    stuck: Vec<(CircuitId, bool, Option<DeviceId>)>,
+    /// Circuits (with CRITICAL flag, avoided device and whether bound to a copy with
+    /// matrices) that could not be dispatched in this pass.
+    stuck: Vec<(CircuitId, bool, Option<DeviceId>, bool)>,
 }
 
 impl Engine {
@@ -176,10 +186,15 @@ impl Engine {
         })
     }
 
-    /// Registers a circuit and the memory it needs. Produces no actions.
+    /// Registers a circuit and the memory it needs. Produces no actions. A witness footprint
+    /// ([`CircuitProfile::witness_footprint`]) must have `footprint`'s device side and no
+    /// larger a host side ([`EngineError::InvalidConfig`] otherwise).
     pub fn register_circuit(&mut self, id: CircuitId, profile: CircuitProfile) -> Result<(), EngineError> {
         if self.circuits.contains_key(&id) {
             return Err(EngineError::CircuitExists(id));
+        }
+        if !profile.witness_ok() {
+            return Err(EngineError::InvalidConfig("a witness footprint needs the footprint's device side and at most its host side"));
         }
         self.circuits.insert(id, CircuitState::new(profile, self.devices.len()));
         Ok(())

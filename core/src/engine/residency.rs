@@ -67,6 +67,8 @@ pub(crate) struct CircuitState {
     pub active: BTreeMap<JobKey, u32>,
     /// This circuit's entries of the engine's `gpu_ready`.
     pub ready: BTreeSet<PartKey>,
+    /// Partitions synthesized with the witness footprint not yet admitted to a device.
+    pub witness_waiting: u32,
 }
 
 impl CircuitState {
@@ -79,6 +81,7 @@ impl CircuitState {
             demand: BTreeMap::new(),
             active: BTreeMap::new(),
             ready: BTreeSet::new(),
+            witness_waiting: 0,
         }
     }
 
@@ -187,7 +190,9 @@ impl Engine {
             (_, Evict::Idle) => c.demand.is_empty(),
             (Location::Device(d), Evict::Before(k)) => {
                 let later = !matches!(c.active.keys().next(), Some(first) if *first <= k);
-                let replica = c.devices.iter().enumerate().any(|(i, r)| i != d.0 as usize && r.resident() && self.serves(i));
+                // Witness partitions waiting for a copy with matrices need a replica with them.
+                let matrices = r.matrices && c.witness_waiting > 0;
+                let replica = c.devices.iter().enumerate().any(|(i, o)| i != d.0 as usize && o.resident() && self.serves(i) && (o.matrices || !matrices));
                 later || replica
             }
         }
@@ -301,21 +306,42 @@ impl Engine {
     /// include them where they fit and free memory (evicting parameters no job needs) allows.
     pub(crate) fn grow_copies(&mut self, id: CircuitId) {
         for d in 0..self.devices.len() {
-            let Some(c) = self.circuits.get(&id) else { return };
-            let r = c.devices[d];
-            if !r.present() || r.matrices || !self.serves(d) || !self.matrices_fit(c, d) {
-                continue;
-            }
-            let (m, loc) = (c.matrices, Location::Device(dev(d)));
-            if !self.make_room_keeping(loc, m, false, Evict::Idle, Some(id)) {
-                continue;
-            }
-            if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.devices.get_mut(d)) {
-                r.matrices = true;
-            }
-            self.pool_take(loc, m);
-            self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
+            self.grow_copy(id, d, false, Evict::Idle);
         }
+    }
+
+    /// Grows the copy of `id` on device `d` (present, in service, without matrices) to
+    /// include its matrices where they fit and room can be made under `rule`; true if it did.
+    pub(crate) fn grow_copy(&mut self, id: CircuitId, d: usize, critical: bool, rule: Evict) -> bool {
+        let Some(c) = self.circuits.get(&id) else { return false };
+        let r = c.devices[d];
+        if !r.present() || r.matrices || !self.serves(d) || !self.matrices_fit(c, d) {
+            return false;
+        }
+        let (m, loc) = (c.matrices, Location::Device(dev(d)));
+        if !self.make_room_keeping(loc, m, critical, rule, Some(id)) {
+            return false;
+        }
+        if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.devices.get_mut(d)) {
+            r.matrices = true;
+        }
+        self.pool_take(loc, m);
+        self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
+        true
+    }
+
+    /// Some device in service other than `avoid` that a job avoiding `avoid` may use and
+    /// that can run `c`'s partitions holds (or is loading) `c`'s copy with its matrices: a
+    /// witness-only partition of that job may reserve the witness footprint, or, synthesized
+    /// so, must go to such a device.
+    pub(crate) fn matrices_copy(&self, c: &CircuitState, critical: bool, avoid: Option<usize>) -> bool {
+        c.devices.iter().enumerate().any(|(d, r)| Some(d) != avoid && r.present() && r.matrices && self.open_to(d, avoid) && self.fits_ever(c, d, critical))
+    }
+
+    /// Some device in service other than `avoid` that a job avoiding `avoid` may use can
+    /// hold `c`'s copy with its matrices and run its partitions ([`Engine::matrices_fit`]).
+    pub(crate) fn matrices_reachable(&self, c: &CircuitState, critical: bool, avoid: Option<usize>) -> bool {
+        (0..self.devices.len()).any(|d| Some(d) != avoid && self.open_to(d, avoid) && self.matrices_fit(c, d) && self.fits_ever(c, d, critical))
     }
 
     /// Device `d` is in service (not retired).

@@ -79,7 +79,7 @@ impl Engine {
             cursor = Some(pk);
             let Some(job) = self.jobs.get(&pk.job.id) else { continue };
             let circuit = job.spec.circuit;
-            let key = (circuit, pk.job.critical(), job.spec.avoid);
+            let key = (circuit, pk.job.critical(), job.spec.avoid, self.witness_bound(pk, circuit));
             // A later partition of a circuit that just could not go cannot go either (it may
             // evict no more than the earlier one, and avoids the same device), so skip the work.
             if pk.index != job.next_upload || self.stuck.contains(&key) {
@@ -96,8 +96,15 @@ impl Engine {
     /// A job avoiding a device ([`super::JobSpec::avoiding`]) tries the other devices first,
     /// waits for them while one of them holds (or is loading) its parameters, and only then
     /// takes the avoided device.
+    ///
+    /// A partition synthesized with the witness footprint goes only to a device whose copy
+    /// includes the matrices ([`Engine::try_admit_witness`]) while a device it may take can
+    /// hold one; with none left (retired) it is placed like any other (the host path).
     fn try_admit(&mut self, pk: PartKey, circuit: CircuitId) -> bool {
         let avoid = self.avoided(pk);
+        if self.witness_bound(pk, circuit) {
+            return self.try_admit_witness(pk, circuit, avoid);
+        }
         if let Some(admitted) = self.place(pk, circuit, |e, d| Some(d) != avoid && e.open_to(d, avoid)) {
             return admitted;
         }
@@ -127,6 +134,49 @@ impl Engine {
             }
         }
         false
+    }
+
+    /// Admits a witness partition to a device (other than `avoid`) whose copy of its circuit
+    /// includes the matrices, as parameters are for other partitions: it waits while such a
+    /// copy is there or loading; without one it grows a copy without matrices, or loads one
+    /// with them, where room can be made (evicting as for parameters), and else holds back
+    /// later work from a device that could take such a copy.
+    fn try_admit_witness(&mut self, pk: PartKey, circuit: CircuitId, avoid: Option<usize>) -> bool {
+        let allowed = move |e: &Engine, d: usize| Some(d) != avoid && e.open_to(d, avoid);
+        let with_matrices = move |e: &Engine, d: usize| allowed(e, d) && e.circuits.get(&circuit).is_some_and(|c| c.devices[d].matrices);
+        if let Some(admitted) = self.place(pk, circuit, with_matrices) {
+            return admitted;
+        }
+        let Some(c) = self.circuits.get(&circuit) else { return false };
+        let crit = pk.job.critical();
+        if self.matrices_copy(c, crit, avoid) {
+            return false;
+        }
+        let cands: Vec<usize> =
+            (0..self.devices.len()).filter(|&d| !self.claimed[d] && allowed(self, d) && self.matrices_fit(c, d) && self.fits_ever(c, d, crit)).collect();
+        let full = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(c.profile.footprint.device());
+        for &d in &cands {
+            let loc = Location::Device(dev(d));
+            if self.circuits.get(&circuit).is_some_and(|c| c.devices[d].present()) {
+                if self.grow_copy(circuit, d, crit, Evict::Before(pk.job)) {
+                    return false;
+                }
+            } else if self.make_room_keeping(loc, full, crit, Evict::Before(pk.job), Some(circuit)) {
+                self.start_load(circuit, loc, true);
+                return false;
+            }
+        }
+        if let Some(&d) = cands.first() {
+            self.claimed[d] = true;
+        }
+        false
+    }
+
+    /// `pk` was synthesized with the witness footprint and a device it may take can hold its
+    /// circuit's copy with matrices: it must be uploaded to such a device.
+    pub(crate) fn witness_bound(&self, pk: PartKey, circuit: CircuitId) -> bool {
+        let witness = self.jobs.get(&pk.job.id).and_then(|j| j.parts.get(pk.index as usize)).is_some_and(|p| p.witness);
+        witness && self.circuits.get(&circuit).is_some_and(|c| self.matrices_reachable(c, pk.job.critical(), self.avoided(pk)))
     }
 
     /// The device `pk`'s job avoids, if it is still in service.
@@ -166,7 +216,8 @@ impl Engine {
             return Some(true);
         }
         let d = tight?;
-        if self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(pk.job)) {
+        // Never by evicting the copy it is to use (a replica elsewhere makes it evictable).
+        if self.make_room_keeping(Location::Device(dev(d)), need, crit, Evict::Before(pk.job), Some(circuit)) {
             self.admit(pk, d, need);
             return Some(true);
         }
@@ -187,9 +238,15 @@ impl Engine {
         }
         self.gpu_waiting = self.gpu_waiting.saturating_sub(1);
         self.pool_take(Location::Device(dev(d)), need);
-        if let Some(r) = self.circuits.get_mut(&circuit).and_then(|c| c.devices.get_mut(d)) {
-            r.users += 1;
-            r.last_used = tick;
+        let witness = self.jobs.get(&p.job).and_then(|j| j.parts.get(p.index as usize)).is_some_and(|p| p.witness);
+        if let Some(c) = self.circuits.get_mut(&circuit) {
+            if witness {
+                c.witness_waiting = c.witness_waiting.saturating_sub(1);
+            }
+            if let Some(r) = c.devices.get_mut(d) {
+                r.users += 1;
+                r.last_used = tick;
+            }
         }
         let Some(job) = self.jobs.get_mut(&p.job) else { return };
         job.next_upload += 1;
@@ -282,7 +339,10 @@ impl Engine {
                 self.synth_queue.remove(&jk);
                 continue;
             };
-            let fp = c.profile.footprint;
+            // A witness-only partition reserves the witness alone when a device it may take
+            // holds the circuit's copy with matrices (and then goes only to such a device).
+            let witness = c.profile.witness_footprint.filter(|_| self.matrices_copy(c, crit, self.job_avoids(jk.id)));
+            let fp = witness.unwrap_or(c.profile.footprint);
             if !self.make_room(Location::Host, fp.host(), crit, Evict::Idle) {
                 self.host_blocked = true;
                 break;
@@ -297,10 +357,12 @@ impl Engine {
             if let Some(part) = job.parts.get_mut(index as usize) {
                 part.held.host_abc = fp.host_abc;
                 part.held.host_rest = fp.host_rest;
+                part.witness = witness.is_some();
             }
             let circuit = job.spec.circuit;
             if let Some(c) = self.circuits.get_mut(&circuit) {
                 c.add_active(jk);
+                c.witness_waiting += u32::from(witness.is_some());
             }
             self.pool_take(Location::Host, fp.host());
             if !crit {

@@ -226,6 +226,9 @@ pub struct SimLog {
     /// Stage starts and ends, device retirements and job ends, in the order the simulator
     /// saw them (ties in time keep their order here).
     pub trace: Vec<Trace>,
+    /// Every upload started (with `record_starts`): the dispatch, and whether the engine had
+    /// reserved the circuit's matrices on that device (from the actions) when it started.
+    pub uploads: Vec<(Dispatch, bool)>,
     /// Number of actions executed.
     pub actions: u64,
     /// Number of parameter evictions (including failed loads).
@@ -249,6 +252,8 @@ pub struct Sim {
     profiles: BTreeMap<CircuitId, CircuitProfile>,
     /// Circuits whose matrices were reported.
     recorded: BTreeSet<CircuitId>,
+    /// Device copies whose matrices are reserved, from the actions.
+    matrices_on: BTreeSet<(CircuitId, DeviceId)>,
     /// Check [`Engine::check_consistency`] after every input (slower; on by default).
     pub check_each_step: bool,
     /// Record every start in [`SimLog::starts`] and [`SimLog::trace`] (on by default).
@@ -271,6 +276,7 @@ impl Sim {
             tickets: Vec::new(),
             profiles: BTreeMap::new(),
             recorded: BTreeSet::new(),
+            matrices_on: BTreeSet::new(),
             check_each_step: true,
             record_starts: true,
             log: SimLog::default(),
@@ -533,6 +539,10 @@ impl Sim {
                 let fail = broken || chance(self.model.faults.stage_fail_ppm, hash64(&[key[0], key[1], key[2], key[3], 1]));
                 self.push(now + dur, Event::StageEnd { p: d.partition, circuit: d.circuit, stage: d.stage, location: d.location, fail });
                 if self.record_starts {
+                    if let (Stage::Upload, Location::Device(dev)) = (d.stage, d.location) {
+                        let m = self.matrices_on.contains(&(d.circuit, dev));
+                        self.log.uploads.push((d.clone(), m));
+                    }
                     self.log.trace.push(Trace::Start { at: now, dispatch: d.clone() });
                     self.log.starts.push((now, d));
                 }
@@ -548,8 +558,14 @@ impl Sim {
                 let fail = chance(self.model.faults.load_fail_ppm, hash64(&[h, 3]));
                 self.push(now + dur, Event::LoadEnd { circuit, at: to, fail });
             }
-            Action::MatricesReserved { device, bytes, .. } => self.account(Location::Device(device), i128::from(bytes)),
-            Action::EvictParams { from, bytes, .. } => {
+            Action::MatricesReserved { circuit, device, bytes } => {
+                self.matrices_on.insert((circuit, device));
+                self.account(Location::Device(device), i128::from(bytes));
+            }
+            Action::EvictParams { circuit, from, bytes } => {
+                if let Location::Device(d) = from {
+                    self.matrices_on.remove(&(circuit, d));
+                }
                 self.log.evictions += 1;
                 self.account(from, -i128::from(bytes));
             }
