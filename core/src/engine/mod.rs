@@ -64,13 +64,14 @@
 //! * Witness-only circuits ([`CircuitProfile::witness_footprint`]): a partition synthesized
 //!   while a device in service that may take its job (not the one it avoids) holds the
 //!   circuit's copy with matrices reserves only the witness on the host, and is then uploaded
-//!   only to a device whose copy includes the matrices. Such a copy is protected like
-//!   parameters started partitions need, and a replica elsewhere lifts that protection only
-//!   when it too includes the matrices. Other partitions reserve the full footprint and go
-//!   anywhere (the upload evaluates `a, b, c` on the host where the matrices are not
-//!   reserved). Should no such copy be left for a waiting witness partition (its device
-//!   retired, or the copy evicted for an earlier-ordered job), it goes anywhere by the host
-//!   path, whose `a, b, c` are then beyond the host reservation until its upload ends.
+//!   only to a device whose copy includes the matrices: it waits while such a copy is there
+//!   or loading, and otherwise has a copy grown to include them or loaded with them (evicting
+//!   as for parameters). A replica elsewhere makes the copy such partitions wait for
+//!   evictable only when it too includes the matrices. Other partitions reserve the full
+//!   footprint and go anywhere (the upload evaluates `a, b, c` on the host where the matrices
+//!   are not reserved). Should no device that may take a waiting witness partition be able
+//!   to hold such a copy any more (retired), it goes anywhere by the host path, whose
+//!   `a, b, c` are then beyond the host reservation until its upload ends.
 //! * Devices: a job may avoid a device ([`JobSpec::avoiding`], e.g. a retry after a fault
 //!   there): its partitions go elsewhere when they can. A retired device
 //!   ([`Engine::retire_device`]) gets no new partitions or parameters; jobs no device in
