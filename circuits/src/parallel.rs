@@ -2,18 +2,21 @@
 //!
 //! A SHA-256 chain's variables are the 512 preimage bits, then one equal-sized run per block,
 //! then the packed digest (inputs only). A part takes a run of consecutive blocks: the bits
-//! entering its first block are computed natively and imported as the variables the previous
-//! block's output bits are, so every part writes only its own window.
+//! entering its first block are computed natively, and the part writes its own window with
+//! `cuzk-gadget-witness`'s native SHA-256 writer, which pushes exactly the values
+//! `sha256_block_no_padding` allocates, in order. The first part also writes the preimage bits,
+//! the last one the digest packed as `multipack::pack_into_inputs` does. The gadgets run only
+//! in sequential synthesis ([`Circuit::synthesize`](bellpepper_core::Circuit::synthesize)),
+//! which stays the reference.
 
 use std::sync::OnceLock;
 
 use bellpepper::gadgets::multipack;
-use bellpepper::gadgets::sha256::sha256_block_no_padding;
-use bellpepper_core::boolean::{AllocatedBit, Boolean};
-use bellpepper_core::{ConstraintSystem, Index, SynthesisError, Variable};
 use blstrs::Scalar;
-use cuzk_core::matrices::WitnessCs;
-use cuzk_core::witness::{windows, ParallelWitness, SegmentCs, WitnessError};
+use cuzk_core::witness::{windows, ParallelWitness, WitnessError};
+use cuzk_gadget_witness::bits::Bit;
+use cuzk_gadget_witness::sha256::sha256_block_no_padding;
+use cuzk_gadget_witness::Assignment;
 use ff::Field;
 use rayon::prelude::*;
 
@@ -25,38 +28,16 @@ const PREIMAGE_BITS: usize = 512;
 /// Parts per thread, so uneven parts still balance.
 const PARTS_PER_THREAD: usize = 4;
 
-/// The variables of one block, relative to the first aux variable it allocates.
-#[derive(Debug)]
-struct BlockLayout {
-    /// Aux variables a block allocates.
-    aux: usize,
-    /// Where each of its 256 output bits lives.
-    outputs: Vec<usize>,
-}
-
-/// Measured once by running one block on allocated bits.
-fn block_layout() -> Result<&'static BlockLayout, WitnessError> {
-    static LAYOUT: OnceLock<Result<BlockLayout, String>> = OnceLock::new();
-    let measured = LAYOUT.get_or_init(|| {
-        let mut cs = <WitnessCs as ConstraintSystem<Scalar>>::new();
-        let bits = (0..PREIMAGE_BITS)
-            .map(|_| AllocatedBit::alloc(&mut cs, Some(false)).map(Boolean::from))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        let out = sha256_block_no_padding(&mut cs, &bits).map_err(|e| e.to_string())?;
-        let outputs = out
-            .iter()
-            .map(|b| match b {
-                Boolean::Is(bit) => match bit.get_variable().get_unchecked() {
-                    Index::Aux(i) if i >= PREIMAGE_BITS => Ok(i - PREIMAGE_BITS),
-                    other => Err(format!("output bit at {other:?}, not in the block's run")),
-                },
-                _ => Err("an output bit is not an allocated bit".to_string()),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(BlockLayout { aux: cs.aux.len() - PREIMAGE_BITS, outputs })
-    });
-    measured.as_ref().map_err(|detail| WitnessError::Layout { part: 0, detail: detail.clone() })
+/// Aux variables one block allocates when its 512 input bits are allocated bits, counted once
+/// by running the native writer into an empty window (which counts writes without storing).
+fn block_aux() -> usize {
+    static AUX: OnceLock<usize> = OnceLock::new();
+    *AUX.get_or_init(|| {
+        let mut a = Assignment::new(&mut [], &mut []);
+        let bits = vec![Bit::Is(false); PREIMAGE_BITS];
+        sha256_block_no_padding(&mut a, &bits);
+        a.aux_used()
+    })
 }
 
 /// Bits of a 64-byte block, big-endian within each byte.
@@ -66,8 +47,8 @@ fn bits_of(block: &[u8; 64]) -> impl Iterator<Item = bool> + '_ {
 
 impl ParallelWitness for Sha256Chain {
     fn witness_into(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), WitnessError> {
-        let layout = block_layout()?;
-        let want = PREIMAGE_BITS + self.blocks * layout.aux;
+        let block_aux = block_aux();
+        let want = PREIMAGE_BITS + self.blocks * block_aux;
         if aux.len() != want || input.is_empty() {
             return Err(WitnessError::Layout { part: 0, detail: format!("{} blocks need {want} aux variables, the shape has {}", self.blocks, aux.len()) });
         }
@@ -76,42 +57,47 @@ impl ParallelWitness for Sha256Chain {
         // The bytes entering each part's first block, natively.
         let mut starts = Vec::with_capacity(parts);
         let mut block = first_block(&self.preimage);
-        for b in 0..self.blocks {
-            if bounds[starts.len()] == b {
+        for b in 0..=self.blocks {
+            if starts.len() < parts && bounds[starts.len()] == b {
                 starts.push(block);
             }
-            block = double(&compress(&block));
+            if b < self.blocks {
+                block = double(&compress(&block));
+            }
         }
-        let aux_lens: Vec<usize> = bounds.windows(2).enumerate().map(|(j, w)| (w[1] - w[0]) * layout.aux + if j == 0 { PREIMAGE_BITS } else { 0 }).collect();
+        let aux_lens: Vec<usize> = bounds.windows(2).enumerate().map(|(j, w)| (w[1] - w[0]) * block_aux + if j == 0 { PREIMAGE_BITS } else { 0 }).collect();
         let input_lens: Vec<usize> = (0..parts).map(|j| if j + 1 == parts { input.len() - 1 } else { 0 }).collect();
         let aux_windows = windows(aux, &aux_lens);
         let input_windows = windows(&mut input[1..], &input_lens);
         aux_windows.into_par_iter().zip(input_windows).enumerate().try_for_each(|(j, (aux, input))| {
-            let (b0, b1) = (bounds[j], bounds[j + 1]);
-            let aux_base = if j == 0 { 0 } else { PREIMAGE_BITS + b0 * layout.aux };
-            let mut cs = SegmentCs::new(aux, aux_base, input, 1);
-            if b0 > 0 {
-                let prev = PREIMAGE_BITS + (b0 - 1) * layout.aux;
-                let outputs = layout.outputs.iter().map(|&o| Variable::new_unchecked(Index::Aux(prev + o)));
-                cs.import(outputs.clone().chain(outputs));
-            }
-            let ran = run_blocks(&mut cs, &starts[j], b1 - b0, j + 1 == parts);
-            cs.finish_after(j, ran)
+            let mut a = Assignment::new(aux, input);
+            write_blocks(&mut a, &starts[j], bounds[j + 1] - bounds[j], j == 0, j + 1 == parts).map_err(|detail| WitnessError::Layout { part: j, detail })?;
+            a.finish().map_err(|e| WitnessError::Layout { part: j, detail: e.to_string() })
         })
     }
 }
 
-/// Runs `blocks` blocks from the bits of `start`, packing the last digest into inputs when
-/// `last`.
-fn run_blocks(cs: &mut SegmentCs<'_>, start: &[u8; 64], blocks: usize, last: bool) -> Result<(), SynthesisError> {
-    let mut bits = bits_of(start).map(|v| AllocatedBit::alloc(&mut *cs, Some(v)).map(Boolean::from)).collect::<Result<Vec<_>, _>>()?;
+/// Writes `blocks` blocks from the bits of `start`: allocated first when `first` (the preimage
+/// bits), otherwise the previous block's output bits, which another part writes. Packs the last
+/// digest into inputs when `last`. Fails when a block's output bits are not all allocated bits
+/// (`Boolean::Is`), as the next block's input and every part but the first assume.
+fn write_blocks(a: &mut Assignment<'_>, start: &[u8; 64], blocks: usize, first: bool, last: bool) -> Result<(), String> {
+    let mut bits: Vec<Bit> = if first { bits_of(start).map(|v| Bit::alloc(a, v)).collect() } else { bits_of(start).map(Bit::Is).collect() };
     let mut out = Vec::new();
     for _ in 0..blocks {
-        out = sha256_block_no_padding(&mut *cs, &bits)?;
-        bits = [out.clone(), out.clone()].concat();
+        out = sha256_block_no_padding(a, &bits);
+        if let Some(k) = out.iter().position(|b| !matches!(b, Bit::Is(_))) {
+            return Err(format!("output bit {k} of a block is {:?}, not an allocated bit", out[k]));
+        }
+        bits.clear();
+        bits.extend_from_slice(&out);
+        bits.extend_from_slice(&out);
     }
     if last {
-        multipack::pack_into_inputs(&mut *cs, &out)?;
+        let digest: Vec<bool> = out.iter().map(|b| b.value()).collect();
+        for v in multipack::compute_multipacking::<Scalar>(&digest) {
+            a.input(v);
+        }
     }
     Ok(())
 }
@@ -154,12 +140,14 @@ mod tests {
     use cuzk_core::alloc::heap;
     use cuzk_core::matrices::ConstraintMatrices;
 
-    /// The parallel witness equals sequential synthesis's, index for index, for chains of one
-    /// block, a few blocks (more parts than blocks on a small pool) and many blocks.
+    /// The parallel witness (the native writer) equals sequential synthesis's (the gadgets),
+    /// index for index, for chains of no block, one block, a few blocks (as many parts as
+    /// blocks on a small pool) and many blocks, so both one block per part and runs of several
+    /// blocks meet at part boundaries (13 blocks in 12 parts on 3 threads; 9 in 4 on one).
     #[test]
     fn parallel_witness_equals_sequential() {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-        for blocks in [1, 2, 5, 13] {
+        for (threads, blocks) in [(3, 0), (3, 1), (3, 2), (3, 5), (3, 13), (1, 9)] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let c = Sha256Chain { blocks, ..Sha256Chain::for_log_size(15, blocks as u64) };
             let m = ConstraintMatrices::record(c.clone()).unwrap();
             let seq = m.witness(c.clone(), heap()).unwrap();
