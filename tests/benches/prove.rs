@@ -48,6 +48,9 @@
 //! - `--fil-shapes 32g,64g` (default: none): the witness of shape-only PoRep and SnapDeals partitions at
 //!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
 //!   the native writer on one thread, and a whole partition on all threads.
+//! - `--fil-shape-proofs 32g` (default: none): a whole shape-only PoRep C2 at that size on each
+//!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
+//!   costs, then per partition the witness and upload → proof, and the proof's wall time.
 //!
 //! The "peak RSS" column is the process's peak resident memory during the one-proof runs,
 //! above what it held before them (parameters and matrices already resident).
@@ -90,7 +93,8 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
                                (default none; with it the built-ins run only when --circuits is given)
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
-  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer (no proof)";
+  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer (no proof)
+  --fil-shape-proofs 32g       a whole shape-only PoRep C2 on each backend with timing-only parameters (not verified)";
 
 /// What the run varies.
 struct Args {
@@ -110,6 +114,7 @@ struct Args {
     filecoin: Vec<cuzk_circuits_filecoin::FilShape>,
     fil_dir: PathBuf,
     fil_shapes: Vec<u64>,
+    fil_shape_proofs: Vec<u64>,
 }
 
 fn list(v: &str) -> impl Iterator<Item = &str> {
@@ -145,6 +150,7 @@ impl Args {
             filecoin: Vec::new(),
             fil_dir: std::env::temp_dir().join("cuzk-prove-fil"),
             fil_shapes: Vec::new(),
+            fil_shape_proofs: Vec::new(),
         };
         let mut circuits_given = false;
         let mut it = args.into_iter();
@@ -162,10 +168,11 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            const VALUED: [&str; 14] = [
+            const VALUED: [&str; 15] = [
                 "--filecoin",
                 "--fil-dir",
                 "--fil-shapes",
+                "--fil-shape-proofs",
                 "--logs",
                 "--circuits",
                 "--backends",
@@ -200,15 +207,20 @@ impl Args {
                         .collect::<Result<_, _>>()?
                 }
                 "--fil-dir" => a.fil_dir = PathBuf::from(&v),
-                "--fil-shapes" => {
-                    a.fil_shapes = list(&v)
+                "--fil-shapes" | "--fil-shape-proofs" => {
+                    let sizes = list(&v)
                         .map(|s| match s {
                             "32g" => Ok(32u64 << 30),
                             "64g" => Ok(64 << 30),
                             "2k" => Ok(2048),
-                            _ => Err(format!("--fil-shapes takes 2k, 32g, 64g, not {s:?}")),
+                            _ => Err(format!("{name} takes 2k, 32g, 64g, not {s:?}")),
                         })
-                        .collect::<Result<_, _>>()?
+                        .collect::<Result<_, _>>()?;
+                    if name == "--fil-shapes" {
+                        a.fil_shapes = sizes;
+                    } else {
+                        a.fil_shape_proofs = sizes;
+                    }
                 }
                 "--circuits" => {
                     circuits_given = true;
@@ -245,7 +257,7 @@ impl Args {
         if a.evals.is_empty() {
             return Err("--eval needs gpu, host or both".into());
         }
-        if (!a.filecoin.is_empty() || !a.fil_shapes.is_empty()) && !circuits_given {
+        if (!a.filecoin.is_empty() || !a.fil_shapes.is_empty() || !a.fil_shape_proofs.is_empty()) && !circuits_given {
             a.circuits.clear();
         }
         Ok(Some(a))
@@ -836,6 +848,15 @@ fn main() {
         println!();
         filecoin::shape_witness(size);
         filecoin::snap_shape_witness(size);
+    }
+    for &size in &args.fil_shape_proofs {
+        println!();
+        if let Some(c) = &cpu {
+            filecoin::shape_proofs(c.backend(), &c.name, size);
+        }
+        if let Some(g) = cuda.first() {
+            filecoin::shape_proofs(g.backend(), &g.name, size);
+        }
     }
     if !args.filecoin.is_empty() {
         println!();

@@ -285,3 +285,70 @@ pub fn snap_shape_witness(sector_size: u64) {
         per(cpu)
     );
 }
+
+/// `--fil-shape-proofs 32g`: one whole shape-only PoRep C2 of `sector_size` (its real partition
+/// count) proved on `backend` with timing-only parameters of the circuit's exact shape
+/// (`super::timing_params`: pseudo-random points, so nothing is verified): the matrices recorded
+/// from partition 0, made resident with the parameters, then every partition's witness written
+/// on a thread of its own (the next one while the device proves the current one) and proved
+/// through the witness path. Prints the one-time costs and per partition the witness and the
+/// upload → proof time, then the proof's wall time from the first witness to the last partition.
+pub fn shape_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
+    use cuzk_circuits_filecoin::shape;
+    let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
+    let job = shape::porep(sector_size, None, None, 5).expect("shape-only job");
+    let parts = job.partitions();
+    let t = Instant::now();
+    let m = std::sync::Arc::new(ConstraintMatrices::record(job.partition(0)).expect("record"));
+    let record = secs(t);
+    let rows = m.num_constraints();
+    println!(
+        "{id} (shape-only) on {name}: {parts} partitions of {rows} constraints, {} inputs, {} aux; matrices {} entries ({:.0} MiB), recorded in {record:.1} s",
+        m.num_inputs,
+        m.num_aux,
+        m.num_entries(),
+        mib(m.heap_bytes())
+    );
+    let t = Instant::now();
+    let params = super::timing_params(&m);
+    let generated = secs(t);
+    let t = Instant::now();
+    let key = ProvingKey::load(backend, params).expect("parameters resident");
+    let loaded = secs(t);
+    let t = Instant::now();
+    let resident = backend.load_matrices(&m).expect("matrices resident");
+    backend.wait_idle().expect("wait");
+    println!(
+        "  timing-only parameters generated in {generated:.1} s, resident in {loaded:.1} s; matrices resident in {:.1} s ({:.0} MiB on the device)",
+        secs(t),
+        backend.matrices_bytes(&resident) as f64 / (1 << 20) as f64
+    );
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5ea1);
+    let (r, s) = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+    let alloc = backend.host_allocator();
+    let start = Instant::now();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::scope(|scope| {
+        let (job, m, alloc) = (&job, &m, alloc.clone());
+        scope.spawn(move || {
+            for k in 0..parts {
+                let t = Instant::now();
+                let w = m.witness_parallel(&job.partition(k), alloc.clone()).expect("witness");
+                if tx.send((w, secs(t))).is_err() {
+                    return;
+                }
+            }
+        });
+        for k in 0..parts {
+            let (w, witness) = rx.recv().expect("a witness");
+            let t = Instant::now();
+            let upl = upload_witness(backend, &key, &m, &resident, w).expect("upload witness");
+            let (h, domain, wit) = compute_h(backend, upl).expect("h");
+            let ms = msms(backend, &key, &h, &domain, &wit).expect("msms");
+            let _timing_only = finalize(&key.vk, &ms, r, s);
+            println!("  partition {k}: witness {:.0} ms (16 threads), upload → proof {:.0} ms", witness * 1e3, secs(t) * 1e3);
+        }
+    });
+    let wall = secs(start);
+    println!("{id} (shape-only) on {name}: {parts} partitions proved in {wall:.2} s from the first witness ({:.2} s a partition)", wall / parts as f64);
+}
