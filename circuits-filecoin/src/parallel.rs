@@ -2,13 +2,14 @@
 //!
 //! A PoRep partition (`StackedCircuit`) synthesizes a header (the replica id and its bits, the
 //! commitments, `comm_r = H(comm_c, comm_r_last)`) and then one proof per challenge that uses
-//! only the header's variables. Its variables are therefore the header's, then one run per
-//! challenge, each as long as the others. Each challenge is written on its own thread by
-//! Filecoin's circuit of that challenge alone: in a [`SegmentCs`] that imports the header (every
-//! header allocation returns the header's variable; the first part owns the header and writes
-//! it), so the assignment is the sequential one index for index. A layout that does not divide
-//! so (or a part that does not fill its window exactly) is written sequentially instead.
-//! The other kinds are written sequentially into the assignment.
+//! only the header's variables; a SnapDeals partition likewise (its header ends where the first
+//! challenge's `get_challenge_high_bits` starts). Their variables are therefore the header's,
+//! then one run per challenge, each as long as the others. The header is written by Filecoin's
+//! own gadgets in a [`SegmentCs`], stopped at the first challenge's namespace; each challenge is
+//! written natively on its own thread (`porep_witness`, `snap_witness`), so the assignment is the
+//! sequential one index for index. A layout that does not divide so (or a part that does not
+//! fill its window exactly) is written sequentially by the gadgets instead. The PoSt kinds are
+//! written sequentially.
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;

@@ -4,9 +4,10 @@
 //! chains or lists of independent pieces (a SHA-256 chain's blocks, a PoRep partition's
 //! challenges) whose variables occupy contiguous index ranges that do not depend on the
 //! witness. Such a circuit implements [`ParallelWitness`]: it computes the values that cross
-//! from one piece to the next natively, then runs each piece's gadgets in a [`SegmentCs`] that
-//! writes straight into that piece's window of the assignment. The result is exactly the
-//! assignment sequential synthesis produces, index for index.
+//! from one piece to the next natively, then writes each piece into its own window of the
+//! assignment on its own thread (natively, `cuzk-gadget-witness`, or by running the piece's
+//! gadgets in a [`SegmentCs`]). The result is exactly the assignment sequential synthesis
+//! produces, index for index.
 
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -25,8 +26,8 @@ pub enum WitnessError {
     /// The circuit's own gadgets failed.
     #[error("circuit synthesis failed: {0}")]
     Circuit(#[from] SynthesisError),
-    /// A part allocated more or fewer variables than its window holds, or did not use the
-    /// variables it imported: the circuit's layout does not match the recorded shape.
+    /// A part allocated more or fewer variables than its window holds: the circuit's layout
+    /// does not match the recorded shape.
     #[error("witness part {part} does not fit its window: {detail}")]
     Layout {
         /// Which part.
@@ -38,15 +39,8 @@ pub enum WitnessError {
 
 /// A witness-only constraint system for one part of a circuit: allocations write into a window
 /// of the assignment (`aux` from index `aux_base`, `input` from `input_base`); `enforce`
-/// closures never run.
-///
-/// A part that continues from an earlier one first [`SegmentCs::import`]s the earlier part's
-/// variables: the next allocations then return those variables instead of new ones and store
-/// nothing, so a gadget like `AllocatedBit::alloc` rebuilds the handle to a bit another part
-/// owns (its value must be the one that part assigns). An imported allocation still runs its
-/// value closure (gadgets such as `AllocatedNum::alloc` keep the value it computes) and fails
-/// with it. [`SegmentCs::import_inputs`] does the same for input allocations, so a part can
-/// re-run a prefix that an earlier part owns.
+/// closures never run. Circuits run their own gadgets in it where no native writer
+/// (`cuzk-gadget-witness`) replaces them, e.g. a Filecoin partition's header.
 #[derive(Debug)]
 pub struct SegmentCs<'a> {
     aux: &'a mut [Scalar],
@@ -55,10 +49,6 @@ pub struct SegmentCs<'a> {
     input: &'a mut [Scalar],
     input_base: usize,
     input_used: usize,
-    imports: Vec<Variable>,
-    next_import: usize,
-    input_imports: Vec<Variable>,
-    next_input_import: usize,
     overflow: Option<String>,
 }
 
@@ -73,25 +63,11 @@ impl<'a> SegmentCs<'a> {
             input,
             input_base,
             input_used: 0,
-            imports: Vec::new(),
-            next_import: 0,
-            input_imports: Vec::new(),
-            next_input_import: 0,
             overflow: None,
         }
     }
 
-    /// The next `vars.len()` allocations return `vars`, in order, and store nothing.
-    pub fn import(&mut self, vars: impl IntoIterator<Item = Variable>) {
-        self.imports.extend(vars);
-    }
-
-    /// The next `vars.len()` input allocations return `vars`, in order, and store nothing.
-    pub fn import_inputs(&mut self, vars: impl IntoIterator<Item = Variable>) {
-        self.input_imports.extend(vars);
-    }
-
-    /// Checks that the part filled its windows exactly and used every import.
+    /// Checks that the part filled its windows exactly.
     pub fn finish(self, part: usize) -> Result<(), WitnessError> {
         self.finish_after(part, Ok(()))
     }
@@ -107,12 +83,6 @@ impl<'a> SegmentCs<'a> {
         if let Some(detail) = self.overflow {
             return layout(detail);
         }
-        if self.next_import != self.imports.len() {
-            return layout(format!("{} of {} imported variables unused", self.imports.len() - self.next_import, self.imports.len()));
-        }
-        if self.next_input_import != self.input_imports.len() {
-            return layout(format!("{} of {} imported inputs unused", self.input_imports.len() - self.next_input_import, self.input_imports.len()));
-        }
         if self.aux_used != self.aux.len() || self.input_used != self.input.len() {
             return layout(format!(
                 "allocated {} aux and {} inputs, the window holds {} and {}",
@@ -123,12 +93,6 @@ impl<'a> SegmentCs<'a> {
             ));
         }
         Ok(())
-    }
-
-    fn take_import(&mut self) -> Option<Variable> {
-        let v = self.imports.get(self.next_import).copied()?;
-        self.next_import += 1;
-        Some(v)
     }
 }
 
@@ -141,10 +105,6 @@ impl ConstraintSystem<Scalar> for SegmentCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if let Some(v) = self.take_import() {
-            f()?;
-            return Ok(v);
-        }
         let Some(slot) = self.aux.get_mut(self.aux_used) else {
             self.overflow.get_or_insert_with(|| format!("more than {} aux variables", self.aux.len()));
             return Err(SynthesisError::Unsatisfiable);
@@ -160,11 +120,6 @@ impl ConstraintSystem<Scalar> for SegmentCs<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        if let Some(v) = self.input_imports.get(self.next_input_import).copied() {
-            self.next_input_import += 1;
-            f()?;
-            return Ok(v);
-        }
         let Some(slot) = self.input.get_mut(self.input_used) else {
             self.overflow.get_or_insert_with(|| format!("more than {} inputs", self.input.len()));
             return Err(SynthesisError::Unsatisfiable);
@@ -221,32 +176,15 @@ mod tests {
     use ff::Field;
 
     #[test]
-    fn segment_windows_imports_and_overflow() {
+    fn segment_windows_and_overflow() {
         let mut aux = vec![Scalar::ZERO; 3];
         let mut input = vec![Scalar::ZERO; 1];
         let mut cs = SegmentCs::new(&mut aux, 10, &mut input, 1);
-        cs.import([Variable::new_unchecked(Index::Aux(4))]);
-        let v = cs.alloc(|| "", || Ok(Scalar::from(9))).unwrap();
-        assert_eq!(v.get_unchecked(), Index::Aux(4), "an import is returned, not allocated");
         let v = cs.alloc(|| "", || Ok(Scalar::from(7))).unwrap();
-        assert_eq!(v.get_unchecked(), Index::Aux(10));
+        assert_eq!(v.get_unchecked(), Index::Aux(10), "aux indices start at the window's base");
         let v = cs.alloc_input(|| "", || Ok(Scalar::from(5))).unwrap();
         assert_eq!(v.get_unchecked(), Index::Input(1));
-        cs.import_inputs([Variable::new_unchecked(Index::Input(7))]);
-        let mut ran = false;
-        let v = cs
-            .alloc_input(
-                || "",
-                || {
-                    ran = true;
-                    Ok(Scalar::from(6))
-                },
-            )
-            .unwrap();
-        assert!(ran, "an imported allocation runs its value closure");
-        assert_eq!(v.get_unchecked(), Index::Input(7), "an imported input is returned, not allocated");
-        cs.import([Variable::new_unchecked(Index::Aux(5))]);
-        assert!(cs.alloc(|| "", || Err(SynthesisError::AssignmentMissing)).is_err(), "an imported allocation fails with its closure");
+        assert!(cs.alloc(|| "", || Err(SynthesisError::AssignmentMissing)).is_err(), "an allocation fails with its closure");
         assert!(matches!(cs.finish(0), Err(WitnessError::Layout { .. })), "two aux slots unfilled");
         assert_eq!((aux[0], input[0]), (Scalar::from(7), Scalar::from(5)));
 
