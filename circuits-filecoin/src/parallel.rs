@@ -28,63 +28,23 @@ pub struct CircuitSize {
     pub aux: usize,
 }
 
-/// Counts what a circuit allocates and enforces, computing no value.
-#[derive(Debug)]
-struct Counter(CircuitSize);
-
-impl ConstraintSystem<Scalar> for Counter {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.0.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.0.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.0.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.0.inputs - 1)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.0.constraints += 1;
-    }
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// The size of `circuit`, counted by running its gadgets without values.
 pub(crate) fn count<C: Circuit<Scalar>>(circuit: C) -> Result<CircuitSize, SynthesisError> {
-    let mut c = Counter(CircuitSize { inputs: 1, ..CircuitSize::default() });
+    let mut c = HeaderCs::default();
     circuit.synthesize(&mut c)?;
-    Ok(c.0)
+    Ok(CircuitSize { constraints: c.constraints, inputs: c.inputs + 1, aux: c.aux })
 }
 
-/// Runs a circuit up to a root-level namespace (`stop_at`: where the circuit starts its first
-/// challenge) and stops it there: counts the variables allocated before it and, over a
-/// [`SegmentCs`], writes their values.
+/// Runs a circuit, counting what it allocates and enforces, up to a root-level namespace
+/// (`stop_at`: where the circuit starts its first challenge; `None`: to its end) and stops it
+/// there; over a [`SegmentCs`], also writes the values.
 #[derive(Debug, Default)]
 struct HeaderCs<'a> {
-    stop_at: &'a str,
+    stop_at: Option<&'a str>,
     writer: Option<SegmentCs<'a>>,
     aux: usize,
     inputs: usize,
+    constraints: usize,
     depth: usize,
     header: Option<(usize, usize)>,
 }
@@ -129,13 +89,14 @@ impl ConstraintSystem<Scalar> for HeaderCs<'_> {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
+        self.constraints += 1;
     }
     fn push_namespace<NR, N>(&mut self, name: N)
     where
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
-        if self.depth == 0 && self.header.is_none() && name().into() == self.stop_at {
+        if self.depth == 0 && self.header.is_none() && self.stop_at.is_some_and(|stop| name().into() == stop) {
             self.header = Some((self.aux, self.inputs));
         }
         self.depth += 1;
@@ -152,7 +113,7 @@ impl ConstraintSystem<Scalar> for HeaderCs<'_> {
 /// namespace `stop_at` (where it starts its first challenge), measured without computing any
 /// value; `None` when it never reaches it.
 pub(crate) fn header<C: Circuit<Scalar>>(circuit: C, stop_at: &str) -> Option<(usize, usize)> {
-    let mut probe = HeaderCs { stop_at, ..HeaderCs::default() };
+    let mut probe = HeaderCs { stop_at: Some(stop_at), ..HeaderCs::default() };
     let _ = circuit.synthesize(&mut probe); // stopped past the header
     probe.header
 }
@@ -181,7 +142,7 @@ pub(crate) fn native_challenges<C: Circuit<Scalar>>(
     let mut aux_windows = windows(aux, &lens(h_aux, c_aux));
     let mut input_windows = windows(&mut input[1..], &lens(h_in, c_in));
     let (header_aux, header_input) = (aux_windows.remove(0), input_windows.remove(0));
-    let mut cs = HeaderCs { stop_at, writer: Some(SegmentCs::new(header_aux, 0, header_input, 1)), ..HeaderCs::default() };
+    let mut cs = HeaderCs { stop_at: Some(stop_at), writer: Some(SegmentCs::new(header_aux, 0, header_input, 1)), ..HeaderCs::default() };
     let ran = circuit.synthesize(&mut cs);
     if cs.header != Some(header) {
         return Err(WitnessError::Layout { part: 0, detail: format!("the header allocated {:?}, the shape says {header:?}", cs.header) });

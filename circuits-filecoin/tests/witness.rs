@@ -33,6 +33,26 @@ fn parallel_witnesses_equal_sequential_synthesis() {
     }
 }
 
+/// Writes partition `c`'s witness natively (it must split) and through Filecoin's gadgets run
+/// sequentially, and checks the two are equal index for index.
+fn native_equals_sequential(c: &cuzk_circuits_filecoin::PartitionCircuit, what: &str) {
+    let n = c.size().expect("count");
+    let fresh = || {
+        let mut input = vec![blstrs::Scalar::ZERO; n.inputs];
+        input[0] = blstrs::Scalar::ONE;
+        (input, vec![blstrs::Scalar::ZERO; n.aux])
+    };
+    let (mut input, mut aux) = fresh();
+    assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{what}: not written natively");
+    let (mut seq_input, mut seq_aux) = fresh();
+    c.witness_sequential(&mut seq_input, &mut seq_aux).expect("sequential witness");
+    assert!(input == seq_input, "{what}: inputs differ");
+    if let Some(i) = (0..n.aux).find(|&i| aux[i] != seq_aux[i]) {
+        panic!("{what}: aux {i} of {} differs", n.aux);
+    }
+    eprintln!("{what}: {} constraints, {} aux, {} inputs equal", n.constraints, n.aux, n.inputs);
+}
+
 /// The native PoRep witness on the production tree shapes (32 GiB: base arity 8 with a sub-tree
 /// level of 8; 64 GiB: also a top level of 2) and 11 layers, from shape-only vanilla proofs of
 /// one partition of two challenges: equal index for index to Filecoin's gadgets run
@@ -41,22 +61,7 @@ fn parallel_witnesses_equal_sequential_synthesis() {
 fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
     for sector_size in [32u64 << 30, 64 << 30] {
         let p = cuzk_circuits_filecoin::shape::porep(sector_size, Some(1), Some(2), 11).expect("shape-only job");
-        let c = p.partition(0);
-        let n = c.size().expect("count");
-        let fresh = || {
-            let mut input = vec![blstrs::Scalar::ZERO; n.inputs];
-            input[0] = blstrs::Scalar::ONE;
-            (input, vec![blstrs::Scalar::ZERO; n.aux])
-        };
-        let (mut input, mut aux) = fresh();
-        assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{sector_size}: not written natively");
-        let (mut seq_input, mut seq_aux) = fresh();
-        c.witness_sequential(&mut seq_input, &mut seq_aux).expect("sequential witness");
-        assert!(input == seq_input, "{sector_size}: inputs differ");
-        if let Some(i) = (0..n.aux).find(|&i| aux[i] != seq_aux[i]) {
-            panic!("{sector_size}: aux {i} of {} differs", n.aux);
-        }
-        eprintln!("{sector_size}: {} aux, {} inputs equal", n.aux, n.inputs);
+        native_equals_sequential(&p.partition(0), &format!("porep, {sector_size} bytes"));
     }
 }
 
@@ -64,22 +69,7 @@ fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
 /// gadgets run sequentially, index for index.
 fn native_snap_witness_equals_the_gadgets(sector_size: u64) {
     let p = cuzk_circuits_filecoin::snap_shape::snap(sector_size, 3).expect("shape-only job");
-    let c = p.partition(0);
-    let n = c.size().expect("count");
-    let fresh = || {
-        let mut input = vec![blstrs::Scalar::ZERO; n.inputs];
-        input[0] = blstrs::Scalar::ONE;
-        (input, vec![blstrs::Scalar::ZERO; n.aux])
-    };
-    let (mut input, mut aux) = fresh();
-    assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{sector_size}: not written natively");
-    let (mut seq_input, mut seq_aux) = fresh();
-    c.witness_sequential(&mut seq_input, &mut seq_aux).expect("sequential witness");
-    assert!(input == seq_input, "{sector_size}: inputs differ");
-    if let Some(i) = (0..n.aux).find(|&i| aux[i] != seq_aux[i]) {
-        panic!("{sector_size}: aux {i} of {} differs", n.aux);
-    }
-    eprintln!("{sector_size}: {} constraints, {} aux, {} inputs equal", n.constraints, n.aux, n.inputs);
+    native_equals_sequential(&p.partition(0), &format!("snap, {sector_size} bytes"));
 }
 
 /// SnapDeals at 32 GiB (replica trees 8-8-0, 30 challenge bits, 16 partitions, 128 apex leaves,

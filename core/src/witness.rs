@@ -56,15 +56,7 @@ impl<'a> SegmentCs<'a> {
     /// A part owning `aux` (aux indices `aux_base..aux_base + aux.len()`) and `input` (input
     /// indices `input_base..`).
     pub fn new(aux: &'a mut [Scalar], aux_base: usize, input: &'a mut [Scalar], input_base: usize) -> Self {
-        SegmentCs {
-            aux,
-            aux_base,
-            aux_used: 0,
-            input,
-            input_base,
-            input_used: 0,
-            overflow: None,
-        }
+        SegmentCs { aux, aux_base, aux_used: 0, input, input_base, input_used: 0, overflow: None }
     }
 
     /// Checks that the part filled its windows exactly.

@@ -342,7 +342,7 @@ pub fn shape_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
         for k in 0..parts {
             let (w, witness) = rx.recv().expect("a witness");
             let t = Instant::now();
-            let upl = upload_witness(backend, &key, &m, &resident, w).expect("upload witness");
+            let upl = upload_witness(backend, &key, m, &resident, w).expect("upload witness");
             let (h, domain, wit) = compute_h(backend, upl).expect("h");
             let ms = msms(backend, &key, &h, &domain, &wit).expect("msms");
             let _timing_only = finalize(&key.vk, &ms, r, s);
