@@ -750,9 +750,11 @@ fn main() {
         args.synth_workers,
         if args.matrices { "on" } else { "off" }
     );
-    println!();
-    println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | peak RSS GiB | pipelined ms/proof |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    if !args.circuits.is_empty() {
+        println!();
+        println!("| circuit | domain | backend | synth ms | upload ms | ntt ms | msm ms | finalize ms | one proof ms | peak RSS GiB | pipelined ms/proof |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
     let mut next_id = 0;
     for &kind in &args.circuits {
         for &k in &args.logs {
