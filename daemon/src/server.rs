@@ -386,6 +386,10 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
     if !matrices_dir.as_os_str().is_empty() {
         worker = worker.with_matrix_store(matrices_dir);
     }
+    // A file validated in full once is trusted while its length and checksum match the record.
+    if !cfg.params.trusted {
+        worker = worker.with_validation_records(data_dir.join("validated"));
+    }
     let worker = Arc::new(worker);
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(

@@ -16,7 +16,7 @@ use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
 use ff::Field;
 
 use crate::matrices::MatrixCache;
-use crate::params::read_params;
+use crate::params::read_params_with_records;
 use crate::shape::CircuitShape;
 use crate::{LoadTask, MatricesInfo, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
@@ -86,6 +86,8 @@ pub struct BackendWorker<B: Backend> {
     /// Per circuit and device: the engine reserved its matrices there, and the shape whose
     /// matrices were made resident for it (once the first upload did).
     reserved: Mutex<HashMap<(CircuitId, usize), Option<CircuitShape>>>,
+    /// Where full validations of parameter files are recorded ([`read_params_with_records`]).
+    validation_records: Option<std::path::PathBuf>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -103,6 +105,7 @@ impl<B: Backend> BackendWorker<B> {
             device_matrices: Mutex::default(),
             budgeted: false,
             reserved: Mutex::default(),
+            validation_records: None,
         }
     }
 
@@ -122,6 +125,14 @@ impl<B: Backend> BackendWorker<B> {
         if self.matrices.is_some() {
             self.matrices = Some(MatrixCache::persistent(dir));
         }
+        self
+    }
+
+    /// Records full validations of parameter files in `dir` and trusts a file whose length
+    /// and checksum match its record ([`read_params_with_records`]): a later
+    /// [`Validation::Full`](cuzk_core::params::Validation::Full) load skips the point checks.
+    pub fn with_validation_records(mut self, dir: std::path::PathBuf) -> Self {
+        self.validation_records = Some(dir);
         self
     }
 
@@ -145,6 +156,10 @@ impl<B: Backend> BackendWorker<B> {
     pub fn with_stage_sync(mut self, on: bool) -> Self {
         self.sync_stages = on;
         self
+    }
+
+    fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
+        read_params_with_records(&task.path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p)
     }
 
     /// The backend of device `d`.
@@ -372,14 +387,14 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         let host = if task.from_host { lock(&self.host_params).get(&task.circuit).cloned() } else { None };
         match task.at {
             Location::Host => {
-                let p = Arc::new(read_params(&task.path, task.validation)?);
+                let p = Arc::new(self.read_params(&task)?);
                 lock(&self.vks).insert(task.circuit, Arc::new(p.vk.clone()));
                 lock(&self.host_params).insert(task.circuit, p);
             }
             Location::Device(d) => {
                 let params = match host {
                     Some(p) => (*p).clone(),
-                    None => read_params(&task.path, task.validation)?,
+                    None => self.read_params(&task)?,
                 };
                 self.load_key(task.circuit, d.0 as usize, params)?;
             }

@@ -27,7 +27,7 @@ use cuzk_core::proof::Proof;
 
 pub use backend_worker::{BackendWorker, PartData};
 pub use error::WorkError;
-pub use params::read_params;
+pub use params::{read_params, read_params_with_records, Checked};
 pub use shape::{BuiltinShape, CircuitShape};
 
 /// The circuit a partition's synthesis runs.

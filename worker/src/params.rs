@@ -1,7 +1,7 @@
 //! Reading bellperson parameter files: the file is mapped, its layout checked, and the point
 //! sections decoded on all threads.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
@@ -45,9 +45,110 @@ pub fn load_parameters(bytes: &[u8], validation: Validation) -> Result<Parameter
 
 /// Reads and decodes a parameter file with all threads.
 pub fn read_params(path: &Path, validation: Validation) -> Result<Parameters, WorkError> {
+    read_params_with_records(path, validation, None).map(|(p, _)| p)
+}
+
+/// Which checks a load ran ([`read_params_with_records`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// Every point was checked (and, with a record directory, a record written on success).
+    Full,
+    /// The file matched its validation record (length and checksum): decoded without the point
+    /// checks.
+    Record,
+    /// The caller trusts the file ([`Validation::Trusted`]): no point checks.
+    Trusted,
+}
+
+/// Bytes hashed per task by [`checksum`]; part of the record format (changing it changes every
+/// checksum, so records written before simply stop matching).
+const CHECKSUM_CHUNK: usize = 64 << 20;
+
+/// First line of a validation record.
+const RECORD_HEADER: &str = "cuzk validated parameter file v1";
+
+/// XXH3-64 of `bytes`, computed in 64 MiB chunks on all threads: the chunk hashes (in order,
+/// little-endian) and the length are hashed once more, so the result does not depend on the
+/// thread count.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    let parts: Vec<u64> = bytes.par_chunks(CHECKSUM_CHUNK).map(xxhash_rust::xxh3::xxh3_64).collect();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(bytes.len() as u64).to_le_bytes());
+    for p in parts {
+        h.update(&p.to_le_bytes());
+    }
+    h.digest()
+}
+
+/// The record file of the parameter file at `canonical` (an absolute, canonical path) in `dir`:
+/// named from a hash of the path, one per parameter file.
+pub fn record_path(dir: &Path, canonical: &Path) -> PathBuf {
+    let name = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes());
+    dir.join(format!("{name:016x}.validated"))
+}
+
+/// The exact text of the record of a file at `canonical` with `len` bytes and checksum `sum`.
+/// A record is trusted only if it equals this text byte for byte.
+fn record_text(canonical: &Path, len: u64, sum: u64) -> String {
+    format!("{RECORD_HEADER}\npath {}\nlen {len}\nxxh3 {sum:016x}\n", canonical.display())
+}
+
+/// Writes the record atomically (a temporary file renamed over it).
+fn write_record(record: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = record.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = record.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, record).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Reads and decodes a parameter file with all threads, like [`read_params`], and with
+/// `records` (a directory) remembers full validations: after a [`Validation::Full`] load
+/// succeeds, a record of the file's length and [`checksum`] is written to `records`
+/// ([`record_path`]); a later full load of a file whose length and checksum equal its record's
+/// decodes it as [`Validation::Trusted`]. A missing, unreadable or garbled record (one that is
+/// not exactly what [`Checked::Full`] would write) or a mismatch means a full validation.
+/// Failing to write a record is logged, not an error. Returns which checks ran.
+pub fn read_params_with_records(path: &Path, validation: Validation, records: Option<&Path>) -> Result<(Parameters, Checked), WorkError> {
     let io = |source| WorkError::Io { path: path.into(), source };
     let file = std::fs::File::open(path).map_err(io)?;
     // SAFETY: the file is only read; cuzk never writes a file it has open.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    load_parameters(&map, validation).map_err(|source| WorkError::Params { path: path.into(), source })
+    let decode = |v| load_parameters(&map, v).map_err(|source| WorkError::Params { path: path.into(), source });
+    let records = match (validation, records) {
+        (Validation::Trusted, _) => return Ok((decode(Validation::Trusted)?, Checked::Trusted)),
+        (Validation::Full, None) => return Ok((decode(Validation::Full)?, Checked::Full)),
+        (Validation::Full, Some(dir)) => dir,
+    };
+    let canonical = match std::fs::canonicalize(path) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "no canonical path: validating the parameter file in full, recording nothing");
+            return Ok((decode(Validation::Full)?, Checked::Full));
+        }
+    };
+    let record = record_path(records, &canonical);
+    let t = std::time::Instant::now();
+    let expected = record_text(&canonical, map.len() as u64, checksum(&map));
+    tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
+    match std::fs::read(&record) {
+        Ok(text) if text == expected.as_bytes() => {
+            tracing::info!(path = %path.display(), record = %record.display(), "parameter file matches its validation record: point checks skipped");
+            return Ok((decode(Validation::Trusted)?, Checked::Record));
+        }
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), record = %record.display(), "parameter file does not match its validation record (changed, corrupt, or a garbled record): validating in full")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(record = %record.display(), error = %e, "validation record unreadable: validating in full"),
+    }
+    let params = decode(Validation::Full)?;
+    match write_record(&record, &expected) {
+        Ok(()) => tracing::info!(path = %path.display(), record = %record.display(), "parameter file validated in full and recorded"),
+        Err(e) => tracing::warn!(record = %record.display(), error = %e, "could not write the validation record"),
+    }
+    Ok((params, Checked::Full))
 }

@@ -1,0 +1,159 @@
+//! Validation records: a parameter file validated in full once is later decoded without the
+//! point checks while its length and checksum match its record; a changed file, or a garbled
+//! record, means a full validation again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::CircuitKind;
+use cuzk_core::engine::{CircuitId, Location};
+use cuzk_core::params::{Parameters, ParamsError, ParamsLayout, PointError, Section, Validation};
+use cuzk_worker::params::{checksum, record_path};
+use cuzk_worker::{read_params, read_params_with_records, BackendWorker, BuiltinShape, Checked, LoadTask, WorkError, Worker};
+use rand::SeedableRng;
+
+/// A small parameter file in `dir`, and its parameters.
+fn params_file(dir: &Path) -> (PathBuf, Parameters) {
+    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
+    let path = dir.join("params");
+    std::fs::write(&path, params.to_bytes()).unwrap();
+    (path, params)
+}
+
+fn record_of(records: &Path, path: &Path) -> PathBuf {
+    record_path(records, &std::fs::canonicalize(path).unwrap())
+}
+
+#[test]
+fn first_load_validates_and_records_second_uses_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    let (first, how) = read_params_with_records(&path, Validation::Full, Some(&records)).unwrap();
+    assert_eq!(how, Checked::Full);
+    assert_eq!(first, params);
+    let record = std::fs::read_to_string(record_of(&records, &path)).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(record.contains(&format!("\nlen {}\n", bytes.len())), "{record}");
+    assert!(record.contains(&format!("\nxxh3 {:016x}\n", checksum(&bytes))), "{record}");
+    let (second, how) = read_params_with_records(&path, Validation::Full, Some(&records)).unwrap();
+    assert_eq!(how, Checked::Record);
+    assert_eq!(second, params);
+    // Without a record directory, or trusted, nothing is recorded or consulted.
+    assert_eq!(read_params_with_records(&path, Validation::Full, None).unwrap().1, Checked::Full);
+    assert_eq!(read_params_with_records(&path, Validation::Trusted, Some(&records)).unwrap().1, Checked::Trusted);
+}
+
+#[test]
+fn checksum_is_deterministic_and_sees_one_byte() {
+    let mut bytes: Vec<u8> = (0..(150u32 << 20) / 4).flat_map(|i| i.to_le_bytes()).collect();
+    let sum = checksum(&bytes);
+    assert_eq!(checksum(&bytes), sum);
+    bytes[100 << 20] ^= 1;
+    assert_ne!(checksum(&bytes), sum);
+    assert_ne!(checksum(&bytes[..bytes.len() - 1]), checksum(&bytes));
+}
+
+#[test]
+fn a_changed_file_is_validated_in_full_and_fails_as_without_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Full);
+    let recorded = std::fs::read(record_of(&records, &path)).unwrap();
+
+    // One byte in the middle of the x coordinate of the first `h` point: same length, no longer
+    // on the curve.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = ParamsLayout::parse(&bytes).unwrap().h.start + 24;
+    bytes[at] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let without = read_params(&path, Validation::Full).unwrap_err();
+    let with = read_params_with_records(&path, Validation::Full, Some(&records)).unwrap_err();
+    assert_eq!(with.to_string(), without.to_string());
+    match with {
+        WorkError::Params { source, .. } => {
+            assert_eq!(source, ParamsError::InvalidPoint { section: Section::H, index: 0, reason: PointError::NotOnCurveOrSubgroup })
+        }
+        e => panic!("{e}"),
+    }
+    // The failed validation leaves the old record, which keeps not matching.
+    assert_eq!(std::fs::read(record_of(&records, &path)).unwrap(), recorded);
+    assert!(read_params_with_records(&path, Validation::Full, Some(&records)).is_err());
+}
+
+/// `(4, y)` on `y² = x³ + 4` over the base field, uncompressed: on the curve, outside the
+/// prime-order subgroup.
+const OFF_SUBGROUP_G1: &str = "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000040a989badd40d6212b33cffc3f3763e9bc760f988c9926b26da9dd85e928483446346b8ed00e1de5d5ea93e354abe706c";
+
+#[test]
+fn a_point_only_the_subgroup_check_rejects_is_caught_by_the_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Full);
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
+    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
+    bytes[at..at + point.len()].copy_from_slice(&point);
+    std::fs::write(&path, &bytes).unwrap();
+    // Decoded as trusted the file loads: only comparing the checksum finds the change.
+    cuzk_worker::params::load_parameters(&bytes, Validation::Trusted).expect("trusted decoding skips the subgroup check");
+
+    let err = read_params_with_records(&path, Validation::Full, Some(&records)).unwrap_err();
+    assert_eq!(err.to_string(), read_params(&path, Validation::Full).unwrap_err().to_string());
+    match err {
+        WorkError::Params { source, .. } => {
+            assert_eq!(source, ParamsError::InvalidPoint { section: Section::H, index: 0, reason: PointError::NotOnCurveOrSubgroup })
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_garbled_record_is_ignored_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    read_params_with_records(&path, Validation::Full, Some(&records)).unwrap();
+    let record = record_of(&records, &path);
+    let good = std::fs::read_to_string(&record).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    let garbled = [
+        String::new(),
+        "garbage".into(),
+        good[..good.len() - 1].into(),
+        format!("{good}\n"),
+        good.replace(&format!("len {len}"), &format!("len {}", len + 1)),
+        good.replace("xxh3 ", "xxh3  "),
+        good.replace(&format!("xxh3 {:016x}", checksum(&std::fs::read(&path).unwrap())), &format!("xxh3 {:016x}", checksum(b"other"))),
+        good.to_uppercase(),
+    ];
+    for g in garbled {
+        std::fs::write(&record, &g).unwrap();
+        let (p, how) = read_params_with_records(&path, Validation::Full, Some(&records)).unwrap();
+        assert_eq!(how, Checked::Full, "{g:?}");
+        assert_eq!(p, params);
+        assert_eq!(std::fs::read_to_string(&record).unwrap(), good, "{g:?}");
+        assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
+    }
+    // A record that is not a file at all (unreadable) means a full validation too.
+    std::fs::remove_file(&record).unwrap();
+    std::fs::create_dir(&record).unwrap();
+    assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Full);
+}
+
+#[test]
+fn the_worker_records_validations_in_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
+    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, path: path.clone(), validation: Validation::Full, from_host: false }).unwrap();
+    assert!(record_of(&records, &path).is_file());
+    assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
+}
