@@ -18,7 +18,7 @@ use std::marker::PhantomData;
 use blstrs::Scalar;
 use cuzk_gadget_witness::bits::{num_to_bits_le, pack_bits, reverse_bit_numbering, Bit};
 use cuzk_gadget_witness::column::{alloc_column, hash_single_column};
-use cuzk_gadget_witness::por::{por_poseidon, por_sha256, Root};
+use cuzk_gadget_witness::por::{por_poseidon, por_sha256, Root, ShapeError};
 use cuzk_gadget_witness::sha256::sha256;
 use cuzk_gadget_witness::uint32::{U32, U64};
 use cuzk_gadget_witness::Assignment;
@@ -144,27 +144,6 @@ pub(crate) fn replica_id_bits(replica_id: Scalar) -> Vec<Bit> {
     reverse_bit_numbering(&num_to_bits_le(&mut scratch, replica_id))
 }
 
-/// Checks that `path` has the shape of a path in a tree of these arities (base levels, then one
-/// sub level and one top level where those arities are not 0): `arity - 1` siblings and an index
-/// below the arity at every level. The writers assume it; a vanilla proof that passed Filecoin's
-/// check has it.
-fn check_path(path: &Path, arities: (usize, usize, usize), what: &str) -> Result<(), FilError> {
-    let (base, sub, top) = arities;
-    let upper = usize::from(sub > 0) + usize::from(top > 0);
-    let base_levels = path.len().checked_sub(upper).ok_or_else(|| FilError::Filecoin(format!("{what}: a path of {} levels", path.len())))?;
-    for (level, (siblings, index)) in path.iter().enumerate() {
-        let arity = match level.checked_sub(base_levels) {
-            None => base,
-            Some(0) if sub > 0 => sub,
-            Some(_) => top,
-        };
-        if arity < 2 || siblings.len() + 1 != arity || *index >= arity {
-            return Err(FilError::Filecoin(format!("{what}: level {level} has {} siblings and index {index} in a tree of arity {arity}", siblings.len())));
-        }
-    }
-    Ok(())
-}
-
 /// The commitments a challenge's paths end in (allocated by the header).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Roots {
@@ -185,22 +164,13 @@ pub(crate) fn write_challenge(
     if !matches!(layers, 2 | 11) || c.exp_parents.is_empty() || c.drg_parents.iter().chain(&c.exp_parents).any(|p| p.rows.len() != layers) {
         return Err(FilError::Filecoin(format!("a PoRep challenge with columns of {layers} layers, or uneven or empty ones")));
     }
-    check_path(&c.comm_d_path, (2, 0, 0), "comm_d path")?;
-    for (path, what) in c
-        .drg_parents
-        .iter()
-        .chain(&c.exp_parents)
-        .map(|p| (&p.path, "a parent's comm_c path"))
-        .chain([(&c.comm_r_last_path, "comm_r_last path"), (&c.comm_c_path, "comm_c path")])
-    {
-        check_path(path, arities, what)?;
-    }
     a.aux(c.data_leaf);
-    por_sha256(a, Root::Var(c.data_leaf), &c.comm_d_path, Root::Var(roots.comm_d), true);
+    let shape = |what: &'static str| move |e: ShapeError| FilError::Filecoin(format!("{what}: {e}"));
+    por_sha256(a, Root::Var(c.data_leaf), &c.comm_d_path, Root::Var(roots.comm_d), true).map_err(shape("comm_d path"))?;
     for parent in c.drg_parents.iter().chain(&c.exp_parents) {
         alloc_column(a, &parent.rows);
         let hash = hash_single_column(a, &parent.rows);
-        por_poseidon(a, Root::Var(hash), &parent.path, arities, Root::Var(roots.comm_c), true);
+        por_poseidon(a, Root::Var(hash), &parent.path, arities, Root::Var(roots.comm_c), true).map_err(shape("a parent's comm_c path"))?;
     }
     let challenge = U64::alloc(a, c.challenge);
     challenge.pack_into_input(a);
@@ -222,9 +192,9 @@ pub(crate) fn write_challenge(
 
     let encoded = labels[layers - 1] + c.data_leaf;
     a.aux(encoded);
-    por_poseidon(a, Root::Var(encoded), &c.comm_r_last_path, arities, Root::Var(roots.comm_r_last), true);
+    por_poseidon(a, Root::Var(encoded), &c.comm_r_last_path, arities, Root::Var(roots.comm_r_last), true).map_err(shape("comm_r_last path"))?;
     let hash = hash_single_column(a, &labels);
-    por_poseidon(a, Root::Var(hash), &c.comm_c_path, arities, Root::Var(roots.comm_c), true);
+    por_poseidon(a, Root::Var(hash), &c.comm_c_path, arities, Root::Var(roots.comm_c), true).map_err(shape("comm_c path"))?;
     Ok(())
 }
 
@@ -244,27 +214,4 @@ fn label(a: &mut Assignment<'_>, replica_id: &[Bit], parents: &[Vec<Bit>], layer
     }
     let digest = reverse_bit_numbering(&sha256(a, &preimage));
     pack_bits(a, &digest[..Scalar::CAPACITY as usize])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ff::Field;
-
-    fn level(siblings: usize, index: usize) -> (Vec<Scalar>, usize) {
-        (vec![Scalar::ZERO; siblings], index)
-    }
-
-    #[test]
-    fn paths_of_the_wrong_shape_are_refused() {
-        let ok: Path = vec![level(7, 3), level(7, 0), level(7, 7), level(1, 1)];
-        assert!(check_path(&ok, (8, 8, 2), "p").is_ok());
-        assert!(check_path(&ok[..3].to_vec(), (8, 8, 0), "p").is_ok());
-        assert!(check_path(&ok[..3].to_vec(), (8, 0, 0), "p").is_ok());
-        assert!(check_path(&ok, (8, 8, 0), "p").is_err(), "a binary level where the sub level of 8 belongs");
-        assert!(check_path(&vec![level(7, 8)], (8, 0, 0), "p").is_err(), "index past the arity");
-        assert!(check_path(&vec![level(6, 0)], (8, 0, 0), "p").is_err(), "too few siblings");
-        assert!(check_path(&vec![], (8, 8, 2), "p").is_err(), "no room for the sub and top levels");
-        assert!(check_path(&vec![level(1, 1), level(1, 0)], (2, 0, 0), "p").is_ok());
-    }
 }

@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
+use cuzk_gadget_witness::por::level_arities;
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB, TreeRHasher, VanillaSealProof};
 use rand::{Rng, SeedableRng};
 use storage_proofs_core::merkle::{compound_path_length, MerkleProof, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof};
-use typenum::{Unsigned, U0, U2};
+use typenum::{U0, U2};
 
 use crate::circuit::{AnyJob, Prepared};
 use crate::error::FilError;
@@ -26,21 +27,13 @@ type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-/// A path to leaf `node` of a tree of `leaves` leaves with the given arities, fabricated
+/// A path to leaf `node` through levels of the given arities (from the leaf up), fabricated
 /// siblings, and the index digits of `node`.
-fn path<H: Hasher>(node: usize, levels: usize, arities: (usize, usize, usize), rng: &mut impl Rng) -> Vec<(Vec<H::Domain>, usize)> {
-    let (base, sub, top) = arities;
-    let base_levels = levels - usize::from(sub > 0) - usize::from(top > 0);
+fn path<H: Hasher>(node: usize, level_arities: &[usize], rng: &mut impl Rng) -> Vec<(Vec<H::Domain>, usize)> {
     let mut rest = node;
-    (0..levels)
-        .map(|l| {
-            let arity = if l < base_levels {
-                base
-            } else if l == base_levels && sub > 0 {
-                sub
-            } else {
-                top
-            };
+    level_arities
+        .iter()
+        .map(|&arity| {
             let index = rest % arity;
             rest /= arity;
             ((0..arity - 1).map(|_| H::Domain::random(&mut *rng)).collect(), index)
@@ -48,22 +41,20 @@ fn path<H: Hasher>(node: usize, levels: usize, arities: (usize, usize, usize), r
         .collect()
 }
 
-fn tree_proof<Tree: MerkleTreeTrait>(node: usize, leaves: usize, root: <Tree::Hasher as Hasher>::Domain, rng: &mut impl Rng) -> TreeProof<Tree> {
-    let arities = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
-    let levels = compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
+fn tree_proof<Tree: MerkleTreeTrait>(node: usize, tree_levels: &[usize], root: <Tree::Hasher as Hasher>::Domain, rng: &mut impl Rng) -> TreeProof<Tree> {
     let leaf = <Tree::Hasher as Hasher>::Domain::random(&mut *rng);
-    MerkleProof::from_parts(leaf, root, path::<Tree::Hasher>(node, levels, arities, rng))
+    MerkleProof::from_parts(leaf, root, path::<Tree::Hasher>(node, tree_levels, rng))
 }
 
 fn column_proof<Tree: MerkleTreeTrait>(
     node: usize,
-    leaves: usize,
+    tree_levels: &[usize],
     layers: usize,
     comm_c: <Tree::Hasher as Hasher>::Domain,
     rng: &mut impl Rng,
 ) -> ColumnProof<TreeProof<Tree>> {
     let rows = (0..layers).map(|_| <Tree::Hasher as Hasher>::Domain::random(&mut *rng)).collect();
-    ColumnProof::new(node as u32, rows, tree_proof::<Tree>(node, leaves, comm_c, rng))
+    ColumnProof::new(node as u32, rows, tree_proof::<Tree>(node, tree_levels, comm_c, rng))
 }
 
 /// Fabricated vanilla proofs of the PoRep circuit `params` describes: `partitions` of
@@ -73,28 +64,30 @@ fn porep_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     partitions: usize,
     challenges: usize,
     rng: &mut impl Rng,
-) -> Vec<Vec<VanillaSealProof<Tree>>> {
+) -> Result<Vec<Vec<VanillaSealProof<Tree>>>, FilError> {
     use storage_proofs_core::drgraph::Graph;
     let leaves = params.graph.size();
     let layers = params.num_layers;
     let (degree, expansion) = (params.graph.base_graph().degree(), params.graph.expansion_degree());
     let comm_c = <Tree::Hasher as Hasher>::Domain::random(&mut *rng);
     let comm_r_last = <Tree::Hasher as Hasher>::Domain::random(&mut *rng);
-    let d_levels = compound_path_length::<U2, U0, U0>(leaves);
-    (0..partitions)
+    let levels = |arities, len| level_arities(arities, len).map_err(|e| FilError::Filecoin(e.to_string()));
+    let d_levels = levels((2, 0, 0), compound_path_length::<U2, U0, U0>(leaves))?;
+    let tree_levels = levels(crate::porep_witness::arities::<Tree>(), compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves))?;
+    Ok((0..partitions)
         .map(|_| {
             (0..challenges)
                 .map(|_| {
                     let node = rng.gen_range(0..leaves);
-                    let comm_d_path = path::<Sha256Hasher>(node, d_levels, (2, 0, 0), rng);
+                    let comm_d_path = path::<Sha256Hasher>(node, &d_levels, rng);
                     let comm_d_proofs =
                         MerkleProof::<Sha256Hasher, U2>::from_parts(Sha256Domain::random(&mut *rng), Sha256Domain::random(&mut *rng), comm_d_path);
                     let mut parent = || rng.gen_range(0..leaves);
                     let (drg, exp): (Vec<usize>, Vec<usize>) = ((0..degree).map(|_| parent()).collect(), (0..expansion).map(|_| parent()).collect());
                     let replica_column_proofs = ReplicaColumnProof {
-                        c_x: column_proof::<Tree>(node, leaves, layers, comm_c, rng),
-                        drg_parents: drg.iter().map(|&p| column_proof::<Tree>(p, leaves, layers, comm_c, rng)).collect(),
-                        exp_parents: exp.iter().map(|&p| column_proof::<Tree>(p, leaves, layers, comm_c, rng)).collect(),
+                        c_x: column_proof::<Tree>(node, &tree_levels, layers, comm_c, rng),
+                        drg_parents: drg.iter().map(|&p| column_proof::<Tree>(p, &tree_levels, layers, comm_c, rng)).collect(),
+                        exp_parents: exp.iter().map(|&p| column_proof::<Tree>(p, &tree_levels, layers, comm_c, rng)).collect(),
                     };
                     let labeling_proofs = (1..=layers)
                         .map(|layer| {
@@ -105,7 +98,7 @@ fn porep_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                     let encoding_parents = (0..degree + expansion).map(|_| <Tree::Hasher as Hasher>::Domain::random(&mut *rng)).collect();
                     stacked::Proof {
                         comm_d_proofs,
-                        comm_r_last_proof: tree_proof::<Tree>(node, leaves, comm_r_last, rng),
+                        comm_r_last_proof: tree_proof::<Tree>(node, &tree_levels, comm_r_last, rng),
                         replica_column_proofs,
                         labeling_proofs,
                         encoding_proof: EncodingProof::new(layers as u32, node as u64, encoding_parents),
@@ -113,7 +106,7 @@ fn porep_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 })
                 .collect()
         })
-        .collect()
+        .collect())
 }
 
 /// The challenges of one PoRep partition at `sector_size`.
@@ -139,7 +132,7 @@ pub fn porep(sector_size: u64, partitions: Option<usize>, challenges: Option<usi
         let (params, real_partitions) = PoRepJob::<Tree>::compound(registered_proof)?;
         let partitions = partitions.unwrap_or(real_partitions);
         let challenges = challenges.unwrap_or_else(|| params.challenges.num_challenges_per_partition());
-        let proofs = porep_vanilla(&params, partitions, challenges, rng);
+        let proofs = porep_vanilla(&params, partitions, challenges, rng)?;
         let mut seed = [0u8; 32];
         rng.fill(&mut seed[..31]);
         let inputs = stacked::PublicInputs {

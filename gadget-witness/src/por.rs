@@ -156,7 +156,37 @@ fn insert_8(a: &mut Assignment<'_>, x: Scalar, bits: &[bool], e: &[Scalar], out:
     out[7] = pick(a, b2, p7_xx1, h);
 }
 
-/// `PoRCircuit::synthesize` with the levels hashed by `hash`: returns the computed root.
+/// The arity of each level of a `levels`-level path in a tree of arities `(base, sub, top)`
+/// (sub and top 0 for none): the base levels, then one sub level and one top level where those
+/// are not 0, from the leaf up. Fails for arities that are not powers of two (base at least 2,
+/// at most 64), a top level without a sub level, or a path too short for the sub and top levels.
+pub fn level_arities(arities: (usize, usize, usize), levels: usize) -> Result<Vec<usize>, ShapeError> {
+    let (base, sub, top) = arities;
+    let shape = |detail: String| Err(ShapeError(format!("arities {arities:?}: {detail}")));
+    if !base.is_power_of_two() || base < 2 || [sub, top].iter().any(|&n| n != 0 && !n.is_power_of_two()) || (top > 0 && sub == 0) {
+        return shape("not a tree of power-of-two arities".into());
+    }
+    if base.max(sub).max(top) > 64 {
+        return shape("an arity above 64".into());
+    }
+    let Some(base_levels) = levels.checked_sub(usize::from(sub > 0) + usize::from(top > 0)) else {
+        return shape(format!("a path of {levels} levels"));
+    };
+    Ok(std::iter::repeat_n(base, base_levels).chain([sub, top].into_iter().filter(|&n| n > 0)).collect())
+}
+
+/// Fails unless every arity has Filecoin Poseidon constants (2, 4, 8 or 16; 0 for no level).
+fn poseidon_arities(arities: (usize, usize, usize)) -> Result<(), ShapeError> {
+    let (base, sub, top) = arities;
+    if !matches!(base, 2 | 4 | 8 | 16) || !matches!(sub, 0 | 2 | 4 | 8 | 16) || !matches!(top, 0 | 2 | 4 | 8 | 16) {
+        return Err(ShapeError(format!("no Filecoin Poseidon constants for arities {arities:?}")));
+    }
+    Ok(())
+}
+
+/// `PoRCircuit::synthesize` with the levels hashed by `hash`: returns the computed root. Fails,
+/// having written part of the assignment, on a path whose shape the gadget would reject (it
+/// asserts): a level with other than `arity - 1` siblings, or an index past its arity.
 fn por(
     a: &mut Assignment<'_>,
     leaf: Root,
@@ -165,35 +195,15 @@ fn por(
     root: Root,
     private: bool,
     mut hash: impl FnMut(&mut Assignment<'_>, &[Scalar]) -> Scalar,
-) -> Scalar {
-    let (base, sub, top) = arities;
-    for arity in [base, sub, top] {
-        assert!(arity == 0 || arity.is_power_of_two(), "arities are powers of two (or 0: none)");
-    }
-    assert!(base >= 2, "a tree has a base arity");
-    let extra = if top > 0 {
-        2
-    } else if sub > 0 {
-        1
-    } else {
-        0
-    };
-    assert!(path.len() >= extra, "the path has the sub- and top-tree levels");
-    let base_levels = path.len() - extra;
-
+) -> Result<Scalar, ShapeError> {
+    let level_arities = level_arities(arities, path.len())?;
     let mut cur = leaf.allocate(a);
     let mut index_bits = Vec::with_capacity(path.len() * 4);
     let mut inserted = [Scalar::ZERO; 64];
-    for (level, (siblings, index)) in path.iter().enumerate() {
-        let arity = if level < base_levels {
-            base
-        } else if level == base_levels && sub > 0 {
-            sub
-        } else {
-            top
-        };
-        assert!(arity <= inserted.len(), "arity {arity} too large");
-        assert_eq!(siblings.len(), arity - 1, "level {level} has {} siblings, arity {arity}", siblings.len());
+    for (level, ((siblings, index), arity)) in path.iter().zip(level_arities).enumerate() {
+        if siblings.len() + 1 != arity || *index >= arity {
+            return Err(ShapeError(format!("level {level} has {} siblings and index {index}, arity {arity}", siblings.len())));
+        }
         let bit_count = arity.trailing_zeros() as usize;
         let mut bits = [false; 6];
         for (i, bit) in bits[..bit_count].iter_mut().enumerate() {
@@ -213,15 +223,24 @@ fn por(
     if !private {
         a.input(rt);
     }
-    cur
+    Ok(cur)
 }
 
 /// `PoRCircuit::<Tree>::synthesize` for a Poseidon tree of arities `(base, sub, top)` (0 for
 /// no sub or top tree: `(8, 0, 0)`, `(8, 8, 0)`, `(8, 8, 2)`, `(2, 0, 0)`, ...), the path given
 /// as `MerkleProof::as_options()` gives it: per level from the leaf up, the siblings and the
 /// node's index among its siblings. Returns the root the circuit computes (the circuit only
-/// constrains it equal to `root`, whose value is what it allocates or inputizes).
-pub fn por_poseidon(a: &mut Assignment<'_>, leaf: Root, path: &[(Vec<Scalar>, usize)], arities: (usize, usize, usize), root: Root, private: bool) -> Scalar {
+/// constrains it equal to `root`, whose value is what it allocates or inputizes). Fails on a
+/// path of the wrong shape (see [`level_arities`]) or arities without Poseidon constants.
+pub fn por_poseidon(
+    a: &mut Assignment<'_>,
+    leaf: Root,
+    path: &[(Vec<Scalar>, usize)],
+    arities: (usize, usize, usize),
+    root: Root,
+    private: bool,
+) -> Result<Scalar, ShapeError> {
+    poseidon_arities(arities)?;
     por(a, leaf, path, arities, root, private, crate::poseidon::hash_multi_leaf)
 }
 
@@ -256,7 +275,8 @@ pub fn por_poseidon_count(levels: usize, arities: (usize, usize, usize), leaf: R
 /// `PoRCircuit::<Tree>::synthesize` for filecoin-hashers' binary SHA-256 trees (`2-0-0`, the
 /// data tree of `comm_d`), the path as for [`por_poseidon`] (one sibling per level). Each
 /// level hashes with `Sha256Function::hash_multi_leaf_circuit`: see [`sha256_multi_leaf`].
-pub fn por_sha256(a: &mut Assignment<'_>, leaf: Root, path: &[(Vec<Scalar>, usize)], root: Root, private: bool) -> Scalar {
+/// Fails on a path of the wrong shape.
+pub fn por_sha256(a: &mut Assignment<'_>, leaf: Root, path: &[(Vec<Scalar>, usize)], root: Root, private: bool) -> Result<Scalar, ShapeError> {
     por(a, leaf, path, (2, 0, 0), root, private, sha256_multi_leaf)
 }
 
@@ -319,33 +339,17 @@ fn por_no_challenge_input(
     arities: (usize, usize, usize),
     mut hash: impl FnMut(&mut Assignment<'_>, &[Scalar]) -> Scalar,
 ) -> Result<Scalar, ShapeError> {
-    let (base, sub, top) = arities;
-    let shape = |detail: String| Err(ShapeError(format!("arities {arities:?}: {detail}")));
-    if !base.is_power_of_two() || base < 2 || [sub, top].iter().any(|&n| n != 0 && !n.is_power_of_two()) || (top > 0 && sub == 0) {
-        return shape("not a tree of power-of-two arities".into());
-    }
-    if base.max(sub).max(top) > 64 {
-        return shape("an arity above 64".into());
-    }
-    let extra = usize::from(sub > 0) + usize::from(top > 0);
-    let Some(base_levels) = path.len().checked_sub(extra) else {
-        return shape(format!("a path of {} levels", path.len()));
-    };
-    let needed: usize = base_levels * base.trailing_zeros() as usize + (sub.max(1).trailing_zeros() + top.max(1).trailing_zeros()) as usize;
+    let level_arities = level_arities(arities, path.len())?;
+    let needed: usize = level_arities.iter().map(|n| n.trailing_zeros() as usize).sum();
     if needed != index_bits.len() {
-        return shape(format!("{} index bits for a path of {} levels, which takes {needed}", index_bits.len(), path.len()));
+        return Err(ShapeError(format!("arities {arities:?}: {} index bits for a path of {} levels, which takes {needed}", index_bits.len(), path.len())));
     }
     let mut cur = leaf;
     let mut bits = index_bits;
     let mut inserted = [Scalar::ZERO; 64];
-    for (level, siblings) in path.iter().enumerate() {
-        let arity = match level.checked_sub(base_levels) {
-            None => base,
-            Some(0) if sub > 0 => sub,
-            Some(_) => top,
-        };
+    for (level, (siblings, arity)) in path.iter().zip(level_arities).enumerate() {
         if siblings.len() != arity - 1 {
-            return shape(format!("level {level} has {} siblings", siblings.len()));
+            return Err(ShapeError(format!("arities {arities:?}: level {level} has {} siblings", siblings.len())));
         }
         let (index, rest) = bits.split_at(arity.trailing_zeros() as usize);
         bits = rest;
@@ -366,10 +370,7 @@ pub fn por_no_challenge_input_poseidon(
     index_bits: &[bool],
     arities: (usize, usize, usize),
 ) -> Result<Scalar, ShapeError> {
-    let (base, sub, top) = arities;
-    if !matches!(base, 2 | 4 | 8 | 16) || !matches!(sub, 0 | 2 | 4 | 8 | 16) || !matches!(top, 0 | 2 | 4 | 8 | 16) {
-        return Err(ShapeError(format!("no Filecoin Poseidon constants for arities {arities:?}")));
-    }
+    poseidon_arities(arities)?;
     por_no_challenge_input(a, leaf, path, index_bits, arities, crate::poseidon::hash_multi_leaf)
 }
 

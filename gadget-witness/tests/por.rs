@@ -78,7 +78,7 @@ fn check_poseidon<Tree: MerkleTreeTrait>(arities: (usize, usize, usize), base_le
             let mut aux = vec![Fr::ZERO; want_aux.len()];
             let mut inputs = vec![Fr::ZERO; want_inputs.len()];
             let mut a = Assignment::new(&mut aux, &mut inputs);
-            let computed = por_poseidon(&mut a, leaf, &path, arities, root, private);
+            let computed = por_poseidon(&mut a, leaf, &path, arities, root, private).expect("a path of the tree's shape");
             a.finish().expect("the writer fills exactly the gadget's windows");
             for (i, (g, w)) in aux.iter().zip(&want_aux).enumerate() {
                 assert_eq!(g, w, "{arities:?} private {private}: aux {i} of {} differs", want_aux.len());
@@ -195,7 +195,7 @@ fn sha256_2_0_0() {
             let mut aux = vec![Fr::ZERO; want_aux.len()];
             let mut inputs = vec![Fr::ZERO; want_inputs.len()];
             let mut a = Assignment::new(&mut aux, &mut inputs);
-            let computed = por_sha256(&mut a, leaf, &path, root, private);
+            let computed = por_sha256(&mut a, leaf, &path, root, private).expect("a path of the tree's shape");
             a.finish().expect("the writer fills exactly the gadget's windows");
             for (i, (g, w)) in aux.iter().zip(&want_aux).enumerate() {
                 assert_eq!(g, w, "sha256 private {private}: aux {i} of {} differs", want_aux.len());
@@ -209,4 +209,29 @@ fn sha256_2_0_0() {
         }
     }
     println!("SHA-256 PoR: {} aux per level", level_aux.unwrap());
+}
+
+/// Paths of the wrong shape are refused with an error, not a panic: the same cases the gadget
+/// asserts on (wrong sibling count, index past the arity, no room for the sub and top levels).
+#[test]
+fn paths_of_the_wrong_shape_are_refused() {
+    let level = |siblings: usize, index: usize| (vec![Fr::ZERO; siblings], index);
+    let run = |path: &Path, arities| {
+        let mut a = Assignment::new(&mut [], &mut []);
+        por_poseidon(&mut a, Root::Var(Fr::ONE), path, arities, Root::Var(Fr::ONE), true)
+    };
+    let ok: Path = vec![level(7, 3), level(7, 0), level(7, 7), level(1, 1)];
+    assert!(run(&ok, (8, 8, 2)).is_ok());
+    assert!(run(&ok[..3].to_vec(), (8, 8, 0)).is_ok());
+    assert!(run(&ok[..3].to_vec(), (8, 0, 0)).is_ok());
+    assert!(run(&ok, (8, 8, 0)).is_err(), "a binary level where the sub level of 8 belongs");
+    assert!(run(&vec![level(7, 8)], (8, 0, 0)).is_err(), "index past the arity");
+    assert!(run(&vec![level(6, 0)], (8, 0, 0)).is_err(), "too few siblings");
+    assert!(run(&vec![], (8, 8, 2)).is_err(), "no room for the sub and top levels");
+    assert!(run(&ok[..3].to_vec(), (8, 0, 2)).is_err(), "a top level without a sub level");
+    assert!(run(&ok[..3].to_vec(), (11, 0, 0)).is_err(), "no Poseidon constants for arity 11");
+    let mut a = Assignment::new(&mut [], &mut []);
+    assert!(por_sha256(&mut a, Root::Var(Fr::ONE), &[level(1, 1), level(1, 2)], Root::Var(Fr::ONE), true).is_err(), "index past a binary arity");
+    assert_eq!(por::level_arities((8, 8, 2), 4), Ok(vec![8, 8, 8, 2]));
+    assert_eq!(por::level_arities((8, 8, 0), 3), Ok(vec![8, 8, 8]));
 }
