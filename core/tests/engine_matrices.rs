@@ -200,6 +200,18 @@ fn engine_on(devices_gb: &[u64]) -> Engine {
     e
 }
 
+/// Copies of `W` loaded on both devices, then its 3 GB of matrices recorded (the actions that
+/// follow the recording are left to the caller).
+fn copies_then_matrices(e: &mut Engine) {
+    for d in [D0, D1] {
+        e.preload(W, d, t(0)).expect("preload");
+        drain(e);
+        e.params_loaded(W, d, t(1)).expect("loaded");
+        drain(e);
+    }
+    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+}
+
 fn host_used(e: &Engine) -> u64 {
     e.usage(Location::Host).map_or(0, |u| u.used)
 }
@@ -298,13 +310,7 @@ fn the_first_job_reserves_the_full_footprint_until_matrices_are_known() {
 fn witness_partitions_wait_for_a_device_with_matrices() {
     // Device 0: 2 GB parameters + 4 GB partition fit 8 GB, with 3 GB of matrices they do not.
     let mut e = engine_on(&[8, 16]);
-    for d in [D0, D1] {
-        e.preload(W, d, t(0)).expect("preload");
-        drain(&mut e);
-        e.params_loaded(W, d, t(1)).expect("loaded");
-        drain(&mut e);
-    }
-    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    copies_then_matrices(&mut e);
     let a = drain(&mut e);
     assert_eq!(a, vec![Action::MatricesReserved { circuit: W, device: DeviceId(1), bytes: 3 * GB }]);
     let job = e.submit(JobSpec::new(JobKind::PoRep, W, 2), t(3)).expect("submit");
@@ -340,13 +346,7 @@ fn the_copy_a_witness_partition_needs_is_not_evicted() {
     let mut e = engine_on(&[8, 12]);
     let big = CircuitId(4);
     e.register_circuit(big, CircuitProfile { params_device_bytes: 8 * GB, ..profile() }).expect("register");
-    for d in [D0, D1] {
-        e.preload(W, d, t(0)).expect("preload");
-        drain(&mut e);
-        e.params_loaded(W, d, t(1)).expect("loaded");
-        drain(&mut e);
-    }
-    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    copies_then_matrices(&mut e);
     drain(&mut e);
     let job = e.submit(JobSpec::new(JobKind::PoRep, W, 1), t(3)).expect("submit");
     let later = e.submit(JobSpec::new(JobKind::PoRep, big, 1), t(3)).expect("submit");
@@ -376,13 +376,7 @@ fn the_copy_a_witness_partition_needs_is_not_evicted() {
 #[test]
 fn a_witness_partition_takes_the_host_path_when_its_device_retires() {
     let mut e = engine_on(&[8, 16]);
-    for d in [D0, D1] {
-        e.preload(W, d, t(0)).expect("preload");
-        drain(&mut e);
-        e.params_loaded(W, d, t(1)).expect("loaded");
-        drain(&mut e);
-    }
-    e.matrices_recorded(W, 3 * GB, t(2)).expect("matrices");
+    copies_then_matrices(&mut e);
     drain(&mut e);
     let job = e.submit(JobSpec::new(JobKind::PoRep, W, 1), t(3)).expect("submit");
     let a = drain(&mut e);

@@ -180,6 +180,31 @@ pub fn run<B: Backend>(backend: &B, name: &str, shape: FilShape, dir: &Path, fx:
     println!("(proofs of both paths byte-identical and verified; {} threads)", rayon::current_num_threads());
 }
 
+/// An empty assignment of `inputs` inputs (`ONE` first) and `aux` aux variables.
+fn zeros(inputs: usize, aux: usize) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut input = vec![Scalar::ZERO; inputs];
+    input[0] = Scalar::ONE;
+    (input, vec![Scalar::ZERO; aux])
+}
+
+/// Seconds of one thread writing partition `c`'s witness (of size `n`) through Filecoin's
+/// gadgets and natively, after checking the two give the same values. The native writer runs
+/// once untimed first: it measures the partition's header once per job.
+fn gadgets_against_native(c: &cuzk_circuits_filecoin::PartitionCircuit, n: cuzk_circuits_filecoin::CircuitSize, id: &str) -> (f64, f64) {
+    let (mut gi, mut ga) = zeros(n.inputs, n.aux);
+    let t = Instant::now();
+    c.witness_sequential(&mut gi, &mut ga).expect("gadgets");
+    let gadgets = secs(t);
+    let (mut ni, mut na) = zeros(n.inputs, n.aux);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("one-thread pool");
+    assert!(pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native"), "{id}: the native writer did not run");
+    let t = Instant::now();
+    pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native");
+    let native = secs(t);
+    assert!(ni == gi && na == ga, "{id}: the native witness differs from the gadgets'");
+    (gadgets, native)
+}
+
 /// `--fil-shapes 32g,64g`: the witness of a shape-only PoRep partition of `sector_size`
 /// (`cuzk_circuits_filecoin::shape`: the real circuit, fabricated values; no proof). Filecoin's
 /// gadgets and the native writer on one thread over a partition of two challenges (the same
@@ -194,26 +219,8 @@ pub fn shape_witness(sector_size: u64) {
     let n = shape::porep_challenges(sector_size).expect("challenges per partition");
     let full = |a: usize, b: usize| a + (n - 1) * (b - a);
     let (rows, inputs, aux) = (full(one.constraints, two.constraints), full(one.inputs, two.inputs), full(one.aux, two.aux));
-    let zeros = |inputs: usize, aux: usize| {
-        let mut input = vec![Scalar::ZERO; inputs];
-        input[0] = Scalar::ONE;
-        (input, vec![Scalar::ZERO; aux])
-    };
     // One thread, two challenges: gadgets against the native writer.
-    let c = job(Some(2));
-    let (mut gi, mut ga) = zeros(two.inputs, two.aux);
-    let t = Instant::now();
-    c.witness_sequential(&mut gi, &mut ga).expect("gadgets");
-    let gadgets = secs(t);
-    let (mut ni, mut na) = zeros(two.inputs, two.aux);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("one-thread pool");
-    // The first run measures the header once (cached per job); time the second.
-    assert!(pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native"), "{id}: the native writer did not run");
-    let t = Instant::now();
-    pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native");
-    let native = secs(t);
-    assert!(ni == gi && na == ga, "{id}: the native witness differs from the gadgets'");
-    drop((gi, ga, ni, na));
+    let (gadgets, native) = gadgets_against_native(&job(Some(2)), two, &id);
     let per = |t: f64, rows: usize| t / rows as f64 * 1e9;
     println!(
         "{id} (shape-only): {rows} constraints, {inputs} inputs, {aux} aux per partition of {n} challenges; one thread, 2 challenges ({} constraints): gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x)",
@@ -248,25 +255,10 @@ pub fn snap_shape_witness(sector_size: u64) {
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::SnapDeals, sector_size).expect("a SnapDeals sector size").id();
     let c = cuzk_circuits_filecoin::snap_shape::snap(sector_size, 3).expect("shape-only job").partition(0);
     let n = c.size().expect("size");
-    let zeros = || {
-        let mut input = vec![Scalar::ZERO; n.inputs];
-        input[0] = Scalar::ONE;
-        (input, vec![Scalar::ZERO; n.aux])
-    };
-    let (mut gi, mut ga) = zeros();
-    let t = Instant::now();
-    c.witness_sequential(&mut gi, &mut ga).expect("gadgets");
-    let gadgets = secs(t);
-    let (mut ni, mut na) = zeros();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("one-thread pool");
-    // The first native run measures the header once (cached per job); time the second.
-    assert!(pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native"), "{id}: the native writer did not run");
-    let t = Instant::now();
-    pool.install(|| c.witness_in_parts(&mut ni, &mut na)).expect("native");
-    let native = secs(t);
-    assert!(ni == gi && na == ga, "{id}: the native witness differs from the gadgets'");
+    let (gadgets, native) = gadgets_against_native(&c, n, &id);
+    let (mut input, mut aux) = zeros(n.inputs, n.aux);
     let (t, cpu) = (Instant::now(), cpu_time());
-    c.witness_in_parts(&mut ni, &mut na).expect("native");
+    c.witness_in_parts(&mut input, &mut aux).expect("native");
     let (wall, cpu) = (secs(t), (cpu_time() - cpu).as_secs_f64());
     let per = |t: f64| t / n.constraints as f64 * 1e9;
     println!(
