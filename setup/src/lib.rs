@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod fixed_base;
+pub mod timing;
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::{G1Projective, G2Projective, Scalar};
