@@ -8,7 +8,7 @@ use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
 
 use crate::error::FilError;
 use crate::ids::{circuit_of, FilKind, FilShape};
-use crate::jobs::{Job, PoRepJob, PostJob, SnapJob};
+use crate::jobs::{Checks, Job, PoRepJob, PostJob, SnapJob};
 use crate::request::FilRequest;
 
 /// A job of one kind at one of the three tree shapes (2 KiB, 8 MiB and 512 MiB sectors share
@@ -41,29 +41,30 @@ macro_rules! dispatch {
     };
 }
 
-/// Builds the job of `kind` at the tree shape of `sector_size`; `req: None` builds the blank job.
-fn build(kind: FilKind, sector_size: u64, registered_proof: u64, req: Option<&FilRequest>) -> Result<AnyJob, FilError> {
+/// Builds the job of `kind` at the tree shape of `sector_size` from a request checked as the
+/// [`Checks`] say; `req: None` builds the blank job.
+fn build(kind: FilKind, sector_size: u64, registered_proof: u64, req: Option<(&FilRequest, Checks)>) -> Result<AnyJob, FilError> {
     let shape = match sector_size {
         s if s <= 1 << 29 => 0,
         s if s == 1 << 35 => 1,
         _ => 2,
     };
     Ok(match (kind, shape, req) {
-        (FilKind::PoRep, 0, Some(r)) => AnyJob::PoRep8(PoRepJob::new(r)?),
-        (FilKind::PoRep, 1, Some(r)) => AnyJob::PoRep88(PoRepJob::new(r)?),
-        (FilKind::PoRep, _, Some(r)) => AnyJob::PoRep882(PoRepJob::new(r)?),
+        (FilKind::PoRep, 0, Some((r, c))) => AnyJob::PoRep8(PoRepJob::new(r, c)?),
+        (FilKind::PoRep, 1, Some((r, c))) => AnyJob::PoRep88(PoRepJob::new(r, c)?),
+        (FilKind::PoRep, _, Some((r, c))) => AnyJob::PoRep882(PoRepJob::new(r, c)?),
         (FilKind::PoRep, 0, None) => AnyJob::PoRep8(PoRepJob::blank(registered_proof)?),
         (FilKind::PoRep, 1, None) => AnyJob::PoRep88(PoRepJob::blank(registered_proof)?),
         (FilKind::PoRep, _, None) => AnyJob::PoRep882(PoRepJob::blank(registered_proof)?),
-        (FilKind::SnapDeals, 0, Some(r)) => AnyJob::Snap8(SnapJob::new(r)?),
-        (FilKind::SnapDeals, 1, Some(r)) => AnyJob::Snap88(SnapJob::new(r)?),
-        (FilKind::SnapDeals, _, Some(r)) => AnyJob::Snap882(SnapJob::new(r)?),
+        (FilKind::SnapDeals, 0, Some((r, c))) => AnyJob::Snap8(SnapJob::new(r, c)?),
+        (FilKind::SnapDeals, 1, Some((r, c))) => AnyJob::Snap88(SnapJob::new(r, c)?),
+        (FilKind::SnapDeals, _, Some((r, c))) => AnyJob::Snap882(SnapJob::new(r, c)?),
         (FilKind::SnapDeals, 0, None) => AnyJob::Snap8(SnapJob::blank(registered_proof)?),
         (FilKind::SnapDeals, 1, None) => AnyJob::Snap88(SnapJob::blank(registered_proof)?),
         (FilKind::SnapDeals, _, None) => AnyJob::Snap882(SnapJob::blank(registered_proof)?),
-        (k, 0, Some(r)) => AnyJob::Post8(PostJob::new(r, k)?),
-        (k, 1, Some(r)) => AnyJob::Post88(PostJob::new(r, k)?),
-        (k, _, Some(r)) => AnyJob::Post882(PostJob::new(r, k)?),
+        (k, 0, Some((r, c))) => AnyJob::Post8(PostJob::new(r, k, c)?),
+        (k, 1, Some((r, c))) => AnyJob::Post88(PostJob::new(r, k, c)?),
+        (k, _, Some((r, c))) => AnyJob::Post882(PostJob::new(r, k, c)?),
         (k, 0, None) => AnyJob::Post8(PostJob::blank(registered_proof, k)?),
         (k, 1, None) => AnyJob::Post88(PostJob::blank(registered_proof, k)?),
         (k, _, None) => AnyJob::Post882(PostJob::blank(registered_proof, k)?),
@@ -119,8 +120,30 @@ impl Prepared {
 /// Parses a request, verifies its vanilla proofs against its public data and builds its
 /// partitions. CPU-heavy for PoRep (run it off the async runtime).
 pub fn prepare(req: &FilRequest) -> Result<Prepared, FilError> {
+    prepare_checked(req, Checks::Full)
+}
+
+/// For benchmarks only: [`prepare`] without the verification of the vanilla proofs, so that
+/// shape-only requests ([`crate::shape_request`]) build the circuits of production sector sizes.
+///
+/// It checks everything [`prepare`] checks about a request's form, with the same errors: the
+/// registered proof, the API field the vanilla proofs are in, their decoding
+/// (bincode elements, the C1 output JSON and Curio's wrapper), the partition, challenge and
+/// sector counts, every Merkle path's length and arities, the commitments, the randomness, and
+/// PoRep's replica id recomputed from the miner id, sector number, ticket and `comm_d`. It skips
+/// what needs the proofs to be true: `StackedDrg::verify_all_partitions` (PoRep),
+/// `EmptySectorUpdate::verify_all_partitions` (SnapDeals) and the verification in Filecoin's
+/// PoSt partitioning (the challenges the randomness selects, the inclusion proofs against each
+/// sector's `comm_r`); PoSt sector proofs are partitioned as Filecoin partitions them. A job
+/// built from proofs that do not verify yields an unsatisfied circuit: nothing proved from it is
+/// a valid proof, and the daemon accepts such requests only in its bench mode.
+pub fn prepare_unchecked(req: &FilRequest) -> Result<Prepared, FilError> {
+    prepare_checked(req, Checks::FormOnly)
+}
+
+fn prepare_checked(req: &FilRequest, checks: Checks) -> Result<Prepared, FilError> {
     let circuit = circuit_of(req.kind, req.registered_proof)?;
-    let job = build(req.kind, circuit.sector_size, req.registered_proof, Some(req))?;
+    let job = build(req.kind, circuit.sector_size, req.registered_proof, Some((req, checks)))?;
     let cache_id = dispatch!(&job, j => j.cache_id());
     let partitions = dispatch!(&job, j => j.partitions());
     Ok(Prepared { circuit, cache_id, job: Arc::new(job), partitions })

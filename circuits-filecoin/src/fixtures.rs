@@ -19,6 +19,24 @@ pub const MINER_ID: u64 = 1000;
 /// Sector number used by the fixtures.
 pub const SECTOR_NUMBER: u64 = 42;
 
+/// A request of `kind` for [`MINER_ID`]'s sector [`SECTOR_NUMBER`] with no vanilla proofs or
+/// other public data yet (the fixtures and the shape-only requests fill them in).
+pub(crate) fn blank(kind: FilKind, registered_proof: u64) -> FilRequest {
+    FilRequest {
+        kind,
+        registered_proof,
+        vanilla_proof: Vec::new(),
+        vanilla_proofs: Vec::new(),
+        sector_number: SECTOR_NUMBER,
+        miner_id: MINER_ID,
+        randomness: Vec::new(),
+        partition_index: 0,
+        comm_r_old: Vec::new(),
+        comm_r_new: Vec::new(),
+        comm_d_new: Vec::new(),
+    }
+}
+
 fn io(e: impl std::fmt::Display) -> FilError {
     FilError::Filecoin(format!("{e:#}"))
 }
@@ -68,19 +86,6 @@ pub fn generate(work: &Path, sector_size: u64, seed: u64) -> Result<Vec<FilReque
     let c1 = seal_commit_phase1::<_, Tree>(&config, &cache, &sealed, prover, sector, ticket, porep_seed, pre, &[piece]).map_err(io)?;
     let c1_bytes = serde_json::to_vec(&c1).map_err(io)?;
 
-    let blank = |kind: FilKind, registered_proof: u64| FilRequest {
-        kind,
-        registered_proof,
-        vanilla_proof: Vec::new(),
-        vanilla_proofs: Vec::new(),
-        sector_number: SECTOR_NUMBER,
-        miner_id: MINER_ID,
-        randomness: Vec::new(),
-        partition_index: 0,
-        comm_r_old: Vec::new(),
-        comm_r_new: Vec::new(),
-        comm_d_new: Vec::new(),
-    };
     let mut porep = blank(FilKind::PoRep, seal_proof);
     porep.vanilla_proof = c1_bytes;
     let mut out = vec![porep];

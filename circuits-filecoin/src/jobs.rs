@@ -62,6 +62,16 @@ impl<J: Job> Circuit<Scalar> for JobCircuit<'_, J> {
     }
 }
 
+/// What building a job from a request checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checks {
+    /// The request's form (decoding, lengths, counts) and its vanilla proofs against its public
+    /// data: what the daemon accepts.
+    Full,
+    /// The form only: the vanilla proofs are not verified (shape-only requests, benchmarks).
+    FormOnly,
+}
+
 fn unsat(e: impl std::fmt::Display) -> SynthesisError {
     SynthesisError::IoError(std::io::Error::other(format!("building the circuit: {e:#}")))
 }
@@ -97,8 +107,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         Ok((pp.vanilla_params, partitions))
     }
 
-    /// Decodes and checks a request.
-    pub(crate) fn new(req: &FilRequest) -> Result<Self, FilError> {
+    /// Decodes a request and checks it as `checks` says.
+    pub(crate) fn new(req: &FilRequest, checks: Checks) -> Result<Self, FilError> {
         let (params, _) = Self::compound(req.registered_proof)?;
         let parts = decode::porep::<Tree>(req)?;
         let inputs = stacked::PublicInputs {
@@ -108,6 +118,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
             seed: Some(parts.c1.seed),
         };
         let proofs = parts.c1.proofs;
+        if checks == Checks::FormOnly {
+            return Ok(Self::unchecked(params, inputs, proofs));
+        }
         let ok = guarded("PoRep vanilla proofs", || StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(&params, &inputs, &proofs))?;
         if !ok {
             return Err(FilError::VanillaInvalid("the PoRep vanilla proofs do not verify against comm_r, comm_d, the replica id and the seed".into()));
@@ -115,7 +128,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         Ok(PoRepJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from vanilla proofs that were not checked (shape-only jobs, `crate::shape`).
+    /// A job from vanilla proofs that were not checked (shape-only jobs, `crate::shape`, and
+    /// [`Checks::FormOnly`]).
     pub(crate) fn unchecked(params: stacked::PublicParams<Tree>, inputs: PoRepPub<Tree>, proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>) -> Self {
         PoRepJob { params, inputs, proofs, header: OnceLock::new() }
     }
@@ -200,10 +214,13 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         Ok((pp.vanilla_params, config))
     }
 
-    /// Decodes and checks a request.
-    pub(crate) fn new(req: &FilRequest) -> Result<Self, FilError> {
+    /// Decodes a request and checks it as `checks` says.
+    pub(crate) fn new(req: &FilRequest, checks: Checks) -> Result<Self, FilError> {
         let (params, _) = Self::compound(req.registered_proof)?;
         let decode::SnapParts { inputs, proofs, .. } = decode::snap::<Tree>(req)?;
+        if checks == Checks::FormOnly {
+            return Ok(Self::unchecked(params, inputs, proofs));
+        }
         let ok = guarded("SnapDeals vanilla proofs", || EmptySectorUpdate::<Tree>::verify_all_partitions(&params, &inputs, &proofs))?;
         if !ok {
             return Err(FilError::VanillaInvalid("the SnapDeals vanilla proofs do not verify against comm_r_old, comm_r_new and comm_d_new".into()));
@@ -211,7 +228,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         Ok(SnapJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from partition proofs that were not checked (shape-only jobs, `crate::snap_shape`).
+    /// A job from partition proofs that were not checked (shape-only jobs, `crate::snap_shape`,
+    /// and [`Checks::FormOnly`]).
     pub(crate) fn unchecked(
         params: storage_proofs_update::PublicParams,
         inputs: storage_proofs_update::PublicInputs,
@@ -306,8 +324,8 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PostJob<Tree> {
         Ok((pp.vanilla_params, config))
     }
 
-    /// Decodes and checks a request.
-    pub(crate) fn new(req: &FilRequest, kind: FilKind) -> Result<Self, FilError> {
+    /// Decodes a request and checks it as `checks` says.
+    pub(crate) fn new(req: &FilRequest, kind: FilKind, checks: Checks) -> Result<Self, FilError> {
         let (params, _) = Self::compound(req.registered_proof, kind)?;
         let decode::PostParts { config, randomness, prover, proofs: vanilla } = decode::post::<Tree>(req)?;
         let sectors = vanilla.iter().map(|p| PublicSector { id: p.sector_id, comm_r: p.comm_r }).collect();
@@ -316,18 +334,21 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PostJob<Tree> {
             PoStType::Winning => None,
         };
         let inputs = fallback::PublicInputs { randomness, prover_id: prover, sectors, k };
-        let (proof, inputs) = match config.typ {
-            PoStType::Window => {
-                (guarded("WindowPoSt vanilla proofs", || filecoin_proofs::single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla))?, inputs)
-            }
-            PoStType::Winning => {
-                let mut parts = guarded("WinningPoSt vanilla proofs", || filecoin_proofs::partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla))?;
-                let proof = parts.pop().ok_or_else(|| FilError::VanillaInvalid("no partition".into()))?;
-                // The circuit proves one challenge per "sector": the verifier lists the sector
-                // once per challenge, and so must the public inputs.
-                let sectors = inputs.sectors.iter().cloned().cycle().take(params.sector_count * inputs.sectors.len()).collect();
-                (proof, fallback::PublicInputs { sectors, ..inputs })
-            }
+        let winning = matches!(config.typ, PoStType::Winning);
+        let proof = match (winning, checks) {
+            (_, Checks::FormOnly) => partition_unchecked(winning, params.sector_count, &vanilla)?,
+            (false, Checks::Full) => guarded("WindowPoSt vanilla proofs", || filecoin_proofs::single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla))?,
+            (true, Checks::Full) => guarded("WinningPoSt vanilla proofs", || filecoin_proofs::partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla))?
+                .pop()
+                .ok_or_else(|| FilError::VanillaInvalid("no partition".into()))?,
+        };
+        let inputs = if winning {
+            // The circuit proves one challenge per "sector": the verifier lists the sector
+            // once per challenge, and so must the public inputs.
+            let sectors = inputs.sectors.iter().cloned().cycle().take(params.sector_count * inputs.sectors.len()).collect();
+            fallback::PublicInputs { sectors, ..inputs }
+        } else {
+            inputs
         };
         Ok(PostJob { params, inputs, proof: Some(proof) })
     }
@@ -338,6 +359,34 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PostJob<Tree> {
         let d = <TreeRHasher as Hasher>::Domain::default();
         Ok(PostJob { params, inputs: fallback::PublicInputs { randomness: d, prover_id: d, sectors: Vec::new(), k: None }, proof: None })
     }
+}
+
+/// The one partition proof of a PoSt job's decoded sector proofs, shaped as Filecoin's
+/// partitioning (`single_partition_vanilla_proofs`) shapes it but without verifying it:
+/// WindowPoSt, the sectors' proofs in order; WinningPoSt, each inclusion proof of its one sector
+/// as a "sector" of one challenge; both padded to `sector_count` with copies of the last.
+fn partition_unchecked<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    winning: bool,
+    sector_count: usize,
+    vanilla: &[filecoin_proofs::FallbackPoStSectorProof<Tree>],
+) -> Result<fallback::Proof<Tree::Proof>, FilError> {
+    let mut sectors: Vec<fallback::SectorProof<Tree::Proof>> = if !winning {
+        vanilla.iter().flat_map(|p| p.vanilla_proof.sectors.iter().cloned()).collect()
+    } else {
+        vanilla
+            .iter()
+            .flat_map(|p| &p.vanilla_proof.sectors)
+            .flat_map(|s| {
+                s.inclusion_proofs.iter().map(|i| fallback::SectorProof { inclusion_proofs: vec![i.clone()], comm_c: s.comm_c, comm_r_last: s.comm_r_last })
+            })
+            .collect()
+    };
+    if sectors.len() > sector_count {
+        return Err(FilError::field("vanilla_proofs", format!("{} sector proofs for a partition of {sector_count}", sectors.len())));
+    }
+    let last = sectors.last().cloned().ok_or_else(|| FilError::field("vanilla_proofs", "no sector proofs"))?;
+    sectors.resize(sector_count, last);
+    Ok(fallback::Proof { sectors })
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree> {

@@ -12,7 +12,10 @@
 //! Parameters live in a Filecoin parameter cache directory under the names `filecoin-proofs`
 //! uses ([`params`]); [`params::generate`] writes random test parameters there with
 //! `cuzk-setup`. [`verify`] runs Filecoin's own verifiers, and [`fixtures`] seals small sectors
-//! to produce vanilla proofs for tests and benchmarks.
+//! to produce vanilla proofs for tests and benchmarks. For sizes where no sealed sector exists,
+//! [`shape_request`] fabricates structurally exact requests of every kind and
+//! [`prepare_unchecked`] builds their circuits without verifying their vanilla proofs (for
+//! benchmarks only: nothing proved from them is valid).
 
 #![warn(missing_docs)]
 
@@ -26,17 +29,20 @@ mod jobs;
 mod parallel;
 pub mod params;
 mod porep_witness;
+pub mod post_shape;
 pub mod reference;
 mod request;
 pub mod shape;
+mod shape_request;
 pub mod snap_shape;
 mod snap_witness;
 pub mod verify;
 
-pub use circuit::{prepare, PartitionCircuit, Prepared};
+pub use circuit::{prepare, prepare_unchecked, PartitionCircuit, Prepared};
 pub use curio::{ffi_layout, supraseal_layout, wrap_c1_like_curio};
 pub use decode::decode_request_parts;
 pub use error::FilError;
 pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilKind, FilShape};
 pub use parallel::CircuitSize;
 pub use request::{commitment_cid, parse_commitment, prover_id, CommitmentKind, FilRequest};
+pub use shape_request::shape_request;
