@@ -7,6 +7,7 @@
 //! the circuit in a [`WitnessCs`], which only stores assignments and never builds the linear
 //! combinations passed to `enforce`, then compute `a, b, c` as sparse matrix–vector products
 //! ([`ConstraintMatrices::evaluate_rows`]) that a caller can split across threads.
+//! [`ConstraintMatrices::record_parallel`] records on several threads, with the same result.
 //!
 //! The result is exactly what [`crate::synth::synthesize`] produces.
 
@@ -23,7 +24,9 @@ use crate::synth::{ShapeChanged, SizeHint, SynthesizeError, Synthesized};
 use crate::witness::ParallelWitness;
 
 mod file;
+mod record;
 pub use file::MatricesFileError;
+pub use record::DEFAULT_CHUNK_ROWS;
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;
@@ -188,82 +191,6 @@ pub struct ConstraintMatrices {
     b_aux_density: DensityBitmap,
 }
 
-/// Records the matrices while synthesizing.
-struct Recorder {
-    a: Csr,
-    b: Csr,
-    c: Csr,
-    table: CoeffTable,
-    inputs: usize,
-    aux: usize,
-    a_aux_density: DensityBitmap,
-    b_input_density: DensityBitmap,
-    b_aux_density: DensityBitmap,
-    error: Option<AllocError>,
-}
-
-impl Recorder {
-    fn note(&mut self, r: Result<(), AllocError>) {
-        if let Err(e) = r {
-            self.error.get_or_insert(e);
-        }
-    }
-}
-
-impl ConstraintSystem<Scalar> for Recorder {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        let r = self.a_aux_density.push().and_then(|_| self.b_aux_density.push());
-        self.note(r);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        let r = self.b_input_density.push();
-        self.note(r);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let (la, lb, lc) = (a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero()));
-        let Recorder { a, b, c, table, a_aux_density, b_input_density, b_aux_density, .. } = self;
-        a.push_row(&la, table, |is_aux, i| {
-            if is_aux {
-                a_aux_density.set(i)
-            }
-        });
-        b.push_row(&lb, table, |is_aux, i| if is_aux { b_aux_density.set(i) } else { b_input_density.set(i) });
-        c.push_row(&lc, table, |_, _| {});
-    }
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// A constraint system that only records assignments; `enforce` closures are never run.
 #[derive(Debug)]
 pub struct WitnessCs {
@@ -332,43 +259,6 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 }
 
 impl ConstraintMatrices {
-    /// Runs `circuit` once (as the prover would, with `ONE` and the input constraints) and
-    /// keeps its structure.
-    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, SynthesizeError> {
-        let alloc = heap();
-        let mut r = Recorder {
-            a: Csr::default(),
-            b: Csr::default(),
-            c: Csr::default(),
-            table: CoeffTable::new(),
-            inputs: 0,
-            aux: 0,
-            a_aux_density: DensityBitmap::new_in(alloc.clone()),
-            b_input_density: DensityBitmap::new_in(alloc.clone()),
-            b_aux_density: DensityBitmap::new_in(alloc),
-            error: None,
-        };
-        r.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut r)?;
-        for i in 0..r.inputs {
-            r.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
-        }
-        if let Some(e) = r.error {
-            return Err(e.into());
-        }
-        Ok(ConstraintMatrices {
-            a: r.a,
-            b: r.b,
-            c: r.c,
-            coeffs: r.table.values,
-            num_inputs: r.inputs,
-            num_aux: r.aux,
-            a_aux_density: r.a_aux_density,
-            b_input_density: r.b_input_density,
-            b_aux_density: r.b_aux_density,
-        })
-    }
-
     /// Matrices from explicit rows (`a[r]` is row `r` of `A`, entries in order, duplicates and
     /// zero coefficients kept as given): for tests and tools that need shapes recording never
     /// produces. Densities are set for the non-zero entries, as recording sets them.
