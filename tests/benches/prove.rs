@@ -47,7 +47,8 @@
 //!   `TMPDIR/cuzk-prove-fil`).
 //! - `--fil-shapes 32g,64g` (default: none): the witness of shape-only PoRep and SnapDeals partitions at
 //!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
-//!   the native writer on one thread, and a whole partition on all threads.
+//!   the native writer on one thread, and a whole partition on all threads; and a PoRep
+//!   partition's matrices recorded sequentially against in parallel on all threads.
 //! - `--fil-shape-proofs 32g` (default: none): a whole shape-only PoRep C2 at that size on each
 //!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
 //!   costs, then per partition the witness and upload → proof, and the proof's wall time.
@@ -93,7 +94,8 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
                                (default none; with it the built-ins run only when --circuits is given)
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
-  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer (no proof)
+  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer,
+                               matrices recorded sequentially and in parallel (no proof)
   --fil-shape-proofs 32g       a whole shape-only PoRep C2 on each backend with timing-only parameters (not verified)";
 
 /// What the run varies.
@@ -850,6 +852,7 @@ fn main() {
         println!();
         filecoin::shape_witness(size);
         filecoin::snap_shape_witness(size);
+        filecoin::shape_recording(size);
     }
     for &size in &args.fil_shape_proofs {
         println!();

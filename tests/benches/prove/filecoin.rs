@@ -247,6 +247,58 @@ pub fn shape_witness(sector_size: u64) {
     );
 }
 
+/// The length and checksum of `m`'s file form (the last 8 bytes are an XXH3-64 of the rest):
+/// two recordings compared without holding either's file bytes.
+fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
+    struct Tail(u64, [u8; 8]);
+    impl std::io::Write for Tail {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            let keep = buf.len().min(8);
+            self.1.rotate_left(keep);
+            self.1[8 - keep..].copy_from_slice(&buf[buf.len() - keep..]);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut t = Tail(0, [0; 8]);
+    m.write_file("bench", &mut t).expect("writing to a sink");
+    (t.0, t.1)
+}
+
+/// `--fil-shapes`: recording the matrices of a whole shape-only PoRep partition of
+/// `sector_size` (`cuzk_circuits_filecoin::shape`, the real challenge count) sequentially
+/// (`ConstraintMatrices::record`) against in parallel on all threads
+/// (`ConstraintMatrices::record_parallel`), checked to give the same file bytes; and the
+/// circuit run once without building any constraint (`ShapeCounter`), the part of its work
+/// every thread of a parallel recording repeats.
+pub fn shape_recording(sector_size: u64) {
+    use cuzk_circuits_filecoin::shape;
+    let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
+    let c = shape::porep(sector_size, Some(1), None, 3).expect("shape-only job").partition(0);
+    let threads = rayon::current_num_threads();
+    let t = Instant::now();
+    let counted = cuzk_core::synth::ShapeCounter::of(c.clone()).expect("count");
+    let skip = secs(t);
+    let t = Instant::now();
+    let seq = ConstraintMatrices::record(c.clone()).expect("record");
+    let sequential = secs(t);
+    let (rows, entries, want) = (seq.num_constraints(), seq.num_entries(), file_digest(&seq));
+    assert_eq!(rows, counted.constraints, "{id}: the counter and the recorder disagree");
+    drop(seq);
+    let t = Instant::now();
+    let par = ConstraintMatrices::record_parallel(&c, threads).expect("record_parallel");
+    let parallel = secs(t);
+    assert!(file_digest(&par) == want, "{id}: parallel recording differs from sequential recording");
+    println!(
+        "{id} (shape-only): recording one partition ({rows} constraints, {entries} entries): sequential {sequential:.3} s, parallel on {threads} threads {parallel:.3} s ({:.2}x, same bytes); the circuit without constraints (what each thread repeats) {skip:.3} s = {:.2} of sequential",
+        sequential / parallel,
+        skip / sequential
+    );
+}
+
 /// `--fil-shapes`: the witness of a shape-only SnapDeals partition of `sector_size`
 /// (`cuzk_circuits_filecoin::snap_shape`, the real challenge count): Filecoin's gadgets and the
 /// native writer on one thread (the same values, checked), then the native writer on all

@@ -1,0 +1,39 @@
+//! Parallel recording of constraint matrices (`ConstraintMatrices::record_parallel`) gives the
+//! same file bytes as sequential recording on Filecoin partitions: the 2 KiB partitions of
+//! every kind and a shape-only 32 GiB PoRep partition of two challenges.
+
+mod common;
+
+use common::fixtures;
+use cuzk_circuits_filecoin::{prepare, FilKind, PartitionCircuit};
+use cuzk_core::matrices::ConstraintMatrices;
+
+/// Records `c` sequentially, then in `parts` parts for each of `parts`, and compares the bytes.
+fn parallel_equals_sequential(c: &PartitionCircuit, parts: &[usize], what: &str) {
+    let want = ConstraintMatrices::record(c.clone()).expect("record").to_file_bytes(what);
+    for &k in parts {
+        let got = ConstraintMatrices::record_parallel(c, k).expect("record_parallel").to_file_bytes(what);
+        assert!(got == want, "{what}: {k} parts differ from sequential recording");
+    }
+    eprintln!("{what}: {} bytes, equal in {parts:?} parts", want.len());
+}
+
+#[test]
+fn parallel_recording_equals_sequential_on_2_kib_partitions() {
+    for req in fixtures() {
+        let c = prepare(&req).expect("prepare").partition(0);
+        let parts: &[usize] = match req.kind {
+            FilKind::PoRep | FilKind::SnapDeals => &[2, 3],
+            _ => &[2, 3, 7],
+        };
+        parallel_equals_sequential(&c, parts, &format!("{:?} 2 KiB", req.kind));
+    }
+}
+
+/// About 15 M constraints: a minute on two cores.
+#[test]
+#[ignore = "slow: a 32 GiB PoRep partition of two challenges"]
+fn parallel_recording_equals_sequential_on_a_32_gib_porep_partition() {
+    let job = cuzk_circuits_filecoin::shape::porep(32 << 30, Some(1), Some(2), 11).expect("shape-only job");
+    parallel_equals_sequential(&job.partition(0), &[4], "PoRep 32 GiB, 2 challenges");
+}
