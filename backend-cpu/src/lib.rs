@@ -162,6 +162,16 @@ impl Backend for CpuBackend {
         Ok(points)
     }
 
+    /// Host memory is the CPU's device memory: streamed bases are the resident ones.
+    fn load_g1_placed(&self, points: Vec<G1Affine>, _streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        Ok(points)
+    }
+
+    /// As [`Backend::load_g1_placed`]: streamed is resident.
+    fn load_g2_placed(&self, points: Vec<G2Affine>, _streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        Ok(points)
+    }
+
     fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError> {
         Ok(points)
     }

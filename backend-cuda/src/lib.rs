@@ -742,6 +742,23 @@ impl Backend for CudaBackend {
         Ok(self.place_bases(as_bytes(&points), points.len(), stream.then(|| stream_chunk(msm::Group::G2)))?)
     }
 
+    /// `streamed`: [`CudaBackend::load_g1_streamed`] in chunks of 2^22 points; otherwise as
+    /// [`Backend::load_g1`] (which still streams bases that would not leave enough free memory).
+    fn load_g1_placed(&self, points: Vec<G1Affine>, streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        if !streamed {
+            return self.load_g1(points);
+        }
+        Ok(self.load_g1_streamed(&points, stream_chunk(msm::Group::G1))?)
+    }
+
+    /// G2 counterpart of [`Backend::load_g1_placed`] (chunks of 2^21 points).
+    fn load_g2_placed(&self, points: Vec<G2Affine>, streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        if !streamed {
+            return self.load_g2(points);
+        }
+        Ok(self.load_g2_streamed(&points, stream_chunk(msm::Group::G2))?)
+    }
+
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
         bases.len
     }

@@ -641,3 +641,39 @@ fn concurrent_uploads_and_kernels() {
         }
     });
 }
+
+/// A proving key loaded streamed (`ProvingKey::load_placed(.., true)`: every query set in
+/// page-locked host memory, streamed during the MSMs; and one built with small chunks, so that
+/// each MSM runs over several) proves the same bytes as a resident one, and verifies.
+#[test]
+fn streamed_proving_key_proves_like_a_resident_one() {
+    use cuzk_core::prover::{prove, ProvingKey};
+    use cuzk_core::synth::{synthesize, SizeHint};
+    let b = need_gpu!();
+    let circuit = cuzk_circuits::CircuitKind::SquaringChain.instance(10, 3).unwrap();
+    let inputs = circuit.public_inputs();
+    let params = cuzk_setup::generate_parameters(circuit.clone(), &mut rng(21)).unwrap();
+    let vk = params.vk.clone();
+    let resident = ProvingKey::load_placed(b, params.clone(), false).unwrap();
+    let streamed = ProvingKey::load_placed(b, params.clone(), true).unwrap();
+    assert!(streamed.h.is_streamed() && streamed.l.is_streamed() && streamed.a.is_streamed() && streamed.b_g1.is_streamed() && streamed.b_g2.is_streamed());
+    let chunked = ProvingKey {
+        vk: params.vk.clone(),
+        h: b.load_g1_streamed(&params.h, 100).unwrap(),
+        l: b.load_g1_streamed(&params.l, 100).unwrap(),
+        a: b.load_g1_streamed(&params.a, 100).unwrap(),
+        b_g1: b.load_g1_streamed(&params.b_g1, 100).unwrap(),
+        b_g2: b.load_g2_streamed(&params.b_g2, 50).unwrap(),
+    };
+    let (r, s) = (Scalar::from(4242u64), Scalar::from(2424u64));
+    let proof = |key: &ProvingKey<CudaBackend>| {
+        let synth = synthesize(circuit.clone(), b.host_allocator(), SizeHint::default()).unwrap();
+        prove(b, key, synth, r, s, &mut |_| {}).unwrap()
+    };
+    let want = proof(&resident);
+    for (name, key) in [("streamed", &streamed), ("streamed in small chunks", &chunked)] {
+        let got = proof(key);
+        assert_eq!(got.to_bytes(), want.to_bytes(), "{name} key: proof differs from the resident key's");
+        assert!(cuzk_core::proof::verify(&vk, &got, &inputs).unwrap(), "{name} key: proof does not verify");
+    }
+}

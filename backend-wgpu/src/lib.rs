@@ -251,6 +251,17 @@ impl Backend for WgpuBackend {
         Ok(self.load(&points, "G2 bases")?)
     }
 
+    /// No streaming yet: streamed bases are loaded resident (a set larger than the device's
+    /// buffers fails to load as with [`Backend::load_g1`]).
+    fn load_g1_placed(&self, points: Vec<G1Affine>, _streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        self.load_g1(points)
+    }
+
+    /// As [`Backend::load_g1_placed`]: loaded resident.
+    fn load_g2_placed(&self, points: Vec<G2Affine>, _streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        self.load_g2(points)
+    }
+
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
         bases.len
     }

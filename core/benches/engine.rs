@@ -36,6 +36,7 @@ fn engine(s: &Setup) -> Engine {
         let profile = CircuitProfile {
             params_host_bytes: 0,
             params_device_bytes: 20 * GB,
+            params_device_host_bytes: 0,
             footprint: Footprint { host_abc: 12 * GB, host_rest: GB, device_abc: 12 * GB, device_rest: 2 * GB },
             witness_footprint: None,
         };

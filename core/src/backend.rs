@@ -172,6 +172,22 @@ pub trait Backend: Send + Sync {
     /// Makes G2 points resident.
     fn load_g2(&self, points: Vec<G2Affine>) -> Result<Self::G2Bases, BackendError>;
 
+    /// Loads G1 bases placed as asked: `streamed` keeps them in page-locked host memory and
+    /// streams them through the device in chunks during each MSM (for parameters larger than
+    /// the device's budget), otherwise they are resident as with [`Backend::load_g1`]. The
+    /// default ignores `streamed`: a backend whose device memory is host memory (the CPU) or
+    /// that cannot stream (wgpu) loads them resident.
+    fn load_g1_placed(&self, points: Vec<G1Affine>, streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        let _ = streamed;
+        self.load_g1(points)
+    }
+
+    /// G2 counterpart of [`Backend::load_g1_placed`].
+    fn load_g2_placed(&self, points: Vec<G2Affine>, streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        let _ = streamed;
+        self.load_g2(points)
+    }
+
     /// Number of points in resident G1 bases.
     fn g1_len(&self, bases: &Self::G1Bases) -> usize;
 

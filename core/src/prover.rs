@@ -90,16 +90,23 @@ pub struct ProvingKey<B: Backend> {
 }
 
 impl<B: Backend> ProvingKey<B> {
-    /// Moves decoded parameters onto `backend`.
+    /// Moves decoded parameters onto `backend` (placed as the backend decides).
     pub fn load(backend: &B, params: Parameters) -> Result<Self, BackendError> {
+        Self::load_placed(backend, params, false)
+    }
+
+    /// Moves decoded parameters onto `backend`; with `streamed`, every query set is loaded
+    /// streamed ([`Backend::load_g1_placed`]): kept in page-locked host memory and streamed
+    /// through the device during MSMs, for parameters larger than the device's budget.
+    pub fn load_placed(backend: &B, params: Parameters, streamed: bool) -> Result<Self, BackendError> {
         let Parameters { vk, h, l, a, b_g1, b_g2 } = params;
         Ok(ProvingKey {
             vk,
-            h: backend.load_g1(h)?,
-            l: backend.load_g1(l)?,
-            a: backend.load_g1(a)?,
-            b_g1: backend.load_g1(b_g1)?,
-            b_g2: backend.load_g2(b_g2)?,
+            h: backend.load_g1_placed(h, streamed)?,
+            l: backend.load_g1_placed(l, streamed)?,
+            a: backend.load_g1_placed(a, streamed)?,
+            b_g1: backend.load_g1_placed(b_g1, streamed)?,
+            b_g2: backend.load_g2_placed(b_g2, streamed)?,
         })
     }
 

@@ -15,6 +15,7 @@ fn profile() -> CircuitProfile {
     CircuitProfile {
         params_host_bytes: GB,
         params_device_bytes: 2 * GB,
+        params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
         witness_footprint: None,
     }

@@ -21,6 +21,7 @@ fn profile() -> impl Strategy<Value = CircuitProfile> {
     (1..=32u64, 1..=32u64, 0..=16u64, 1..=32u64, 0..=16u64).prop_map(|(p, ha, hr, da, dr)| CircuitProfile {
         params_host_bytes: p * MB,
         params_device_bytes: p * MB,
+        params_device_host_bytes: 0,
         footprint: Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB },
         witness_footprint: None,
     })

@@ -24,6 +24,7 @@ fn profile() -> CircuitProfile {
     CircuitProfile {
         params_host_bytes: GB,
         params_device_bytes: 2 * GB,
+        params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
         witness_footprint: None,
     }
@@ -441,6 +442,12 @@ fn run(s: &Scenario) -> Sim {
 /// [`run`], with the circuits flagged in `witness` witness-only (host `a, b, c` left out of
 /// their witness footprint) and job `i` avoiding device `avoid[i]` where set.
 fn run_with(s: &Scenario, witness: &[bool], avoid: &[Option<u32>]) -> Sim {
+    run_streamed(s, witness, avoid, &[])
+}
+
+/// [`run_with`], with circuit `i` streamed where `streamed[i]` is `Some((device, host))`: its
+/// device copy takes `device` bytes of the device and `host` bytes of the host.
+fn run_streamed(s: &Scenario, witness: &[bool], avoid: &[Option<u32>], streamed: &[Option<(u64, u64)>]) -> Sim {
     let mut model = Model::default();
     for (i, (_, m, x)) in s.circuits.iter().enumerate() {
         model.circuits.insert(CircuitId(i as u32), *m);
@@ -453,6 +460,10 @@ fn run_with(s: &Scenario, witness: &[bool], avoid: &[Option<u32>]) -> Sim {
         let mut p = *p;
         if witness.get(i).copied().unwrap_or(false) {
             p.witness_footprint = Some(Footprint { host_abc: 0, ..p.footprint });
+        }
+        if let Some((device, host)) = streamed.get(i).copied().flatten() {
+            p.params_device_bytes = device;
+            p.params_device_host_bytes = host;
         }
         sim.register(CircuitId(i as u32), p).expect("register");
     }
@@ -561,6 +572,104 @@ proptest! {
     }
 }
 
+/// Streamed circuits: a device copy of `1..=8` MiB on the device and `8..=300` MiB of bases
+/// on the host (often more than a device's budget, sometimes more than the host's).
+fn streamed() -> impl Strategy<Value = Vec<Option<(u64, u64)>>> {
+    prop::collection::vec(prop::option::weighted(0.6, (1..=8u64, 8..=300u64).prop_map(|(d, h)| (d * MB, h * MB))), 4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    /// Random mixes with streamed copies (small on the device, large on the host), matrices,
+    /// witness-only circuits, avoided devices and parameters over the budgets: neither the
+    /// host nor any device budget is ever exceeded (the sim's ledger counts a device copy's
+    /// host bytes from its load to its eviction; the engine's recount checks its own
+    /// reservations after every input), every accepted job completes (no deadlock), and at
+    /// the end the host holds exactly the warm copies and the streamed copies' bases.
+    #[test]
+    fn streamed_copies_never_exceed_a_budget_nor_deadlock(
+        s in scenario(),
+        streamed in streamed(),
+        witness in prop::collection::vec(prop::bool::weighted(0.3), 4),
+        avoid in prop::collection::vec(prop::option::weighted(0.1, 0..3u32), 25),
+    ) {
+        let sim = run_streamed(&s, &witness, &avoid, &streamed);
+        prop_assert!(sim.audit().is_ok(), "{:?}\n{}\n{}", sim.audit(), compact(&s, &witness, &avoid), sim.engine().describe());
+        for (job, ends) in &sim.log().ends {
+            prop_assert_eq!(&ends[0].1, &Outcome::Completed, "{:?}\n{}", job, sim.engine().describe());
+        }
+        for (at, peak) in sim.log().peak.iter() {
+            let cap = sim.engine().usage(*at).map_or(0, |u| u.capacity);
+            prop_assert!(*peak <= i128::from(cap), "{at:?}: peak {peak}");
+        }
+        // A job is refused at once only when one partition and a copy can never fit.
+        let host = i128::from(s.cfg.host_memory_bytes);
+        for (ticket, _) in &sim.log().rejected {
+            let (c, prio, _, _) = s.jobs[*ticket];
+            let reserve = if prio == cuzk_core::engine::Priority::Critical { 0 } else { s.cfg.critical_device_reserve };
+            let (p, _, _) = s.circuits[c as usize];
+            let h = streamed.get(c as usize).copied().flatten().map_or(0, |(_, h)| h);
+            let dev = streamed.get(c as usize).copied().flatten().map_or(p.params_device_bytes, |(d, _)| d);
+            let dev_cap = s.cfg.devices.iter().map(|d| d.memory_bytes - reserve).max().unwrap_or(0);
+            prop_assert!(i128::from(p.footprint.host() + h) > host || dev + p.footprint.device() > dev_cap, "ticket {ticket} refused");
+        }
+    }
+}
+
+/// A streamed circuit whose parameters are far larger than the device budget is placed and
+/// proved: its copy reserves its small device side and its bases on the host, and eviction
+/// frees both.
+#[test]
+fn a_streamed_copy_reserves_host_memory_and_frees_it() {
+    let dev = DeviceConfig { memory_bytes: 10 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
+    let mut cfg = EngineConfig::new(1, 64 * GB, vec![dev]);
+    cfg.finalize_workers = 1;
+    let mut e = Engine::new(cfg, Nanos::ZERO).expect("valid config");
+    let streamed = CircuitProfile { params_host_bytes: 0, params_device_bytes: GB, params_device_host_bytes: 47 * GB, ..profile() };
+    e.register_circuit(A, streamed).expect("register");
+    let job = e.submit(JobSpec::new(JobKind::Generic, A, 1), t(0)).expect("submit");
+    let a = drain(&mut e);
+    // Synthesis starts once the copy, and with it the host room for its bases, is on its way.
+    assert!(a.contains(&Action::LoadParams { circuit: A, to: D0, bytes: GB, from_host: false }), "{a:?}");
+    assert!(a.iter().any(|a| matches!(a, Action::Start(d) if d.stage == Stage::Synthesize)), "{a:?}");
+    assert_eq!(e.usage(Location::Host).map(|u| u.used), Some(47 * GB + 4 * GB));
+    e.params_loaded(A, D0, t(1)).expect("loaded");
+    drain(&mut e);
+    // Evicted while its partition is under way, the copy's bases stay reserved for its reload.
+    e.evict(A, D0, t(2)).expect("evict");
+    assert_eq!(drain(&mut e), vec![Action::EvictParams { circuit: A, from: D0, bytes: GB }]);
+    assert_eq!(e.kept_host_bytes(A), Some(47 * GB));
+    assert_eq!(e.usage(Location::Host).map(|u| u.used), Some(47 * GB + 4 * GB));
+    let p = PartitionId { job, index: 0 };
+    e.stage_finished(p, Stage::Synthesize, t(3)).expect("synthesized");
+    let a = drain(&mut e);
+    assert!(a.contains(&Action::LoadParams { circuit: A, to: D0, bytes: GB, from_host: false }), "{a:?}");
+    assert_eq!(e.kept_host_bytes(A), Some(0));
+    e.params_loaded(A, D0, t(4)).expect("loaded");
+    drain(&mut e);
+    for (i, stage) in Stage::ALL.into_iter().enumerate().skip(1) {
+        e.stage_finished(p, stage, t(5 + i as u64)).expect("stage");
+        drain(&mut e);
+    }
+    assert_eq!(e.usage(Location::Host).map(|u| u.used), Some(47 * GB));
+    e.evict(A, D0, t(20)).expect("evict");
+    drain(&mut e);
+    assert_eq!(e.usage(Location::Host).map(|u| u.used), Some(0));
+    assert_eq!(used(&e), 0);
+}
+
+/// A job of a streamed circuit whose bases and one partition exceed the host budget is
+/// refused at once.
+#[test]
+fn a_streamed_copy_too_large_for_the_host_is_refused() {
+    let mut e = engine(10);
+    let c = CircuitId(3);
+    e.register_circuit(c, CircuitProfile { params_device_bytes: GB, params_device_host_bytes: 61 * GB, ..profile() }).expect("register");
+    let r = e.submit(JobSpec::new(JobKind::Generic, c, 1), t(0));
+    assert!(matches!(r, Err(cuzk_core::engine::EngineError::TooLarge { location: Location::Host, .. })), "{r:?}");
+}
+
 /// The matrices do count: in a mix where they fit, some device copy includes them and the
 /// peak of that device's ledger is above what parameters and partitions alone could reach.
 #[test]
@@ -570,6 +679,7 @@ fn matrices_are_reserved_in_a_simulated_mix() {
     let p = CircuitProfile {
         params_host_bytes: 0,
         params_device_bytes: 100 * MB,
+        params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 30 * MB, host_rest: 10 * MB, device_abc: 30 * MB, device_rest: 10 * MB },
         witness_footprint: None,
     };

@@ -21,7 +21,12 @@ use crate::setup::params_path;
 /// one when it starts a partition's synthesis; the worker's upload takes the device path
 /// exactly where the engine reserved the matrices, which is where it sends witness-footprint
 /// partitions. At 2^27 that is ~4.3 GB of witness a partition instead of 17.2 GB.
-pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool) -> CircuitProfile {
+///
+/// Parameters that, with one partition's device footprint, do not fit `device_budget` (what
+/// non-CRITICAL work may use on the largest device, [`stream_budget`]) are streamed: a device
+/// copy keeps the bases in page-locked host memory (`params_device_host_bytes`, the file's
+/// size) and takes only the streamed MSMs' staging on the device ([`STREAM_DEVICE_BYTES`]).
+pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device_budget: u64) -> CircuitProfile {
     // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
     let n = 1u64 << log_size;
     let mut footprint = Footprint::for_domain(log_size, 2 * 32 * n);
@@ -31,7 +36,38 @@ pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool) -> Cir
         footprint.host_rest = 32 * n;
         witness_footprint = Some(Footprint { host_abc: 0, ..footprint });
     }
-    CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, footprint, witness_footprint }
+    let resident = params_file_bytes.saturating_add(footprint.device());
+    if resident <= device_budget {
+        return CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, params_device_host_bytes: 0, footprint, witness_footprint };
+    }
+    tracing::info!(
+        log_size,
+        params_bytes = params_file_bytes,
+        partition_device_bytes = footprint.device(),
+        device_budget,
+        device_bytes = STREAM_DEVICE_BYTES,
+        "parameters will be streamed: with one partition they exceed the device budget, so the bases stay in page-locked host memory and pass through the device during MSMs"
+    );
+    CircuitProfile {
+        params_host_bytes: params_file_bytes,
+        params_device_bytes: STREAM_DEVICE_BYTES,
+        params_device_host_bytes: params_file_bytes,
+        footprint,
+        witness_footprint,
+    }
+}
+
+/// Device bytes of a streamed device copy: the CUDA backend's two staging buffers of 384 MiB
+/// (a chunk of 2^22 G1 or 2^21 G2 points each). The prepared scalars and the per-chunk sort
+/// and bucket buffers of a streamed MSM are no larger than a resident MSM's, which the
+/// partition's footprint counts.
+pub const STREAM_DEVICE_BYTES: u64 = 2 * (384 << 20);
+
+/// The device budget [`profile`] decides streaming against: what non-CRITICAL work may use on
+/// the largest non-fallback device of `engine` (its `memory_bytes` less the CRITICAL reserve).
+pub fn stream_budget(engine: &cuzk_core::engine::EngineConfig) -> u64 {
+    let usable = |d: &cuzk_core::engine::DeviceConfig| d.memory_bytes.saturating_sub(engine.critical_device_reserve);
+    engine.devices.iter().filter(|d| !d.fallback).map(usable).max().unwrap_or(0)
 }
 
 /// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter

@@ -48,6 +48,7 @@ pub fn compare_bellperson(dir: &Path, circuits: &[String], log_sizes: &[u32], re
                 path: path.clone(),
                 validation: Validation::Trusted,
                 from_host: false,
+                streamed: false,
             })?;
             let shape = BuiltinShape::new(kind, k)?;
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(k as u64);

@@ -179,6 +179,20 @@ impl<G: Backend> Backend for OrCpu<G> {
         })
     }
 
+    fn load_g1_placed(&self, points: Vec<G1Affine>, streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        Ok(match self {
+            OrCpu::Gpu(g) => Side::Gpu(g.load_g1_placed(points, streamed)?),
+            OrCpu::Cpu(c) => Side::Cpu(c.load_g1_placed(points, streamed)?),
+        })
+    }
+
+    fn load_g2_placed(&self, points: Vec<G2Affine>, streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        Ok(match self {
+            OrCpu::Gpu(g) => Side::Gpu(g.load_g2_placed(points, streamed)?),
+            OrCpu::Cpu(c) => Side::Cpu(c.load_g2_placed(points, streamed)?),
+        })
+    }
+
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
         match (self, bases) {
             (OrCpu::Gpu(g), Side::Gpu(b)) => g.g1_len(b),

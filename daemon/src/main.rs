@@ -276,7 +276,7 @@ fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<()
     let worker = if run.partitions > 1 { worker } else { worker.without_matrix_cache() };
     let circuit = CircuitId(0);
     let t = Instant::now();
-    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, path: run.path.clone(), validation: run.validation, from_host });
+    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, path: run.path.clone(), validation: run.validation, from_host, streamed: false });
     if n_dev == 1 {
         load(Location::Device(DeviceId(0)), false)?;
     } else {

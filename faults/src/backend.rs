@@ -269,6 +269,18 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         self.inner.load_g2(points)
     }
 
+    /// Forwards the placement to the inner backend, faults as for [`Backend::load_g1`].
+    fn load_g1_placed(&self, points: Vec<G1Affine>, streamed: bool) -> Result<Self::G1Bases, BackendError> {
+        self.check(FaultStage::Load)?;
+        self.inner.load_g1_placed(points, streamed)
+    }
+
+    /// Forwards the placement to the inner backend, faults as for [`Backend::load_g2`].
+    fn load_g2_placed(&self, points: Vec<G2Affine>, streamed: bool) -> Result<Self::G2Bases, BackendError> {
+        self.check(FaultStage::Load)?;
+        self.inner.load_g2_placed(points, streamed)
+    }
+
     fn g1_len(&self, bases: &Self::G1Bases) -> usize {
         self.inner.g1_len(bases)
     }

@@ -636,7 +636,7 @@ impl<B: Backend + 'static> Side<B> {
     fn run_from_file(&self, file: &ParamsFile, case: &Case) -> Row {
         let t = Instant::now();
         let at = Location::Device(DeviceId(0));
-        let task = LoadTask { circuit: case.circuit, at, path: file.0.clone(), validation: Validation::Trusted, from_host: false };
+        let task = LoadTask { circuit: case.circuit, at, path: file.0.clone(), validation: Validation::Trusted, from_host: false, streamed: false };
         if let Err(e) = self.worker.load_params(task) {
             panic!("{}: loading {}: {e}", self.name, file.0.display());
         }

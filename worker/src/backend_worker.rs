@@ -180,8 +180,15 @@ impl<B: Backend> BackendWorker<B> {
     /// Makes `params` resident on device `d` for `circuit` without a parameter file (what a
     /// device load does after reading one).
     pub fn load_key(&self, circuit: CircuitId, d: usize, params: Parameters) -> Result<(), WorkError> {
+        self.load_key_placed(circuit, d, params, false)
+    }
+
+    /// [`BackendWorker::load_key`], with `streamed`: the bases stay in page-locked host memory
+    /// and are streamed through the device during MSMs ([`ProvingKey::load_placed`]; the CPU
+    /// and wgpu backends load them resident).
+    pub fn load_key_placed(&self, circuit: CircuitId, d: usize, params: Parameters, streamed: bool) -> Result<(), WorkError> {
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
-        let key = ProvingKey::load(&**backend, params)?;
+        let key = ProvingKey::load_placed(&**backend, params, streamed)?;
         lock(&self.vks).insert(circuit, Arc::new(key.vk.clone()));
         lock(&self.keys).insert((circuit, d), Arc::new(key));
         Ok(())
@@ -396,7 +403,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     Some(p) => (*p).clone(),
                     None => self.read_params(&task)?,
                 };
-                self.load_key(task.circuit, d.0 as usize, params)?;
+                self.load_key_placed(task.circuit, d.0 as usize, params, task.streamed)?;
             }
         }
         Ok(())

@@ -104,6 +104,11 @@ pub struct LoadTask {
     pub validation: Validation,
     /// Build the device copy from the warm host copy instead of reading the file.
     pub from_host: bool,
+    /// For a device load: keep the bases in page-locked host memory and stream them through
+    /// the device during MSMs (parameters larger than the device's budget;
+    /// `CircuitProfile::params_device_host_bytes`). The CPU and wgpu backends load them
+    /// resident; CUDA streams anyway bases that would not leave it enough free memory.
+    pub streamed: bool,
 }
 
 /// One circuit's recorded constraint matrices, as the status reports them.

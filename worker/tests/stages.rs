@@ -107,7 +107,7 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
         let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
         std::fs::write(&path, params.to_bytes()).unwrap();
         let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
-            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false })
+            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false, streamed: false })
                 .unwrap()
         };
         let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
@@ -205,6 +205,7 @@ fn filecoin_partitions_through_the_witness_path_equal_the_host_path() {
             path: files.params.clone(),
             validation: Validation::Trusted,
             from_host: false,
+            streamed: false,
         };
         let host = BackendWorker::new(vec![Arc::new(CpuBackend::new())]);
         host.load_params(load.clone()).unwrap();
@@ -262,7 +263,7 @@ fn budgeted_matrices_follow_the_reservation() {
     std::fs::write(&path, params.to_bytes()).unwrap();
     let w = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]).with_budgeted_matrices();
     let (c, d) = (CircuitId(0), DeviceId(0));
-    w.load_params(LoadTask { circuit: c, at: Location::Device(d), path, validation: Validation::Full, from_host: false }).unwrap();
+    w.load_params(LoadTask { circuit: c, at: Location::Device(d), path, validation: Validation::Full, from_host: false, streamed: false }).unwrap();
     assert_eq!(w.matrices_device_bytes(shape.into()), None, "nothing recorded yet");
     let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let prove = |w: &BackendWorker<DeviceEvaluatingCpu>| {
@@ -324,7 +325,7 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
     let mut e = Engine::new(cfg, Nanos::ZERO).unwrap();
     for (i, (p, m, fp)) in sizes.iter().enumerate() {
         let c = CircuitId(i as u32);
-        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, footprint: *fp, witness_footprint: None }).unwrap();
+        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, params_device_host_bytes: 0, footprint: *fp, witness_footprint: None }).unwrap();
         e.matrices_recorded(c, *m, Nanos::ZERO).unwrap();
         assert!(e.poll_action().is_none());
     }
@@ -354,7 +355,7 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
             match next {
                 Action::LoadParams { circuit, to, from_host, .. } => {
                     let path = files[circuit.0 as usize].clone();
-                    w.load_params(LoadTask { circuit, at: to, path, validation: Validation::Full, from_host }).unwrap();
+                    w.load_params(LoadTask { circuit, at: to, path, validation: Validation::Full, from_host, streamed: false }).unwrap();
                     e.params_loaded(circuit, to, Nanos(clock)).unwrap();
                 }
                 Action::Start(d) => {

@@ -146,6 +146,16 @@ pub struct CircuitProfile {
     pub params_host_bytes: u64,
     /// Device bytes of a hot copy of the parameters.
     pub params_device_bytes: u64,
+    /// Host bytes a device copy holds besides `params_device_bytes`: streamed parameters'
+    /// bases in page-locked host memory (0 for resident copies). The engine reserves them on
+    /// the host with each device copy and frees them with it; while partitions of the circuit
+    /// are under way (synthesis started, MSM not finished) an evicted copy's host bytes stay
+    /// reserved for its next load, so those partitions never wait on host memory they hold.
+    /// A partition of such a circuit starts synthesis only once a device copy it may use is
+    /// there or loading (or these bytes are still reserved), and a job is refused
+    /// ([`super::EngineError::TooLarge`]) when these bytes and one partition's host footprint
+    /// exceed the host budget.
+    pub params_device_host_bytes: u64,
     /// Memory of one partition on the host path: synthesis hands on `a, b, c` (or the upload
     /// evaluates them on the host), so the host reserves them.
     pub footprint: Footprint,

@@ -171,6 +171,7 @@ impl Engine {
                 c.sub_demand(key, true);
             }
         }
+        self.release_kept(circuit);
     }
 
     /// Drops a partition that is not running a stage (or whose stage just ended): removes it
@@ -215,6 +216,7 @@ impl Engine {
             if let Some(c) = self.circuits.get_mut(&circuit) {
                 c.sub_demand(key, phase != Phase::Pending);
             }
+            self.release_kept(circuit);
         }
         for (loc, b) in [(Location::Host, Buffers::Abc), (Location::Host, Buffers::Rest)] {
             self.release(p, loc, b);

@@ -6,7 +6,7 @@ use super::residency::{CircuitState, Presence};
 use super::timeline::{DeviceReport, Timeline};
 use super::types::{CircuitId, DeviceId, Location, Nanos, Tier};
 use super::Stage;
-use super::{Engine, EngineConfig, MemoryUsage};
+use super::{CircuitProfile, Engine, EngineConfig, MemoryUsage};
 
 impl Engine {
     /// The latest time seen.
@@ -57,6 +57,17 @@ impl Engine {
         Some(self.circuits.get(&circuit)?.at(at)?.matrices)
     }
 
+    /// The profile a circuit was registered with.
+    pub fn circuit_profile(&self, circuit: CircuitId) -> Option<CircuitProfile> {
+        self.circuits.get(&circuit).map(|c| c.profile)
+    }
+
+    /// Host bytes reserved for the streamed bases of a circuit's evicted device copies while
+    /// its partitions are under way ([`CircuitProfile::params_device_host_bytes`]).
+    pub fn kept_host_bytes(&self, circuit: CircuitId) -> Option<u64> {
+        self.circuits.get(&circuit).map(|c| c.host_kept)
+    }
+
     /// Device bytes of a circuit's constraint matrices as reported by
     /// [`Engine::matrices_recorded`] (0 until then).
     pub fn matrices_bytes(&self, circuit: CircuitId) -> Option<u64> {
@@ -87,8 +98,13 @@ impl Engine {
             if c.host.present() {
                 host += c.profile.params_host_bytes;
             }
+            if c.host_kept > 0 && c.active.is_empty() {
+                return Err(format!("circuit {} keeps {} host bytes with no partition under way", id.0, c.host_kept));
+            }
+            host += c.host_kept;
             for (d, r) in c.devices.iter().enumerate() {
                 if r.present() {
+                    host += c.profile.params_device_host_bytes;
                     devs[d] += c.copy_bytes(Location::Device(DeviceId(d as u32)));
                 } else if r.matrices {
                     return Err(format!("circuit {} has matrices without parameters on device {d}", id.0));
@@ -187,7 +203,7 @@ impl Engine {
             let devs: Vec<String> = c.devices.iter().map(|r| format!("{:?}/{}{}", r.state, r.users, if r.matrices { "+m" } else { "" })).collect();
             let _ = writeln!(
                 o,
-                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{} matrices {} witness waiting {}",
+                "circuit {}: host {:?}/{} devices [{}] demand {:?} active {:?} bytes {}+{} host {} kept {} matrices {} witness waiting {}",
                 id.0,
                 c.host.state,
                 c.host.users,
@@ -196,6 +212,8 @@ impl Engine {
                 c.active.iter().map(|(k, n)| (k.id.0, *n)).collect::<Vec<_>>(),
                 c.profile.params_device_bytes,
                 c.profile.footprint.device(),
+                c.profile.params_device_host_bytes,
+                c.host_kept,
                 c.matrices,
                 c.witness_waiting
             );

@@ -215,8 +215,10 @@ impl Engine {
         let crit = spec.priority == Priority::Critical;
         let fp = c.profile.footprint;
         let host_cap = self.host.usable(crit);
-        if fp.host() > host_cap {
-            let (need, capacity) = (fp.host(), host_cap);
+        // A streamed circuit's device copy holds host memory beside one partition.
+        let host_need = fp.host().saturating_add(c.copy_host_bytes());
+        if host_need > host_cap {
+            let (need, capacity) = (host_need, host_cap);
             return Err(EngineError::TooLarge { circuit: spec.circuit, location: Location::Host, need, capacity });
         }
         let dev_need = fp.device().saturating_add(c.profile.params_device_bytes);
@@ -312,7 +314,7 @@ impl Engine {
         }
         let need = c.bytes(to);
         self.advance(now);
-        if !self.make_room(to, need, false, Evict::Idle) {
+        if !self.make_copy_room(circuit, to, need, false, Evict::Idle, None) {
             self.schedule();
             return Err(EngineError::InsufficientMemory { location: to, need });
         }

@@ -69,6 +69,10 @@ pub(crate) struct CircuitState {
     pub ready: BTreeSet<PartKey>,
     /// Partitions synthesized with the witness footprint not yet admitted to a device.
     pub witness_waiting: u32,
+    /// Host bytes of evicted streamed device copies still reserved because partitions of
+    /// the circuit are under way ([`CircuitProfile::params_device_host_bytes`]); the next
+    /// device load takes them, and they are freed once no partition is under way.
+    pub host_kept: u64,
 }
 
 impl CircuitState {
@@ -82,6 +86,7 @@ impl CircuitState {
             active: BTreeMap::new(),
             ready: BTreeSet::new(),
             witness_waiting: 0,
+            host_kept: 0,
         }
     }
 
@@ -111,6 +116,17 @@ impl CircuitState {
     pub fn copy_bytes(&self, loc: Location) -> u64 {
         let m = if self.at(loc).is_some_and(|r| r.matrices) { self.matrices } else { 0 };
         self.bytes(loc).saturating_add(m)
+    }
+
+    /// Host bytes a device copy holds (streamed bases), 0 for a resident copy.
+    pub fn copy_host_bytes(&self) -> u64 {
+        self.profile.params_device_host_bytes
+    }
+
+    /// Host bytes a new device copy must still reserve: its host bytes less those kept from
+    /// an evicted copy.
+    pub fn copy_host_need(&self) -> u64 {
+        self.copy_host_bytes().saturating_sub(self.host_kept)
     }
 
     pub fn tier(&self) -> Tier {
@@ -199,35 +215,74 @@ impl Engine {
     }
 
     /// Makes `need` bytes available at `loc`, evicting least recently used parameters that
-    /// `rule` allows; evicts nothing and returns false when that cannot be enough.
-    pub(crate) fn make_room(&mut self, loc: Location, need: u64, critical: bool, rule: Evict) -> bool {
-        self.make_room_keeping(loc, need, critical, rule, None)
+    /// `rule` allows (never `keep`'s); evicts nothing and returns false when that cannot be
+    /// enough.
+    pub(crate) fn make_room_keeping(&mut self, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>) -> bool {
+        let Some(plan) = self.plan_room(loc, need, critical, rule, keep, 0, &[]) else { return false };
+        for (id, at) in plan {
+            self.evict_now(id, at);
+        }
+        true
     }
 
-    /// [`Engine::make_room`], never evicting `keep`.
-    pub(crate) fn make_room_keeping(&mut self, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>) -> bool {
-        if self.avail(loc, critical) >= need {
-            return true;
+    /// Makes room for a new device copy of `id` at `loc` that needs `need` device bytes:
+    /// and, for streamed parameters, room on the host for its bases
+    /// ([`CircuitState::copy_host_need`]). Evicts (least recently used copies that `rule`
+    /// allows, never `keep`'s nor `id`'s host copies) only when both can be made; false
+    /// otherwise.
+    pub(crate) fn make_copy_room(&mut self, id: CircuitId, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>) -> bool {
+        let Some(c) = self.circuits.get(&id) else { return false };
+        let host_need = if matches!(loc, Location::Device(_)) { c.copy_host_need() } else { 0 };
+        let Some(mut plan) = self.plan_room(loc, need, critical, rule, keep, 0, &[]) else { return false };
+        if host_need > 0 {
+            // Device copies evicted for the device room free their host bytes too.
+            let credit = plan.iter().map(|(e, at)| self.circuits.get(e).map_or(0, |c| host_freed(c, *at))).sum();
+            let Some(more) = self.plan_room(Location::Host, host_need, critical, rule, Some(id), credit, &plan) else { return false };
+            plan.extend(more);
         }
+        for (e, at) in plan {
+            self.evict_now(e, at);
+        }
+        true
+    }
+
+    /// The copies to evict so that `need` bytes are available at `loc` (counting `credit`
+    /// bytes about to be freed there, and not the copies in `skip`), least recently used
+    /// first; `None` when that cannot be enough. Host room may also come from streamed
+    /// device copies, whose bases are in host memory: like warm host copies, any that no
+    /// partition uses and none of whose circuit's partitions is under way.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_room(&self, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>, credit: u64, skip: &[(CircuitId, Location)]) -> Option<Vec<(CircuitId, Location)>> {
         // Signed: usage may already exceed what non-CRITICAL work may use (the reserve).
         let pool = match loc {
             Location::Host => self.host,
-            Location::Device(d) => match self.devices.get(d.0 as usize) {
-                Some(s) => s.pool,
-                None => return false,
-            },
+            Location::Device(d) => self.devices.get(d.0 as usize)?.pool,
         };
-        let mut have = i128::from(pool.usable(critical)) - i128::from(pool.used);
+        let mut have = i128::from(pool.usable(critical)) - i128::from(pool.used) + i128::from(credit);
         let need = i128::from(need);
-        let mut cands: Vec<(u64, CircuitId, u64)> = self
-            .circuits
-            .iter()
-            .filter(|(id, c)| Some(**id) != keep && self.evictable(c, loc, rule))
-            .map(|(id, c)| (c.at(loc).map_or(0, |r| r.last_used), *id, c.copy_bytes(loc)))
-            .collect();
+        if have >= need {
+            return Some(Vec::new());
+        }
+        let mut cands: Vec<(u64, CircuitId, Location, u64)> = Vec::new();
+        for (id, c) in self.circuits.iter().filter(|(id, _)| Some(**id) != keep) {
+            if self.evictable(c, loc, rule) && !skip.contains(&(*id, loc)) {
+                cands.push((c.at(loc).map_or(0, |r| r.last_used), *id, loc, c.copy_bytes(loc)));
+            }
+            if loc == Location::Host && c.copy_host_bytes() > 0 {
+                for (d, r) in c.devices.iter().enumerate() {
+                    let at = Location::Device(dev(d));
+                    let freed = host_freed(c, at);
+                    // Like a warm host copy, unreferenced and with no partition of its
+                    // circuit under way (those are what a later load would wait behind).
+                    if freed > 0 && r.resident() && r.users == 0 && !skip.contains(&(*id, at)) {
+                        cands.push((r.last_used, *id, at, freed));
+                    }
+                }
+            }
+        }
         cands.sort_unstable();
         let mut chosen = 0;
-        for (_, _, b) in &cands {
+        for (_, _, _, b) in &cands {
             if have >= need {
                 break;
             }
@@ -235,12 +290,34 @@ impl Engine {
             chosen += 1;
         }
         if have < need {
-            return false;
+            return None;
         }
-        for (_, id, _) in cands.into_iter().take(chosen) {
-            self.evict_now(id, loc);
+        Some(cands.into_iter().take(chosen).map(|(_, id, at, _)| (id, at)).collect())
+    }
+
+    /// Frees the host bytes kept for `id`'s evicted streamed copies once none of its
+    /// partitions is under way.
+    pub(crate) fn release_kept(&mut self, id: CircuitId) {
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        if c.active.is_empty() && c.host_kept > 0 {
+            let kept = std::mem::take(&mut c.host_kept);
+            self.pool_give(Location::Host, kept);
         }
-        true
+    }
+
+    /// Gives back (or, with partitions of the circuit under way, keeps for its next load)
+    /// the host bytes of `id`'s device copy dropped from `loc`.
+    fn drop_copy_host(&mut self, id: CircuitId, loc: Location) {
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        let h = c.copy_host_bytes();
+        if h == 0 || loc == Location::Host {
+            return;
+        }
+        if c.active.is_empty() {
+            self.pool_give(Location::Host, h);
+        } else {
+            c.host_kept = c.host_kept.saturating_add(h);
+        }
     }
 
     /// Drops resident, unreferenced parameters (and the matrices of a device copy with them).
@@ -251,6 +328,7 @@ impl Engine {
         r.state = Presence::Absent;
         r.matrices = false;
         self.pool_give(loc, bytes);
+        self.drop_copy_host(id, loc);
         self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
     }
 
@@ -264,6 +342,14 @@ impl Engine {
         }
         let (params, m) = (c.bytes(loc), c.matrices);
         let matrices = matrices && m > 0;
+        // A device copy of streamed parameters holds their bases in host memory.
+        let host = if matches!(loc, Location::Device(_)) {
+            let kept = c.host_kept.min(c.copy_host_bytes());
+            c.host_kept -= kept;
+            c.copy_host_bytes() - kept
+        } else {
+            0
+        };
         let from_host = matches!(loc, Location::Device(_)) && c.host.resident();
         if from_host {
             c.host.users += 1;
@@ -274,6 +360,7 @@ impl Engine {
         r.from_host = from_host;
         r.matrices = matrices;
         self.pool_take(loc, params);
+        self.pool_take(Location::Host, host);
         self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host });
         if let (true, Location::Device(device)) = (matrices, loc) {
             self.pool_take(loc, m);
@@ -330,6 +417,12 @@ impl Engine {
         true
     }
 
+    /// `c`'s parameters are streamed and some device holds (or is loading) a copy: the engine
+    /// makes no second one (each would hold the bases in host memory again).
+    pub(crate) fn streamed_copy_elsewhere(c: &CircuitState) -> bool {
+        c.copy_host_bytes() > 0 && c.devices.iter().any(Residence::present)
+    }
+
     /// Some device in service other than `avoid` that a job avoiding `avoid` may use and
     /// that can run `c`'s partitions holds (or is loading) `c`'s copy with its matrices: a
     /// witness-only partition of that job may reserve the witness footprint, or, synthesized
@@ -349,10 +442,12 @@ impl Engine {
         self.devices.get(d).is_some_and(|s| !s.retired)
     }
 
-    /// Device `d` is in service and can ever hold `c`'s parameters and one of its partitions.
+    /// Device `d` is in service and can ever hold `c`'s parameters and one of its partitions
+    /// (and the host the host bytes of such a copy and one partition's host footprint).
     pub(crate) fn fits_ever(&self, c: &CircuitState, d: usize, critical: bool) -> bool {
         let total = c.profile.params_device_bytes.saturating_add(c.profile.footprint.device());
-        self.devices.get(d).is_some_and(|s| !s.retired && s.pool.usable(critical) >= total)
+        let host = c.copy_host_bytes().saturating_add(c.profile.footprint.host());
+        (c.copy_host_bytes() == 0 || self.host.usable(critical) >= host) && self.devices.get(d).is_some_and(|s| !s.retired && s.pool.usable(critical) >= total)
     }
 
     /// Device `d` is in service and may take work of a job avoiding `avoid`: a fallback
@@ -376,6 +471,8 @@ impl Engine {
         let n = self.devices.len();
         let ok = |d: usize| Some(d) != avoid && self.open_to(d, avoid) && self.fits_ever(c, d, critical);
         let have = (0..n).filter(|&d| ok(d) && c.devices[d].present()).count();
+        // Streamed parameters get one device copy: each holds its bases in host memory.
+        let copies = if c.copy_host_bytes() > 0 { copies.min(1) } else { copies };
         let want = (copies as usize).min(n).saturating_sub(have);
         let need = c.profile.params_device_bytes;
         let mut cands: Vec<(u64, std::cmp::Reverse<usize>)> =
@@ -383,7 +480,7 @@ impl Engine {
         cands.sort_unstable_by(|a, b| b.cmp(a));
         for (_, std::cmp::Reverse(d)) in cands.into_iter().take(want) {
             let loc = Location::Device(dev(d));
-            if self.make_room(loc, need, critical, Evict::Idle) {
+            if self.make_copy_room(id, loc, need, critical, Evict::Idle, None) {
                 let m = self.room_for_matrices(id, loc, 0, critical, Evict::Idle);
                 self.start_load(id, loc, m);
             }
@@ -397,8 +494,9 @@ impl Engine {
         let Some(c) = self.circuits.get(&id) else { return false };
         let need = c.profile.params_device_bytes.saturating_add(extra);
         let crit = key.critical();
+        let host_free = self.avail(Location::Host, crit) >= c.copy_host_need();
         let n = self.devices.len();
-        let open = |e: &Engine, d: usize| !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present());
+        let open = |e: &Engine, d: usize| !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present() && e.fits_ever(c, d, crit));
         // The other devices first, then the avoided one.
         for avoided in [false, true] {
             let group = |d: &usize| (Some(*d) == avoid) == avoided;
@@ -406,13 +504,13 @@ impl Engine {
             let mut best: Option<(bool, u64, std::cmp::Reverse<usize>)> = None;
             for d in (0..n).filter(group) {
                 let avail = self.avail(Location::Device(dev(d)), crit);
-                if open(self, d) && avail >= need {
+                if open(self, d) && avail >= need && host_free {
                     best = best.max(Some((self.devices[d].workers.has_free(), avail, std::cmp::Reverse(d))));
                 }
             }
             let mut pick = best.map(|(_, _, std::cmp::Reverse(d))| d);
             if pick.is_none() {
-                pick = (0..n).filter(group).find(|&d| open(self, d) && self.make_room(Location::Device(dev(d)), need, crit, Evict::Before(key)));
+                pick = (0..n).filter(group).find(|&d| open(self, d) && self.make_copy_room(id, Location::Device(dev(d)), need, crit, Evict::Before(key), None));
             }
             if let Some(d) = pick {
                 let loc = Location::Device(dev(d));
@@ -446,8 +544,18 @@ impl Engine {
         self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
         if !ok {
             self.pool_give(loc, bytes);
+            self.drop_copy_host(id, loc);
             self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
         }
+    }
+}
+
+/// Host bytes that evicting `c`'s copy at `at` frees now: a device copy's streamed bases,
+/// unless partitions of the circuit are under way (then they stay reserved for its next load).
+fn host_freed(c: &CircuitState, at: Location) -> u64 {
+    match at {
+        Location::Device(_) if c.active.is_empty() => c.copy_host_bytes(),
+        _ => 0,
     }
 }
 

@@ -161,7 +161,9 @@ impl Engine {
                 if self.grow_copy(circuit, d, crit, Evict::Before(pk.job)) {
                     return false;
                 }
-            } else if self.make_room_keeping(loc, full, crit, Evict::Before(pk.job), Some(circuit)) {
+            } else if !self.circuits.get(&circuit).is_some_and(Engine::streamed_copy_elsewhere)
+                && self.make_copy_room(circuit, loc, full, crit, Evict::Before(pk.job), Some(circuit))
+            {
                 self.start_load(circuit, loc, true);
                 return false;
             }
@@ -274,7 +276,7 @@ impl Engine {
             let target = self
                 .circuits
                 .iter()
-                .filter(|(_, c)| !c.devices[d].present())
+                .filter(|(_, c)| !c.devices[d].present() && !Engine::streamed_copy_elsewhere(c))
                 .filter_map(|(id, c)| c.ready.iter().find(|pk| self.avoided(**pk) != Some(d) && self.open_to(d, self.avoided(**pk))).map(|pk| (*pk, *id, c)))
                 .min_by_key(|(pk, _, _)| *pk)
                 .map(|(pk, id, c)| {
@@ -283,7 +285,7 @@ impl Engine {
                 });
             if let Some((circuit, total, crit)) = target {
                 let loc = Location::Device(dev(d));
-                if self.make_room(loc, total, crit, Evict::Idle) {
+                if self.make_copy_room(circuit, loc, total, crit, Evict::Idle, None) {
                     let extra = total.saturating_sub(self.circuits.get(&circuit).map_or(0, |c| c.profile.params_device_bytes));
                     let m = self.room_for_matrices(circuit, loc, extra, crit, Evict::Idle);
                     self.start_load(circuit, loc, m);
@@ -331,19 +333,32 @@ impl Engine {
             if !crit && self.lookahead >= self.cfg.synth_lookahead {
                 break;
             }
-            let Some(job) = self.jobs.get(&jk.id) else {
+            let Some(circuit) = self.jobs.get(&jk.id).map(|j| j.spec.circuit) else {
                 self.synth_queue.remove(&jk);
                 continue;
             };
-            let Some(c) = self.circuits.get(&job.spec.circuit) else {
+            let Some(c) = self.circuits.get(&circuit) else {
                 self.synth_queue.remove(&jk);
                 continue;
             };
+            // A streamed circuit's device copy holds host memory, which its partitions would
+            // hold in turn while they wait for one: the copy comes first (it is there or
+            // loading, or its host bytes are still reserved), else the pass stops here.
+            let avoid = self.job_avoids(jk.id);
+            if c.copy_host_need() > 0 && !self.usable_copy(c, crit, None, avoid) {
+                let extra = c.profile.footprint.device();
+                if !self.demand_load(circuit, jk, extra, avoid) {
+                    self.host_blocked = true;
+                    break;
+                }
+            }
+            let Some(c) = self.circuits.get(&circuit) else { break };
             // A witness-only partition reserves the witness alone when a device it may take
             // holds the circuit's copy with matrices (and then goes only to such a device).
-            let witness = c.profile.witness_footprint.filter(|_| self.matrices_copy(c, crit, self.job_avoids(jk.id)));
+            let witness = c.profile.witness_footprint.filter(|_| self.matrices_copy(c, crit, avoid));
             let fp = witness.unwrap_or(c.profile.footprint);
-            if !self.make_room(Location::Host, fp.host(), crit, Evict::Idle) {
+            // Never by evicting the circuit's own (streamed) copy, which the partition needs.
+            if !self.make_room_keeping(Location::Host, fp.host(), crit, Evict::Idle, Some(circuit)) {
                 self.host_blocked = true;
                 break;
             }

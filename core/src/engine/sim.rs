@@ -321,6 +321,13 @@ impl Sim {
                     }
                 }
             }
+            if at == Location::Host {
+                // Streamed device copies hold their bases in host memory.
+                for (id, p) in &self.profiles {
+                    let copies = (0..n).filter(|d| self.engine.presence(*id, Location::Device(super::DeviceId(*d))) == Some(super::Presence::Resident)).count();
+                    params += i128::from(p.params_device_host_bytes) * copies as i128;
+                }
+            }
             let ledger = self.log.ledger.get(&at).copied().unwrap_or(0);
             let used = self.engine.usage(at).map_or(0, |u| i128::from(u.used));
             if ledger != params || used != params {
@@ -550,6 +557,10 @@ impl Sim {
             Action::Release { location, bytes, .. } => self.account(location, -i128::from(bytes)),
             Action::LoadParams { circuit, to, bytes, .. } => {
                 self.account(to, i128::from(bytes));
+                if matches!(to, Location::Device(_)) {
+                    let h = self.profiles.get(&circuit).map_or(0, |p| p.params_device_host_bytes);
+                    self.account(Location::Host, i128::from(h));
+                }
                 let m = *self.model.circuit(circuit);
                 let d = if matches!(to, Location::Host) { m.load_host } else { m.load_device };
                 self.loads += 1;
@@ -568,6 +579,10 @@ impl Sim {
                 }
                 self.log.evictions += 1;
                 self.account(from, -i128::from(bytes));
+                if matches!(from, Location::Device(_)) {
+                    let h = self.profiles.get(&circuit).map_or(0, |p| p.params_device_host_bytes);
+                    self.account(Location::Host, -i128::from(h));
+                }
             }
             Action::JobEnded { job, outcome } => {
                 if self.record_starts {

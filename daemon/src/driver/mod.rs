@@ -512,7 +512,9 @@ impl<W: Worker> Driver<W> {
         let Some(reg) = self.registry.entry(circuit) else {
             return;
         };
-        let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host };
+        // Parameters over the device budget are streamed (`circuits::profile`).
+        let streamed = matches!(at, Location::Device(_)) && self.engine.circuit_profile(circuit).is_some_and(|p| p.params_device_host_bytes > 0);
+        let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host, streamed };
         self.loading.insert((circuit, at), Instant::now());
         let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
         tokio::task::spawn_blocking(move || {
@@ -649,10 +651,10 @@ impl<W: Worker> Driver<W> {
             }));
         };
         let profile = match spec {
-            CircuitShape::Builtin(s) => crate::circuits::profile(s.log_size, reg.file_bytes, self.worker.witness_only(spec)),
+            CircuitShape::Builtin(s) => crate::circuits::profile(s.log_size, reg.file_bytes, self.worker.witness_only(spec), crate::circuits::stream_budget(&self.cfg.engine)),
             CircuitShape::Filecoin(_) => {
                 let k = params_log_size(&reg.path).ok_or_else(|| DriverError::BadParams(reg.path.clone()))?;
-                crate::circuits::profile(k, reg.file_bytes, self.worker.witness_only(spec))
+                crate::circuits::profile(k, reg.file_bytes, self.worker.witness_only(spec), crate::circuits::stream_budget(&self.cfg.engine))
             }
         };
         self.engine.register_circuit(id, profile).map_err(DriverError::Internal)?;
