@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cuzk_circuits_filecoin::{fixtures, params, reference, verify, FilError, FilRequest, FilShape};
+use cuzk_circuits_filecoin::{fixtures, params, reference, shape_request, verify, FilError, FilKind, FilRequest, FilShape};
 
 use crate::CliError;
 
@@ -60,25 +60,44 @@ pub fn read_request(path: &Path) -> Result<FilRequest, CliError> {
     serde_json::from_slice(&bytes).map_err(|e| CliError::Usage(format!("{}: not a Filecoin request: {e}", path.display())))
 }
 
-/// `cuzk gen-vanilla`: seals a sector and writes one request per kind into `out`.
-pub fn gen_vanilla(out: &Path, size: u64, seed: u64) -> Result<Vec<PathBuf>, CliError> {
+/// `cuzk gen-vanilla`: seals a sector and writes one request per kind into `out`, named by
+/// circuit id (`porep-2k.json`, `snap-2k.json`, `wpost-2k.json`, `winning-2k.json`), in Curio's
+/// encodings; prints each path. With `shape_only`, seals nothing and writes shape-only requests
+/// of any sector size instead (`cuzk_circuits_filecoin::shape_request`: the real structure,
+/// random values; they do not verify, so the daemon accepts them only in its bench mode).
+pub fn gen_vanilla(out: &Path, size: u64, seed: u64, shape_only: bool) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(out).map_err(io(out))?;
+    let mut paths = Vec::new();
+    if shape_only {
+        for kind in FilKind::ALL {
+            let t = Instant::now();
+            let r = shape_request(kind, size, seed).map_err(fil)?;
+            let path = write_request(out, r)?;
+            let bytes = std::fs::metadata(&path).map_err(io(&path))?.len();
+            eprintln!("{}: shape-only (does not verify), {bytes} bytes, made in {:.1} s", path.display(), t.elapsed().as_secs_f64());
+            paths.push(path);
+        }
+        return Ok(paths);
+    }
     let t = Instant::now();
     let reqs = fixtures::generate(out, size, seed).map_err(fil)?;
     eprintln!("sealed a {size}-byte sector and made the vanilla proofs in {:.1} s", t.elapsed().as_secs_f64());
-    let mut paths = Vec::new();
     for r in reqs {
-        // In the encodings Curio sends: the C1 output in Curio's wrapper, bincode elements, raw
-        // commitments.
-        let r = crate::client::curio::from_fixture(r);
-        let id = cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_err(fil)?;
-        let path = out.join(format!("{}.json", id.id()));
-        let text = serde_json::to_vec_pretty(&r).map_err(|e| CliError::Usage(e.to_string()))?;
-        std::fs::write(&path, text).map_err(io(&path))?;
-        println!("{}", path.display());
-        paths.push(path);
+        paths.push(write_request(out, r)?);
     }
     Ok(paths)
+}
+
+/// Writes a request into `out` as `<circuit id>.json` in the encodings Curio sends (the C1
+/// output in Curio's wrapper, bincode elements, raw commitments) and prints its path.
+fn write_request(out: &Path, r: FilRequest) -> Result<PathBuf, CliError> {
+    let r = crate::client::curio::from_fixture(r);
+    let id = cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_err(fil)?;
+    let path = out.join(format!("{}.json", id.id()));
+    let text = serde_json::to_vec_pretty(&r).map_err(|e| CliError::Usage(e.to_string()))?;
+    std::fs::write(&path, text).map_err(io(&path))?;
+    println!("{}", path.display());
+    Ok(path)
 }
 
 /// `cuzk fil-verify`: Filecoin's verifier on a request and a proof file; an error unless valid.

@@ -119,11 +119,17 @@ enum Command {
         force: bool,
     },
     /// Seals a small sector with filecoin-proofs and writes a request (vanilla proofs and public
-    /// data) of each Filecoin kind as JSON: test fixtures and `cuzk bench` inputs.
+    /// data) of each Filecoin kind as JSON: test fixtures and `cuzk bench` inputs. With
+    /// --shape-only, fabricates requests of any sector size instead (they do not verify).
     GenVanilla {
-        /// Sector size: 2k, 8m or 512m.
+        /// Sector size: 2k, 8m or 512m (with --shape-only also 32g and 64g).
         #[arg(long, default_value = "2k")]
         sector_size: String,
+        /// Shape-only requests: the real partition, challenge and sector counts and Merkle paths
+        /// with random values, no sector sealed. They do not verify; the daemon accepts them only
+        /// in its bench mode, and nothing proved from them is valid.
+        #[arg(long)]
+        shape_only: bool,
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
@@ -456,8 +462,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             println!("parameters: {}", p.display());
             Ok(())
         }
-        Command::GenVanilla { sector_size, out, seed } => {
-            cuzk_daemon::filecoin::gen_vanilla(&out, cuzk_daemon::filecoin::sector_size(&sector_size)?, seed).map(|_| ())
+        Command::GenVanilla { sector_size, out, seed, shape_only } => {
+            cuzk_daemon::filecoin::gen_vanilla(&out, cuzk_daemon::filecoin::sector_size(&sector_size)?, seed, shape_only).map(|_| ())
         }
         Command::FilVerify { request, proof, filecoin_dir } => {
             cuzk_daemon::filecoin::verify_file(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, &proof)
