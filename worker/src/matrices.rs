@@ -126,8 +126,28 @@ impl MatrixCache {
     /// The matrices of `shape`, loaded from a persistent cache's file or recorded from
     /// `circuit` when absent (once: concurrent callers wait for the one load or recording);
     /// `None` when the circuit cannot be recorded (then plain synthesis reports why, and a
-    /// later call tries again).
+    /// later call tries again). Records on the calling thread; a circuit that can be sent to
+    /// other threads is recorded faster by [`MatrixCache::get_or_record_parallel`].
     pub fn get_or_record<C: Circuit<Scalar> + Clone>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+        self.get_or_insert_with(shape, || ConstraintMatrices::record(circuit.clone()))
+    }
+
+    /// [`MatrixCache::get_or_record`], recording on as many threads as rayon's pool has
+    /// (`ConstraintMatrices::record_parallel`: the same matrices, byte for byte). The threads
+    /// are its own, not the pool's, so callers blocked on the pool cannot stall it.
+    pub fn get_or_record_parallel<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+        self.get_or_record_in_parts(shape, circuit, rayon::current_num_threads())
+    }
+
+    /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.
+    fn get_or_record_in_parts<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
+        self.get_or_insert_with(shape, || ConstraintMatrices::record_parallel(circuit, parts))
+    }
+
+    /// The matrices of `shape`: loaded, or made by `record` once however many callers ask at
+    /// the same time (the others wait for it); a failure is forgotten so a later call tries
+    /// again.
+    fn get_or_insert_with(&self, shape: CircuitShape, record: impl FnOnce() -> Result<ConstraintMatrices, SynthesizeError>) -> Option<Arc<ConstraintMatrices>> {
         let slot = self.lock().entry(shape).or_default().clone();
         let recorded = slot
             .get_or_init(|| {
@@ -139,8 +159,15 @@ impl MatrixCache {
                     Stored::Unusable(why) => tracing::warn!(circuit = %shape.id(), "constraint matrices file not used, recording again: {why}"),
                     Stored::Absent => {}
                 }
-                let m = Arc::new(ConstraintMatrices::record(circuit.clone()).ok()?);
-                tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), "constraint matrices recorded");
+                let t = std::time::Instant::now();
+                let m = match record() {
+                    Ok(m) => Arc::new(m),
+                    Err(e) => {
+                        tracing::warn!(circuit = %shape.id(), "constraint matrices not recorded: {e}");
+                        return None;
+                    }
+                };
+                tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
                 self.save(shape, &m);
                 Some(m)
             })
@@ -263,6 +290,29 @@ mod tests {
             self.runs.fetch_add(1, Ordering::SeqCst);
             self.inner.synthesize(cs)
         }
+    }
+
+    #[test]
+    fn concurrent_first_parallel_recordings_record_once_and_failures_are_retried() {
+        // A recording in 3 parts runs the circuit 3 times; six callers at once must cause one.
+        let shape: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 6).unwrap().into();
+        let cache = MatrixCache::default();
+        let runs = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| assert!(cache.get_or_record_in_parts(shape, &Counted { runs: &runs, fail: false }, 3).is_some()));
+            }
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 3, "six concurrent first syntheses recorded more than once");
+        let sequential = ConstraintMatrices::record(Counted { runs: &AtomicUsize::new(0), fail: false }).unwrap();
+        assert!(cache.get(shape).unwrap().to_file_bytes("k") == sequential.to_file_bytes("k"));
+
+        let other: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 7).unwrap().into();
+        let fails = AtomicUsize::new(0);
+        assert!(cache.get_or_record_in_parts(other, &Counted { runs: &fails, fail: true }, 2).is_none());
+        assert!(cache.get(other).is_none());
+        assert!(cache.get_or_record_parallel(other, &Counted { runs: &fails, fail: false }).is_some(), "a failed recording is retried");
+        assert_eq!(cache.len(), 2);
     }
 
     #[test]
