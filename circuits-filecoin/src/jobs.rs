@@ -337,10 +337,14 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PostJob<Tree> {
         let winning = matches!(config.typ, PoStType::Winning);
         let proof = match (winning, checks) {
             (_, Checks::FormOnly) => partition_unchecked(winning, params.sector_count, &vanilla)?,
-            (false, Checks::Full) => guarded("WindowPoSt vanilla proofs", || filecoin_proofs::single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla))?,
-            (true, Checks::Full) => guarded("WinningPoSt vanilla proofs", || filecoin_proofs::partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla))?
-                .pop()
-                .ok_or_else(|| FilError::VanillaInvalid("no partition".into()))?,
+            (false, Checks::Full) => {
+                guarded("WindowPoSt vanilla proofs", || filecoin_proofs::single_partition_vanilla_proofs(&config, &params, &inputs, &vanilla))?
+            }
+            (true, Checks::Full) => {
+                guarded("WinningPoSt vanilla proofs", || filecoin_proofs::partition_vanilla_proofs(&config, &params, &inputs, 1, &vanilla))?
+                    .pop()
+                    .ok_or_else(|| FilError::VanillaInvalid("no partition".into()))?
+            }
         };
         let inputs = if winning {
             // The circuit proves one challenge per "sector": the verifier lists the sector

@@ -55,7 +55,12 @@ pub(crate) fn tree_levels<Tree: MerkleTreeTrait>(leaves: usize) -> Result<Vec<us
 
 /// An inclusion proof of a fabricated leaf at `node` of a tree with levels `tree_levels` and
 /// root `root`.
-pub(crate) fn tree_proof<Tree: MerkleTreeTrait>(node: usize, tree_levels: &[usize], root: <Tree::Hasher as Hasher>::Domain, rng: &mut impl Rng) -> TreeProof<Tree> {
+pub(crate) fn tree_proof<Tree: MerkleTreeTrait>(
+    node: usize,
+    tree_levels: &[usize],
+    root: <Tree::Hasher as Hasher>::Domain,
+    rng: &mut impl Rng,
+) -> TreeProof<Tree> {
     let leaf = <Tree::Hasher as Hasher>::Domain::random(&mut *rng);
     MerkleProof::from_parts(leaf, root, path(node, tree_levels, rng))
 }

@@ -47,8 +47,13 @@ fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let (nodes, cbl, pbl) = (params.sector_nodes, params.challenge_bit_len, params.partition_bit_len);
     let comm_c = TreeRDomain::random(&mut *rng);
     let (root_r_old, root_r_new) = (TreeRDomain::random(&mut *rng), TreeRDomain::random(&mut *rng));
-    let inputs =
-        PublicInputs { k: 0, comm_r_old: comm_r_of(&comm_c, &root_r_old), comm_d_new: Sha256Domain::random(&mut *rng), comm_r_new: comm_r_of(&comm_c, &root_r_new), h: config.h };
+    let inputs = PublicInputs {
+        k: 0,
+        comm_r_old: comm_r_of(&comm_c, &root_r_old),
+        comm_d_new: Sha256Domain::random(&mut *rng),
+        comm_r_new: comm_r_of(&comm_c, &root_r_new),
+        h: config.h,
+    };
     let phi = storage_proofs_update::phi(&inputs.comm_d_new, &inputs.comm_r_old);
     let r_levels = tree_levels::<Tree>(nodes)?;
     let partitions = partitions.unwrap_or(usize::from(config.update_partitions));

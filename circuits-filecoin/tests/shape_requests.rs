@@ -206,7 +206,9 @@ fn porep_config_32g() -> PoRepConfig {
 fn post_config_32g(typ: PoStType) -> PoStConfig {
     let (challenge_count, sector_count, api_version) = match typ {
         PoStType::Winning => (filecoin_proofs::WINNING_POST_CHALLENGE_COUNT, filecoin_proofs::WINNING_POST_SECTOR_COUNT, ApiVersion::V1_0_0),
-        PoStType::Window => (filecoin_proofs::WINDOW_POST_CHALLENGE_COUNT, filecoin_proofs::WINDOW_POST_SECTOR_COUNT.read().expect("counts")[&GIB32], ApiVersion::V1_2_0),
+        PoStType::Window => {
+            (filecoin_proofs::WINDOW_POST_CHALLENGE_COUNT, filecoin_proofs::WINDOW_POST_SECTOR_COUNT.read().expect("counts")[&GIB32], ApiVersion::V1_2_0)
+        }
     };
     PoStConfig { sector_size: GIB32.into(), challenge_count, sector_count, typ, priority: false, api_version }
 }
@@ -228,7 +230,8 @@ fn post_reference(typ: PoStType) -> (usize, Size) {
 fn porep_32_gib_is_filecoins_blank_circuit() {
     against_blank_at_32_gib(FilKind::PoRep, || {
         let config = porep_config_32g();
-        let sp = SetupParams { vanilla_params: setup_params(&config).expect("setup params"), partitions: Some(usize::from(config.partitions)), priority: false };
+        let sp =
+            SetupParams { vanilla_params: setup_params(&config).expect("setup params"), partitions: Some(usize::from(config.partitions)), priority: false };
         let pp = <StackedCompound<SectorShape32GiB, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, SectorShape32GiB, DefaultPieceHasher>, _>>::setup(&sp)
             .expect("setup");
         (usize::from(config.partitions), count(StackedCompound::<SectorShape32GiB, DefaultPieceHasher>::blank_circuit(&pp.vanilla_params)))
