@@ -38,7 +38,13 @@ pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device
     }
     let resident = params_file_bytes.saturating_add(footprint.device());
     if resident <= device_budget {
-        return CircuitProfile { params_host_bytes: params_file_bytes, params_device_bytes: params_file_bytes, params_device_host_bytes: 0, footprint, witness_footprint };
+        return CircuitProfile {
+            params_host_bytes: params_file_bytes,
+            params_device_bytes: params_file_bytes,
+            params_device_host_bytes: 0,
+            footprint,
+            witness_footprint,
+        };
     }
     tracing::info!(
         log_size,
@@ -97,8 +103,10 @@ pub struct Registered {
     pub spec: CircuitShape,
     /// Its parameter file.
     pub path: PathBuf,
-    /// The file's size.
+    /// The file's size (bench mode: the size the timing-only parameters would have as one).
     pub file_bytes: u64,
+    /// Bench mode: timing-only parameters, generated in memory; `path` names no file.
+    pub timing_only: bool,
 }
 
 /// Circuit specs and the engine ids they were registered under.
@@ -130,8 +138,17 @@ impl Registry {
         let path = shape_params_path(data_dir, fil_dir, spec)?;
         let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
         let id = CircuitId(self.entries.len() as u32);
-        self.entries.push(Registered { spec, path, file_bytes });
+        self.entries.push(Registered { spec, path, file_bytes, timing_only: false });
         self.by_spec.insert(spec, id);
         Some((id, &self.entries[id.0 as usize]))
+    }
+
+    /// Adds a circuit with timing-only parameters of `file_bytes` (bench mode).
+    pub fn add_timing_only(&mut self, spec: CircuitShape, file_bytes: u64) -> (CircuitId, &Registered) {
+        let id = CircuitId(self.entries.len() as u32);
+        let path = PathBuf::from(format!("<timing-only parameters of {}>", spec.id()));
+        self.entries.push(Registered { spec, path, file_bytes, timing_only: true });
+        self.by_spec.insert(spec, id);
+        (id, &self.entries[id.0 as usize])
     }
 }

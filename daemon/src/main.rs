@@ -95,6 +95,10 @@ struct ServeArgs {
     /// Filecoin parameter cache (overrides params.filecoin_dir).
     #[arg(long)]
     filecoin_dir: Option<PathBuf>,
+    /// Bench mode (bench.enabled): Filecoin requests unchecked, timing-only parameters,
+    /// proofs withheld; for shape-only requests (`gen-vanilla --shape-only`). Never in production.
+    #[arg(long)]
+    bench_mode: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -411,6 +415,7 @@ fn serve_config(args: &ServeArgs, token: Option<String>) -> Result<Config, CliEr
     }
     cfg.params.generate_missing |= args.generate_params;
     cfg.params.trusted |= args.trust_params;
+    cfg.bench.enabled |= args.bench_mode;
     cfg.params.preload.extend(args.preload.iter().cloned());
     if let Some(m) = args.shutdown_mode {
         cfg.shutdown.mode = m;

@@ -117,7 +117,7 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
             kind,
             priority,
             circuit: CircuitShape::Filecoin(circuit),
-            filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None }),
+            filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None, timing: None }),
             seed: 0,
             partitions: 1,
             deadline,
@@ -163,15 +163,18 @@ pub fn payload_digest(req: &proto::SubmitProofRequest) -> [u8; 32] {
 }
 
 /// Parses a Filecoin job's vanilla proofs, verifies them against its public data and builds
-/// its partitions (CPU-heavy: run it on a blocking thread). A no-op for generic jobs.
-pub fn prepare_filecoin(job: &mut JobRequest) -> Result<(), RequestError> {
+/// its partitions (CPU-heavy: run it on a blocking thread). A no-op for generic jobs. With
+/// `unchecked` (bench mode only) the vanilla proofs are decoded and their form checked, but
+/// not verified (`cuzk_circuits_filecoin::prepare_unchecked`).
+pub fn prepare_filecoin(job: &mut JobRequest, unchecked: bool) -> Result<(), RequestError> {
     let Some(f) = job.filecoin.as_mut() else {
         return Ok(());
     };
     if f.prepared.is_some() {
         return Ok(());
     }
-    let p = cuzk_circuits_filecoin::prepare(&f.request).map_err(|source| RequestError::Filecoin { kind: job.kind.as_str_name(), source })?;
+    let prepared = if unchecked { cuzk_circuits_filecoin::prepare_unchecked(&f.request) } else { cuzk_circuits_filecoin::prepare(&f.request) };
+    let p = prepared.map_err(|source| RequestError::Filecoin { kind: job.kind.as_str_name(), source })?;
     job.partitions = p.partitions() as u32;
     f.prepared = Some(Arc::new(p));
     Ok(())

@@ -340,7 +340,13 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
         preload,
         linger: Duration::from_millis(cfg.shutdown.linger_ms),
         ordinals: ordinals.clone(),
+        bench: cfg.bench.enabled,
     };
+    if cfg.bench.enabled {
+        tracing::error!(
+            "BENCH MODE IS ON ([bench] enabled): Filecoin requests are NOT checked, their parameters are timing-only (not a real SRS) and their proofs are withheld; never point a real client at this daemon"
+        );
+    }
 
     // Bind everything before starting the engine, so a bad address fails fast.
     let socket = match &cfg.server.socket {
@@ -390,7 +396,18 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
     if !cfg.params.trusted {
         worker = worker.with_validation_records(data_dir.join("validated"));
     }
+    if cfg.bench.enabled {
+        worker = worker.with_bench_mode();
+    }
     let worker = Arc::new(worker);
+    // Bench mode registers a Filecoin circuit with the size of its timing-only parameters,
+    // which its recorded matrices give: recorded (or loaded) while the request is prepared.
+    let timing: Option<crate::service::TimingQueries> = cfg.bench.enabled.then(|| {
+        let w = worker.clone();
+        crate::service::TimingQueries(Arc::new(move |shape: CircuitShape, p: &cuzk_circuits_filecoin::Prepared| {
+            w.timing_query_lengths(shape, &p.partition(0)).map_err(|e| e.to_string())
+        }))
+    });
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let service = Service::new(
         handle.clone(),
@@ -400,6 +417,7 @@ async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, bac
             generate_missing: cfg.params.generate_missing,
             // Curio's `assigned_gpu` names a GPU: the fallback is not one.
             ordinals: ordinals[..ordinals.len() - usize::from(cfg.engine.cpu_fallback)].to_vec(),
+            timing,
         },
     );
     let max = cfg.server.max_request_bytes;

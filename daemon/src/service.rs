@@ -12,6 +12,8 @@ use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_en
 use crate::request::{prepare_filecoin, validate};
 use crate::setup::ensure_params;
 use crate::status::Snapshot;
+use cuzk_circuits_filecoin::Prepared;
+use cuzk_setup::timing::QueryLengths;
 
 /// Service settings.
 #[derive(Debug, Clone)]
@@ -24,6 +26,22 @@ pub struct ServiceConfig {
     pub generate_missing: bool,
     /// The ordinal of each device the engine schedules on.
     pub ordinals: Vec<u32>,
+    /// Bench mode: Filecoin requests are prepared unchecked, and this records the circuit's
+    /// matrices and gives the query lengths of its timing-only parameters.
+    pub timing: Option<TimingQueries>,
+}
+
+/// Bench mode's sizing of a Filecoin circuit's timing-only parameters from a prepared job.
+pub type SizeTimingParams = dyn Fn(CircuitShape, &Prepared) -> Result<QueryLengths, String> + Send + Sync;
+
+/// [`SizeTimingParams`], shared.
+#[derive(Clone)]
+pub struct TimingQueries(pub Arc<SizeTimingParams>);
+
+impl std::fmt::Debug for TimingQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TimingQueries")
+    }
 }
 
 /// The gRPC service.
@@ -101,12 +119,23 @@ impl Service {
         if job.filecoin.is_some() {
             // Parse and check the vanilla proofs before accepting: a bad request never becomes
             // a job, let alone an invalid proof.
-            job = tokio::task::spawn_blocking(move || prepare_filecoin(&mut job).map(|_| job))
-                .await
-                .map_err(|e| Status::internal(format!("checking the request: {e}")))??;
+            let timing = self.cfg.timing.clone();
+            job = tokio::task::spawn_blocking(move || -> Result<JobRequest, Status> {
+                prepare_filecoin(&mut job, timing.is_some())?;
+                if let (Some(timing), Some(f)) = (timing, job.filecoin.as_mut()) {
+                    // Bench mode: the first request of a circuit records its matrices here.
+                    let prepared = f.prepared.clone().ok_or_else(|| Status::internal("request not prepared"))?;
+                    f.timing =
+                        Some((timing.0)(job.circuit, &prepared).map_err(|e| Status::internal(format!("bench mode: sizing timing-only parameters: {e}")))?);
+                }
+                Ok(job)
+            })
+            .await
+            .map_err(|e| Status::internal(format!("checking the request: {e}")))??;
         }
         let key = job.circuit;
-        let missing = shape_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
+        let timing_only = self.cfg.timing.is_some() && matches!(key, CircuitShape::Filecoin(_));
+        let missing = !timing_only && shape_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
         if missing && self.cfg.generate_missing {
             let (dir, fil_dir) = (self.cfg.data_dir.clone(), self.cfg.fil_dir.clone());
             tokio::task::spawn_blocking(move || match key {

@@ -88,6 +88,10 @@ pub struct BackendWorker<B: Backend> {
     reserved: Mutex<HashMap<(CircuitId, usize), Option<CircuitShape>>>,
     /// Where full validations of parameter files are recorded ([`read_params_with_records`]).
     validation_records: Option<std::path::PathBuf>,
+    /// Bench mode ([`BackendWorker::with_bench_mode`]).
+    bench: bool,
+    /// The shape of each registered circuit ([`Worker::circuit_registered`]).
+    shapes: Mutex<HashMap<CircuitId, CircuitShape>>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -106,6 +110,8 @@ impl<B: Backend> BackendWorker<B> {
             budgeted: false,
             reserved: Mutex::default(),
             validation_records: None,
+            bench: false,
+            shapes: Mutex::default(),
         }
     }
 
@@ -136,6 +142,28 @@ impl<B: Backend> BackendWorker<B> {
         self
     }
 
+    /// Bench mode, for timing Filecoin circuits at sizes whose real parameters or sectors are
+    /// not at hand: their parameters are timing-only ([`cuzk_setup::timing`], generated from
+    /// the recorded matrices instead of read from a file), and the checks of a request's
+    /// witness (public inputs, constraint satisfaction) still run, so they take their time,
+    /// but their verdict is ignored (shape-only requests fail them by construction). Nothing
+    /// proved in this mode is valid: the daemon withholds the proofs.
+    pub fn with_bench_mode(mut self) -> Self {
+        self.bench = true;
+        self
+    }
+
+    /// Records (or loads) the matrices of `shape` from `circuit` and returns the query lengths
+    /// of its timing-only parameters (bench mode's registration needs their size).
+    pub fn timing_query_lengths<C>(&self, shape: CircuitShape, circuit: &C) -> Result<cuzk_setup::timing::QueryLengths, WorkError>
+    where
+        C: bellpepper_core::Circuit<Scalar> + Clone + Send + Sync,
+    {
+        let cache = self.matrices.as_ref().ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
+        let m = cache.get_or_record(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
+        cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
+    }
+
     /// Synthesizes every circuit in full instead of recording matrices (a single proof, where
     /// recording would cost a second synthesis).
     pub fn without_matrix_cache(mut self) -> Self {
@@ -159,6 +187,15 @@ impl<B: Backend> BackendWorker<B> {
     }
 
     fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
+        let shape = lock(&self.shapes).get(&task.circuit).copied();
+        if let Some(shape @ CircuitShape::Filecoin(_)) = shape.filter(|_| self.bench) {
+            let m = self.matrices.as_ref().and_then(|c| c.get(shape));
+            let m = m.ok_or_else(|| WorkError::Internal(format!("{}: timing-only parameters need the recorded matrices", shape.id())))?;
+            let t = std::time::Instant::now();
+            let p = cuzk_setup::timing::timing_params(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))?;
+            tracing::warn!(circuit = %shape.id(), seconds = t.elapsed().as_secs_f64(), "bench mode: TIMING-ONLY parameters generated (not a real SRS; no proof made with them is valid)");
+            return Ok(p);
+        }
         read_params_with_records(&task.path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p)
     }
 
@@ -278,16 +315,16 @@ impl<B: Backend> BackendWorker<B> {
                 // are checked here, its constraints here on a record, else at the upload.
                 match self.synthesize_circuit(shape, c, backend)? {
                     Synthesis::Witness(witness, matrices) => {
-                        if witness.input.get(1..) != Some(&public[..]) {
+                        if witness.input.get(1..) != Some(&public[..]) && !self.bench {
                             return Err(WorkError::PublicInputsDiffer);
                         }
                         return witness_only(witness, matrices, public);
                     }
                     Synthesis::Record(synth) => {
-                        if let Some(constraint) = first_unsatisfied(&synth) {
+                        if let Some(constraint) = first_unsatisfied(&synth).filter(|_| !self.bench) {
                             return Err(WorkError::Unsatisfied { constraint });
                         }
-                        if synth.input.get(1..) != Some(&public[..]) {
+                        if synth.input.get(1..) != Some(&public[..]) && !self.bench {
                             return Err(WorkError::PublicInputsDiffer);
                         }
                         (*synth, public)
@@ -340,7 +377,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     // No copy of the matrices here: the host path (products and check on the host).
                     let synth = crate::matrices::evaluate(&matrices, witness, backend.host_allocator())?;
                     if matches!(shape, CircuitShape::Filecoin(_)) {
-                        if let Some(constraint) = first_unsatisfied(&synth) {
+                        if let Some(constraint) = first_unsatisfied(&synth).filter(|_| !self.bench) {
                             return Err(WorkError::Unsatisfied { constraint });
                         }
                     }
@@ -355,7 +392,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                 // exactly as synthesis checks a host record (built-in witnesses always hold).
                 if matches!(shape, CircuitShape::Filecoin(_)) {
                     let check = backend.first_unsatisfied(&up.a, &up.b, &up.c, matrices.num_constraints());
-                    if let Some(constraint) = check.map_err(|source| ProveError::Backend { stage: Stage::Upload, source })? {
+                    if let Some(constraint) = check.map_err(|source| ProveError::Backend { stage: Stage::Upload, source })?.filter(|_| !self.bench) {
                         return Err(WorkError::Unsatisfied { constraint });
                     }
                 }
@@ -439,6 +476,10 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         // device form (the same arrays, offsets as u32 where they fit), plus the long-row
         // index (at most a u32 per row and matrix).
         Some(m.heap_bytes() as u64 + 12 * (m.num_constraints() as u64 + 1))
+    }
+
+    fn circuit_registered(&self, circuit: CircuitId, shape: CircuitShape) {
+        lock(&self.shapes).insert(circuit, shape);
     }
 
     fn matrices_reserved(&self, circuit: CircuitId, device: cuzk_core::engine::DeviceId) {

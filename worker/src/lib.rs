@@ -172,6 +172,12 @@ pub trait Worker: Send + Sync + 'static {
     fn matrices_reserved(&self, circuit: CircuitId, device: DeviceId) {
         let _ = (circuit, device);
     }
+
+    /// The engine's id `circuit` names `shape` from now on (told once, at registration,
+    /// before any task of the circuit).
+    fn circuit_registered(&self, circuit: CircuitId, shape: CircuitShape) {
+        let _ = (circuit, shape);
+    }
 }
 
 /// Proves one partition on the calling thread, stage after stage (what `cuzk prove` and the

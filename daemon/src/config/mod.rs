@@ -61,6 +61,8 @@ pub struct Config {
     pub log: LogSection,
     /// Fault injection (test support; off by default).
     pub faults: FaultsSection,
+    /// Bench mode for production-size Filecoin shapes (off by default).
+    pub bench: BenchSection,
     /// What loading the file noticed (Curio keys with no effect here); logged at start.
     #[serde(skip)]
     pub notes: Vec<String>,
@@ -355,6 +357,20 @@ pub struct ParamsSection {
     /// Where recorded constraint matrices are kept across restarts (default:
     /// `<data_dir>/matrices`; empty: not kept, each start records them again).
     pub matrices_dir: Option<PathBuf>,
+}
+
+/// `[bench]`: timing Filecoin proofs at sizes whose sectors and parameters are not at hand
+/// (shape-only requests from `cuzk gen-vanilla --shape-only`). Never enable it in production.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct BenchSection {
+    /// Bench mode: Filecoin requests are accepted without checking their vanilla proofs,
+    /// their parameters are timing-only (generated in memory from the recorded constraint
+    /// matrices: pseudo-random points, not a real SRS; no parameter file is needed), the
+    /// checks of their witness run but do not fail the job, and their proofs are withheld:
+    /// a completed job answers COMPLETED with an empty `proof` and an `error_message` saying
+    /// so. Built-in circuits are proved as usual. Logged as an error at start.
+    pub enabled: bool,
 }
 
 /// `[faults]`: test support. Wraps every device's backend in `cuzk_faults::FaultyBackend`,

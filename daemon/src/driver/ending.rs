@@ -14,6 +14,10 @@ use crate::config::ShutdownMode;
 use crate::names::kind_name;
 use crate::status::Histogram;
 
+/// The `error_message` of a completed job in bench mode, whose proof is withheld; clients
+/// (`cuzk bench`) recognize it by this prefix.
+pub const BENCH_MODE_NOTE: &str = "bench mode: proved with timing-only parameters; the proof is withheld (not valid)";
+
 impl<W: Worker> Driver<W> {
     /// An attempt (engine job) ended: another attempt, or the job's final result.
     pub(super) fn job_ended(&mut self, attempt: JobId, outcome: Outcome) {
@@ -230,7 +234,12 @@ impl<W: Worker> Driver<W> {
         };
         match outcome {
             Outcome::Completed if j.proofs.iter().all(Option::is_some) => {
-                res.proof = j.proofs.iter().flatten().flat_map(|p| p.to_bytes()).collect();
+                if self.cfg.bench && j.req.filecoin.is_some() {
+                    // Timing-only parameters: never hand these proofs out as if valid.
+                    res.error = format!("{BENCH_MODE_NOTE} ({} partitions proved)", j.proofs.len());
+                } else {
+                    res.proof = j.proofs.iter().flatten().flat_map(|p| p.to_bytes()).collect();
+                }
                 self.counts.completed += 1;
                 let name = self.registry.entry(j.circuit).map(|r| r.spec.id()).unwrap_or_default();
                 self.latency.entry(j.circuit).or_insert_with(|| Histogram::new(name)).observe(total.as_secs_f64());

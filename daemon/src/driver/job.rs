@@ -19,6 +19,8 @@ pub struct FilecoinJob {
     pub request: Arc<FilRequest>,
     /// Its checked partitions (set by [`prepare_filecoin`] before the job reaches the driver).
     pub prepared: Option<Arc<Prepared>>,
+    /// Bench mode: the query lengths of its circuit's timing-only parameters.
+    pub timing: Option<cuzk_setup::timing::QueryLengths>,
 }
 
 /// A validated proof job.

@@ -119,6 +119,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
         preload: Vec::new(),
         linger: Duration::ZERO,
         ordinals: Vec::new(),
+        bench: false,
     };
     let worker = Arc::new(worker);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();

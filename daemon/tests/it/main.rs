@@ -5,6 +5,7 @@
 mod common;
 
 mod bad_requests;
+mod bench_mode;
 mod cli;
 mod curio;
 mod devices;

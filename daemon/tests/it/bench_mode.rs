@@ -1,0 +1,66 @@
+//! Bench mode (`[bench] enabled`): shape-only requests (`gen-vanilla --shape-only`), refused
+//! by a normal daemon, are proved with timing-only parameters and no parameter file, and the
+//! proofs are withheld. 2 KiB WinningPoSt and WindowPoSt on the CPU backend.
+
+use crate::common;
+
+use common::{config, stop, Daemon};
+use cuzk_circuits_filecoin::{shape_request, FilKind, FilRequest};
+use cuzk_daemon::client::curio::{from_fixture, submission};
+use cuzk_daemon::driver::BENCH_MODE_NOTE;
+use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+use tonic::Code;
+
+/// A daemon whose Filecoin parameter cache is empty.
+async fn daemon(bench: bool) -> Daemon {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(tmp.path());
+    cfg.params.filecoin_dir = Some(tmp.path().join("no-filecoin-params"));
+    cfg.engine.host_memory_bytes = 6 << 30;
+    cfg.engine.device_memory_bytes = 6 << 30;
+    cfg.bench.enabled = bench;
+    let socket = cfg.server.socket.clone().unwrap_or_default();
+    let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
+    Daemon { server, tmp, socket }
+}
+
+fn request(kind: FilKind) -> FilRequest {
+    from_fixture(shape_request(kind, 2048, 5).expect("shape-only request"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shape_only_requests_are_refused_outside_bench_mode_and_proved_but_withheld_in_it() {
+    let kinds = [FilKind::WinningPoSt, FilKind::WindowPoSt];
+    let d = daemon(false).await;
+    let mut c = d.client().await;
+    for k in kinds {
+        let e = c.submit_proof(submission(&request(k))).await.expect_err("a shape-only request accepted outside bench mode");
+        assert_eq!(e.code(), Code::InvalidArgument, "{k:?}: {}", e.message());
+        assert!(e.message().contains("vanilla proof rejected"), "{k:?}: {}", e.message());
+    }
+    stop(d).await;
+
+    let d = daemon(true).await;
+    let mut c = d.client().await;
+    for k in kinds {
+        for round in 0..2 {
+            let mut sub = submission(&request(k));
+            sub.request_id = format!("{}-{round}", sub.request_id);
+            let s = c.submit_proof(sub).await.expect("accepted in bench mode").into_inner();
+            let r = c.await_proof(proto::AwaitProofRequest { job_id: s.job_id, timeout_ms: 0 }).await.expect("await").into_inner();
+            assert_eq!(r.status, AwaitStatus::Completed as i32, "{k:?}: {}", r.error_message);
+            assert!(r.proof.is_empty(), "{k:?}: a bench-mode proof was returned");
+            assert!(r.error_message.starts_with(BENCH_MODE_NOTE), "{k:?}: {}", r.error_message);
+            assert!(r.gpu_compute_ms > 0 || r.synthesis_ms > 0 || r.total_ms > 0, "{k:?}: no timings");
+        }
+    }
+    // Garbage is still refused: bench mode checks the form.
+    let mut r = request(FilKind::WinningPoSt);
+    r.vanilla_proofs = vec![b"not bincode".to_vec()];
+    let e = c.submit_proof(submission(&r)).await.expect_err("garbage accepted in bench mode");
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    // No parameter file was needed, and none was written.
+    let cache = d.tmp.path().join("no-filecoin-params");
+    assert!(!cache.exists() || std::fs::read_dir(&cache).unwrap().next().is_none(), "bench mode wrote parameter files");
+    stop(d).await;
+}

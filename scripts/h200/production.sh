@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Production sector sizes through the daemon on the GPU host: shape-only requests of the four
+# Filecoin kinds (`cuzk gen-vanilla --shape-only`) proved by `cuzk serve --bench-mode`
+# (timing-only parameters generated in memory, proofs withheld) with `cuzk bench` against it.
+# The figures are in docs/perf.md, "Production sector sizes through the daemon".
+#
+#   SIZE=32g OUT=/tmp/prod bash scripts/h200/production.sh
+#
+# Parts (PARTS, default all, in this order):
+#   single    per kind (winning, wpost, snap, porep): a first job (records the circuit's
+#             matrices, generates its parameters), then WARM (2) jobs one at a time
+#   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
+#             WinningPoSt jobs one after another into it
+#   restart   the daemon stopped and started again on the same data directory: time to the
+#             first PoRep proof with the persisted matrices; then the PoRep matrices file
+#             corrupted (one byte), another start: detected, recorded again
+#   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
+#             parameters: STREAMED (3) PoRep jobs, 2 in flight
+# Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
+# `cuzk bench` and as VmHWM at each stop. Needs gpu-bin/cuzk.
+source "$(dirname "$0")/common.sh"
+need cuzk
+CUZK=$BIN/cuzk
+SIZE=${SIZE:-32g}
+PARTS=${PARTS:-"single backlog restart streamed"}
+export CUZK_DATA_DIR=${CUZK_DATA_DIR:-/tmp/cuzk-prod}
+REQ=$OUT/req-$SIZE
+HTTP=127.0.0.1:9181
+mkdir -p "$CUZK_DATA_DIR" "$REQ"
+nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/device-memory.csv" 2>/dev/null &
+smi=$!
+free -g | tee -a "$S"; df -h /tmp | tail -1 | tee -a "$S"
+
+step gen-vanilla 300 "$CUZK" gen-vanilla --shape-only --sector-size "$SIZE" --out "$REQ"
+ls -l "$REQ" | tee -a "$S"
+
+pid=
+serve() { # serve NAME [extra serve flags...]
+  local name=$1
+  shift
+  "$CUZK" serve --bench-mode --http $HTTP "$@" > "$OUT/serve-$name.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+  note "serve $name: pid $pid $*"
+}
+stop() { # stop NAME
+  local hwm
+  hwm=$(grep VmHWM /proc/$pid/status 2>/dev/null)
+  curl -s $HTTP/status > "$OUT/status-$1.json"
+  "$CUZK" trace --out "$OUT/trace-$1.json" > /dev/null 2>&1
+  kill -TERM $pid; wait $pid
+  note "serve $1 stopped ($?); peak RSS $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"
+}
+bench() { # bench NAME SECS ARGS...
+  local name=$1 secs=$2
+  shift 2
+  step "$name" "$secs" "$CUZK" bench --quiet "$@"
+  grep -E "^(wall|throughput|\| @|device|daemon RSS|bench mode|error)" "$OUT/$name.txt" | tee -a "$S"
+}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+
+if has single || has backlog || has restart; then
+  serve main
+  if has single; then
+    for k in winning wpost snap porep; do
+      bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
+      bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
+    done
+  fi
+  if has backlog; then
+    ( sleep 30; bench backlog-winning 300 --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" ) &
+    side=$!
+    bench backlog 500 --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json"
+    wait $side
+  fi
+  stop main
+fi
+if has restart; then
+  ls -l "$CUZK_DATA_DIR/matrices" | tee -a "$S"
+  serve restart
+  bench restart-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
+  grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-restart.log" | tee -a "$S"
+  stop restart
+  f=$(ls -S "$CUZK_DATA_DIR"/matrices/* | head -1)
+  printf '\xff' | dd of="$f" bs=1 seek=4096 conv=notrunc status=none
+  note "corrupted one byte of $f"
+  serve corrupt
+  bench corrupt-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
+  grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-corrupt.log" | tee -a "$S"
+  stop corrupt
+fi
+if has streamed; then
+  printf '[engine]\ndevice_memory_bytes = %s\n' "${STREAM_BUDGET:-25769803776}" > "$OUT/streamed.toml"
+  serve streamed --config "$OUT/streamed.toml"
+  bench streamed 500 --jobs "${STREAMED:-3}" --concurrency 2 --mix "@$REQ/porep-$SIZE.json"
+  grep -E "stream" "$OUT/serve-streamed.log" | head -5 | tee -a "$S"
+  stop streamed
+fi
+kill $smi 2>/dev/null
+rm -rf "$REQ"
+note "device memory: max $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB over the run"
