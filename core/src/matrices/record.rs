@@ -215,13 +215,6 @@ fn disagree(part: usize, detail: String) -> SynthesizeError {
     WitnessError::Layout { part, detail: format!("parallel recording: {detail}") }.into()
 }
 
-/// A `Vec` of exactly `n` elements' room, or the allocation error.
-fn vec_for<T>(n: usize) -> Result<Vec<T>, AllocError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|e| AllocError::OutOfMemory { bytes: n.saturating_mul(std::mem::size_of::<T>()), reason: e.to_string() })?;
-    Ok(v)
-}
-
 /// The matrices of the parts of one recording (in part order).
 ///
 /// Byte-identical to a sequential recording: the rows are the chunks in index order, each
@@ -233,8 +226,8 @@ fn vec_for<T>(n: usize) -> Result<Vec<T>, AllocError> {
 /// uses it, so the part met it first in that very chunk, after exactly the values it met
 /// first there before it, which are also first uses overall or already in the table. Density
 /// bits are set by the rows that use a variable, so the OR of the parts' bitmaps is the
-/// sequential one. Each chunk is dropped once copied, so the merge needs the whole matrices
-/// once plus the chunks not yet copied.
+/// sequential one. Each part is dropped once copied, so the merge needs the whole matrices once
+/// plus the parts not yet copied.
 fn merge(parts: Vec<Part>) -> Result<ConstraintMatrices, SynthesizeError> {
     let Some(first) = parts.first() else { return Err(disagree(0, "no parts".into())) };
     let (rows, inputs, aux) = (first.rows, first.inputs, first.aux);
@@ -269,43 +262,49 @@ fn merge(parts: Vec<Part>) -> Result<ConstraintMatrices, SynthesizeError> {
             None => (Csr::default(), Csr::default(), Csr::default(), part.table),
         }
     } else {
-        let entries = |m: fn(&Chunk) -> &Csr| parts.iter().flat_map(|p| &p.chunks).map(|ch| m(ch).cols.len()).sum::<usize>();
-        let offsets = if rows == 0 { 0 } else { rows + 1 };
-        let mut dest = Vec::with_capacity(3);
-        for n in [entries(|ch| &ch.a), entries(|ch| &ch.b), entries(|ch| &ch.c)] {
-            let mut row_start = vec_for(offsets)?;
-            if rows > 0 {
-                row_start.push(0);
-            }
-            dest.push(Csr { row_start, cols: vec_for(n)?, coeffs: vec_for(n)? });
-        }
+        // First the chunks in row order: where each one goes, and the coefficient table.
         let mut table = CoeffTable::new();
         let mut maps: Vec<Vec<u32>> = vec![Vec::new(); n_parts];
-        let mut tables = Vec::with_capacity(n_parts);
-        let mut pending = Vec::with_capacity(n_parts);
-        for part in parts {
-            tables.push(part.table);
-            pending.push(part.chunks.into_iter());
-        }
+        let mut at = Vec::with_capacity(chunks);
+        let (mut row, mut ends) = (0usize, [0usize; 3]);
         for j in 0..chunks {
             let p = j % n_parts;
-            let Some(ch) = pending[p].next() else { return Err(disagree(p, format!("chunk {j} is missing"))) };
+            let Some(ch) = parts[p].chunks.get(j / n_parts) else { return Err(disagree(p, format!("chunk {j} is missing"))) };
             if ch.index != j {
                 return Err(disagree(p, format!("chunk {} where chunk {j} was expected", ch.index)));
             }
             let map = &mut maps[p];
             for local in map.len()..ch.table_end {
-                map.push(table.index(&tables[p][local]));
+                map.push(table.index(&parts[p].table[local]));
             }
-            for (d, m) in dest.iter_mut().zip([&ch.a, &ch.b, &ch.c]) {
-                let base = d.cols.len() as u64;
-                d.row_start.extend(m.row_start.iter().skip(1).map(|&o| o + base));
-                d.cols.extend_from_slice(&m.cols);
-                d.coeffs.extend(m.coeffs.iter().map(|&k| map[k as usize]));
+            at.push((row, ends));
+            row += ch.a.row_start.len().saturating_sub(1);
+            for (e, m) in ends.iter_mut().zip([&ch.a, &ch.b, &ch.c]) {
+                *e += m.cols.len();
             }
         }
-        if let Some(p) = pending.iter_mut().position(|it| it.next().is_some()) {
-            return Err(disagree(p, "more chunks than rows".into()));
+        if row != rows {
+            return Err(disagree(0, format!("chunks of {row} rows for {rows} constraints")));
+        }
+        // Then part after part, each dropped once copied: the destination is zeroed memory,
+        // which the system maps only as it is written, so the whole matrices and the parts not
+        // yet copied are all that is held.
+        let offsets = if rows == 0 { 0 } else { rows + 1 };
+        let mut dest: Vec<Csr> = ends.iter().map(|&n| Csr { row_start: vec![0; offsets], cols: vec![0; n], coeffs: vec![0; n] }).collect();
+        for (p, part) in parts.into_iter().enumerate() {
+            for (i, ch) in part.chunks.into_iter().enumerate() {
+                let (row, bases) = at[i * n_parts + p];
+                for ((d, m), base) in dest.iter_mut().zip([&ch.a, &ch.b, &ch.c]).zip(bases) {
+                    let (n, local_rows) = (m.cols.len(), m.row_start.len().saturating_sub(1));
+                    for (o, &l) in d.row_start[row + 1..row + 1 + local_rows].iter_mut().zip(&m.row_start[1..]) {
+                        *o = l + base as u64;
+                    }
+                    d.cols[base..base + n].copy_from_slice(&m.cols);
+                    for (o, &k) in d.coeffs[base..base + n].iter_mut().zip(&m.coeffs) {
+                        *o = maps[p][k as usize];
+                    }
+                }
+            }
         }
         let mut dest = dest.into_iter();
         let mut next = || dest.next().unwrap_or_default();
