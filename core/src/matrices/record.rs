@@ -227,7 +227,8 @@ fn disagree(part: usize, detail: String) -> SynthesizeError {
 /// first there before it, which are also first uses overall or already in the table. Density
 /// bits are set by the rows that use a variable, so the OR of the parts' bitmaps is the
 /// sequential one. Each part is dropped once copied, so the merge needs the whole matrices once
-/// plus the parts not yet copied.
+/// plus the parts not yet copied, as far as the allocator returns freed memory to the system
+/// (glibc's malloc keeps the parts' chunk buffers: about twice the matrices at peak).
 fn merge(parts: Vec<Part>) -> Result<ConstraintMatrices, SynthesizeError> {
     let Some(first) = parts.first() else { return Err(disagree(0, "no parts".into())) };
     let (rows, inputs, aux) = (first.rows, first.inputs, first.aux);
