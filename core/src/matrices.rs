@@ -25,7 +25,9 @@ use crate::witness::ParallelWitness;
 
 mod file;
 mod record;
+mod repeat;
 pub use file::MatricesFileError;
+pub use repeat::Repeats;
 pub use record::DEFAULT_CHUNK_ROWS;
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
