@@ -203,4 +203,9 @@ impl cuzk_core::witness::ParallelWitness for PartitionCircuit {
         let k = self.k.ok_or(cuzk_core::witness::WitnessError::Circuit(SynthesisError::AssignmentMissing))?;
         dispatch!(&*self.job, j => j.witness_into(k, input, aux))
     }
+
+    /// PoRep partitions repeat their challenges, PoSt partitions their sectors.
+    fn repeats(&self) -> Option<cuzk_core::matrices::Repeats> {
+        dispatch!(&*self.job, j => j.repeats(self.k?))
+    }
 }

@@ -17,6 +17,8 @@ use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
 use storage_proofs_update::{EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof};
 
+use cuzk_core::matrices::Repeats;
+
 use crate::decode;
 use crate::error::FilError;
 use crate::ids::{porep_config, post_config, update_porep_config, FilKind};
@@ -39,6 +41,11 @@ pub(crate) trait Job: Send + Sync + Sized {
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
         let _ = (k, input, aux);
         Ok(false)
+    }
+    /// Where partition `k`'s circuit repeats one block (its challenges, its sectors).
+    fn repeats(&self, k: usize) -> Option<Repeats> {
+        let _ = k;
+        None
     }
     /// [`Job::witness_in_parts`], else sequentially (also when a part does not fit its window).
     fn witness_into(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), WitnessError> {
@@ -164,6 +171,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
 
     fn cache_id(&self) -> String {
         <StackedCompound<Tree, DefaultPieceHasher> as CacheableParameters<stacked::StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&self.params)
+    }
+
+    fn repeats(&self, k: usize) -> Option<Repeats> {
+        // StackedCircuit: the header, then `challenge_{i}` at the root, each using only the
+        // header's variables and its own (checked on two blocks by `record_repeated`).
+        Some(Repeats { depth: 0, marker: |i| format!("challenge_{i}"), count: self.proofs.get(k)?.len() })
     }
 
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
@@ -410,6 +423,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
             }
             _ => FallbackPoStCompound::<Tree>::blank_circuit(&self.params).synthesize(cs),
         }
+    }
+
+    fn repeats(&self, _k: usize) -> Option<Repeats> {
+        // FallbackPoStCircuit (not extensible): `sector_{i}` inside "outer namespace", each
+        // sector's variables its own (checked on two blocks by `record_repeated`).
+        Some(Repeats { depth: 1, marker: |i| format!("sector_{i}"), count: self.proof.as_ref()?.sectors.len() })
     }
 
     fn cache_id(&self) -> String {

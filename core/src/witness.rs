@@ -18,6 +18,12 @@ pub trait ParallelWitness {
     /// each exactly as long as the recorded shape says, with the values sequential synthesis
     /// assigns.
     fn witness_into(&self, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<(), WitnessError>;
+
+    /// Where the circuit repeats one block of constraints, if it does: its matrices are then
+    /// recorded from two blocks ([`crate::matrices::ConstraintMatrices::record_repeated`]).
+    fn repeats(&self) -> Option<crate::matrices::Repeats> {
+        None
+    }
 }
 
 /// Why a parallel witness could not be written.

@@ -11,9 +11,12 @@
 #             matrices, generates its parameters), then WARM (2) jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
-#   restart   the daemon stopped and started again on the same data directory: time to the
-#             first PoRep proof with the persisted matrices; then the PoRep matrices file
-#             corrupted (one byte), another start: detected, recorded again
+# These two parts use engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device load's
+# staging copy of the parameters and the host copy of the matrices are outside the host budget.
+#   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
+#             (recorded; skipped when an earlier part left them), after a restart on the same
+#             data directory (loaded from the file), and after one byte of the file is
+#             corrupted (detected, recorded again)
 #   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
 #             parameters: STREAMED (3) PoRep jobs, 2 in flight
 # Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
@@ -47,7 +50,7 @@ stop() { # stop NAME
   local hwm
   hwm=$(grep VmHWM /proc/$pid/status 2>/dev/null)
   curl -s $HTTP/status > "$OUT/status-$1.json"
-  "$CUZK" trace --out "$OUT/trace-$1.json" > /dev/null 2>&1
+  "$CUZK" trace --http $HTTP --out "$OUT/trace-$1.json" > /dev/null 2>&1
   kill -TERM $pid; wait $pid
   note "serve $1 stopped ($?); peak RSS $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"
 }
@@ -55,12 +58,13 @@ bench() { # bench NAME SECS ARGS...
   local name=$1 secs=$2
   shift 2
   step "$name" "$secs" "$CUZK" bench --quiet "$@"
-  grep -E "^(wall|throughput|\| @|device|daemon RSS|bench mode|error)" "$OUT/$name.txt" | tee -a "$S"
+  grep -E "^(wall|throughput|\| [a-z]+-[0-9]|device|daemon RSS|bench mode|error)" "$OUT/$name.txt" | tee -a "$S"
 }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
-if has single || has backlog || has restart; then
-  serve main
+printf '[engine]\nhost_memory_bytes = %s\n' "${MAIN_HOST_BUDGET:-51539607552}" > "$OUT/main.toml"
+if has single || has backlog; then
+  serve main --config "$OUT/main.toml"
   if has single; then
     for k in winning wpost snap porep; do
       bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
@@ -76,15 +80,21 @@ if has single || has backlog || has restart; then
   stop main
 fi
 if has restart; then
+  if [ ! -e "$CUZK_DATA_DIR/matrices/porep-$SIZE.matrices" ]; then
+    serve cold --config "$OUT/main.toml"
+    bench cold-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
+    grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-cold.log" | tee -a "$S"
+    stop cold
+  fi
   ls -l "$CUZK_DATA_DIR/matrices" | tee -a "$S"
-  serve restart
+  serve restart --config "$OUT/main.toml"
   bench restart-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
   grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-restart.log" | tee -a "$S"
   stop restart
-  f=$(ls -S "$CUZK_DATA_DIR"/matrices/* | head -1)
+  f=$CUZK_DATA_DIR/matrices/porep-$SIZE.matrices
   printf '\xff' | dd of="$f" bs=1 seek=4096 conv=notrunc status=none
   note "corrupted one byte of $f"
-  serve corrupt
+  serve corrupt --config "$OUT/main.toml"
   bench corrupt-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
   grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-corrupt.log" | tee -a "$S"
   stop corrupt

@@ -157,10 +157,11 @@ impl<B: Backend> BackendWorker<B> {
     /// of its timing-only parameters (bench mode's registration needs their size).
     pub fn timing_query_lengths<C>(&self, shape: CircuitShape, circuit: &C) -> Result<cuzk_setup::timing::QueryLengths, WorkError>
     where
-        C: bellpepper_core::Circuit<Scalar> + Clone + Send + Sync,
+        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send + Sync,
     {
         let cache = self.matrices.as_ref().ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
-        let m = cache.get_or_record(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
+        let m =
+            cache.get_or_record_fast(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
         cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
     }
 
@@ -281,10 +282,10 @@ impl<B: Backend> BackendWorker<B> {
     /// device then takes only the witness, else `a, b, c` are the host's sparse products.
     fn synthesize_circuit<C>(&self, shape: CircuitShape, c: C, backend: &B) -> Result<Synthesis, WorkError>
     where
-        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone,
+        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send,
     {
         let alloc = backend.host_allocator();
-        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record(shape, &c)) {
+        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record_fast(shape, &c)) {
             Some(matrices) => {
                 let witness = matrices.witness_parallel(&c, alloc.clone())?;
                 if self.device_evaluation && backend.evaluates_constraints_on_device() {

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
 use cuzk_core::synth::{SynthesizeError, Synthesized};
+use cuzk_core::witness::ParallelWitness;
 
 use crate::shape::CircuitShape;
 
@@ -137,6 +138,22 @@ impl MatrixCache {
     /// are its own, not the pool's, so callers blocked on the pool cannot stall it.
     pub fn get_or_record_parallel<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_record_in_parts(shape, circuit, rayon::current_num_threads())
+    }
+
+    /// [`MatrixCache::get_or_record_parallel`] for a circuit that may say where it repeats one
+    /// block ([`ParallelWitness::repeats`]): then recorded from its header and two blocks
+    /// ([`ConstraintMatrices::record_repeated`]), else (or when it does not repeat as it says)
+    /// in parallel.
+    pub fn get_or_record_fast<C: Circuit<Scalar> + ParallelWitness + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+        self.get_or_insert_with(shape, || {
+            if let Some(r) = circuit.repeats() {
+                match ConstraintMatrices::record_repeated(circuit.clone(), &r)? {
+                    Some(m) => return Ok(m),
+                    None => tracing::warn!(circuit = %shape.id(), "the circuit does not repeat as it says: recording it whole"),
+                }
+            }
+            ConstraintMatrices::record_parallel(circuit, rayon::current_num_threads())
+        })
     }
 
     /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.

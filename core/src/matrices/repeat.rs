@@ -189,7 +189,8 @@ fn expand(m: &Csr, header: usize, block: usize, count: usize, first: Mark, step:
     let entries = |r: std::ops::Range<usize>| m.row_start[r.end] as usize - m.row_start[r.start] as usize;
     let (head, body) = (entries(0..header), entries(header..header + block));
     let total = head + count * body + inputs;
-    let mut out = Csr { row_start: Vec::with_capacity(header + count * block + inputs + 1), cols: Vec::with_capacity(total), coeffs: Vec::with_capacity(total) };
+    let mut out =
+        Csr { row_start: Vec::with_capacity(header + count * block + inputs + 1), cols: Vec::with_capacity(total), coeffs: Vec::with_capacity(total) };
     out.row_start.extend_from_slice(&m.row_start[..=header]);
     out.cols.extend_from_slice(&m.cols[..head]);
     out.coeffs.extend_from_slice(&m.coeffs[..head]);

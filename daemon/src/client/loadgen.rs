@@ -296,6 +296,8 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             }
         })
     };
+    // Names this run's request ids apart from an earlier run's against the same daemon.
+    let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64) ^ u64::from(std::process::id());
     let sem = Arc::new(Semaphore::new(args.concurrency.max(1)));
     let mut set = JoinSet::new();
     let mut submitted = 0usize;
@@ -314,9 +316,10 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let mut submit = match (&m.filecoin, m.circuit) {
             (Some(f), _) => {
                 // As Curio sends it, under a request id of its own (Curio's id is per sector:
-                // repeating it would join the first job instead of proving again).
+                // repeating it, in this run or a later one, would join the first job instead
+                // of proving again).
                 let mut s = crate::client::curio::submission(f);
-                s.request_id = format!("{}-bench-{i}", s.request_id);
+                s.request_id = format!("{}-bench-{run:x}-{i}", s.request_id);
                 s
             }
             (None, CircuitShape::Builtin(c)) => proto::SubmitProofRequest {

@@ -1,0 +1,58 @@
+//! Recording a Filecoin partition from its header and two repeated blocks
+//! (`ConstraintMatrices::record_repeated`, the blocks `ParallelWitness::repeats` names: PoRep's
+//! challenges, PoSt's sectors) gives the same file bytes as recording it whole: the 2 KiB
+//! partitions of every kind, a 32 GiB PoRep partition of three challenges and a 32 GiB
+//! WinningPoSt partition (shape-only). SnapDeals names no blocks (each challenge uses other
+//! header bits).
+
+mod common;
+
+use std::time::Instant;
+
+use common::fixtures;
+use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind, PartitionCircuit};
+use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::witness::ParallelWitness;
+
+/// Records `c` whole and from its blocks; compares the bytes; returns the two times.
+fn repeated_equals_whole(c: &PartitionCircuit, what: &str) -> (f64, f64) {
+    let t = Instant::now();
+    let want = ConstraintMatrices::record(c.clone()).expect("record").to_file_bytes(what);
+    let whole = t.elapsed().as_secs_f64();
+    let r = c.repeats().unwrap_or_else(|| panic!("{what}: names no repeated blocks"));
+    let t = Instant::now();
+    let got = ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").unwrap_or_else(|| panic!("{what}: does not repeat"));
+    let repeated = t.elapsed().as_secs_f64();
+    assert!(got.to_file_bytes(what) == want, "{what}: recorded from {} blocks, differs from the whole recording", r.count);
+    eprintln!("{what}: {} blocks, {} bytes; whole {whole:.2} s, from two blocks {repeated:.2} s", r.count, want.len());
+    (whole, repeated)
+}
+
+#[test]
+fn repeated_recording_equals_whole_on_2_kib_partitions() {
+    for req in fixtures() {
+        let c = prepare(&req).expect("prepare").partition(0);
+        match (req.kind, c.repeats()) {
+            (FilKind::SnapDeals, r) => assert!(r.is_none(), "SnapDeals names blocks"),
+            // Fewer than three blocks: nothing to copy, recorded whole.
+            (k, Some(r)) if r.count < 3 => {
+                assert!(ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").is_none(), "{k:?}: {} blocks", r.count)
+            }
+            (k, _) => {
+                repeated_equals_whole(&c, &format!("{k:?} 2 KiB"));
+            }
+        }
+    }
+    // A 2 KiB PoRep partition of five challenges (shape-only).
+    let job = cuzk_circuits_filecoin::shape::porep(2048, Some(1), Some(5), 7).expect("shape-only job");
+    repeated_equals_whole(&job.partition(0), "PoRep 2 KiB, 5 challenges");
+}
+
+#[test]
+#[ignore = "slow: a 32 GiB PoRep partition of three challenges (about 22 M constraints) and a 32 GiB WinningPoSt"]
+fn repeated_recording_equals_whole_at_32_gib() {
+    let job = cuzk_circuits_filecoin::shape::porep(32 << 30, Some(1), Some(3), 11).expect("shape-only job");
+    repeated_equals_whole(&job.partition(0), "PoRep 32 GiB, 3 challenges");
+    let req = shape_request(FilKind::WinningPoSt, 32 << 30, 3).expect("shape-only request");
+    repeated_equals_whole(&prepare_unchecked(&req).expect("prepare").partition(0), "WinningPoSt 32 GiB");
+}
