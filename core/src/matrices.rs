@@ -28,7 +28,7 @@ mod record;
 mod repeat;
 pub use file::MatricesFileError;
 pub use repeat::Repeats;
-pub use record::DEFAULT_CHUNK_ROWS;
+pub use record::{RecordedShare, DEFAULT_CHUNK_ROWS};
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;

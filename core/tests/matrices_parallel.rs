@@ -1,4 +1,4 @@
-//! Parallel recording of constraint matrices (`ConstraintMatrices::record_parallel`) is
+//! Parallel recording of constraint matrices (`cuzk_worker::matrices::record_parallel`; here its shares one after another, `ConstraintMatrices::record_in_shares`) is
 //! byte-identical to sequential recording: for random circuits (allocations, inputs allocated
 //! between constraints, constraints over random linear combinations with repeated
 //! coefficients), any number of parts and chunk sizes down to one row, more parts than rows, a
@@ -78,10 +78,13 @@ fn check_all(c: &Random, parts: &[usize], chunks: &[usize]) -> Result<(), TestCa
     let want = bytes(&ConstraintMatrices::record(c.clone()).unwrap());
     for &k in parts {
         for &rows in chunks {
-            let got = ConstraintMatrices::record_parallel_chunked(c, k, rows).unwrap();
+            let got = ConstraintMatrices::record_in_shares(c, k, rows).unwrap();
             prop_assert!(bytes(&got) == want, "{k} parts of {rows}-row chunks differ from sequential recording");
         }
-        prop_assert!(bytes(&ConstraintMatrices::record_parallel(c, k).unwrap()) == want, "{k} parts of default chunks differ");
+        prop_assert!(
+            bytes(&ConstraintMatrices::record_in_shares(c, k, cuzk_core::matrices::DEFAULT_CHUNK_ROWS).unwrap()) == want,
+            "{k} parts of default chunks differ"
+        );
     }
     Ok(())
 }
@@ -99,7 +102,7 @@ proptest! {
 fn more_parts_than_rows_and_no_constraints() {
     // Two inputs, no constraints of its own: three rows (the input constraints), 16 parts.
     let inputs_only = Random { ops: vec![Op::Input, Op::Alloc, Op::Input] };
-    let m = ConstraintMatrices::record_parallel_chunked(&inputs_only, 16, 1).unwrap();
+    let m = ConstraintMatrices::record_in_shares(&inputs_only, 16, 1).unwrap();
     assert_eq!((m.num_constraints(), m.num_inputs, m.num_aux), (3, 3, 1));
     check_all(&inputs_only, &[2, 5, 16], &[1, 2]).unwrap();
     // Nothing at all: `ONE` and its input constraint.
@@ -119,7 +122,7 @@ fn a_circuit_error_is_returned_as_such() {
     ops.push(Op::Alloc);
     let failing = Random { ops };
     for (parts, chunk) in [(1, 1), (2, 1), (3, 7), (8, 4), (64, 1)] {
-        match ConstraintMatrices::record_parallel_chunked(&failing, parts, chunk) {
+        match ConstraintMatrices::record_in_shares(&failing, parts, chunk) {
             Err(SynthesizeError::Circuit(SynthesisError::Unsatisfiable)) => {}
             other => panic!("{parts} parts: {other:?}"),
         }

@@ -1,4 +1,4 @@
-//! Parallel recording of constraint matrices (`ConstraintMatrices::record_parallel`) gives the
+//! Parallel recording of constraint matrices (`cuzk_worker::matrices::record_parallel`) gives the
 //! same file bytes as `ConstraintMatrices::record` on the built-in circuits at a few sizes, in
 //! 1, 2, 3 and 7 parts, with the default chunks and with chunks small enough that every part
 //! holds many.
@@ -14,7 +14,7 @@ fn parallel_recording_equals_sequential_on_the_builtins() {
             let want = ConstraintMatrices::record(c.clone()).expect("record").to_file_bytes("k");
             for parts in [1, 2, 3, 7] {
                 for chunk in [cuzk_core::matrices::DEFAULT_CHUNK_ROWS, 1000] {
-                    let got = ConstraintMatrices::record_parallel_chunked(&c, parts, chunk).expect("record_parallel").to_file_bytes("k");
+                    let got = cuzk_worker::matrices::record_parallel_chunked(&c, parts, chunk).expect("record_parallel").to_file_bytes("k");
                     assert!(got == want, "{kind:?} 2^{log}: {parts} parts of {chunk}-row chunks differ");
                 }
             }

@@ -42,6 +42,45 @@ pub fn evaluate(m: &ConstraintMatrices, w: WitnessCs, alloc: SharedAllocator) ->
     Ok(m.assemble(w, a, b, c))
 }
 
+/// Stack of a recording thread: gadgets may recurse deeply; only touched pages cost memory.
+const RECORD_STACK_BYTES: usize = 32 << 20;
+
+/// [`ConstraintMatrices::record`] on `parts` threads (the calling thread and `parts − 1` more):
+/// one share each ([`ConstraintMatrices::record_share`], chunks of
+/// [`cuzk_core::matrices::DEFAULT_CHUNK_ROWS`] rows), merged; byte-identical to `record`. The
+/// threads are its own, not rayon's, so callers blocked on the pool cannot stall it. `parts` of
+/// 0 or 1 records sequentially.
+pub fn record_parallel<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+    record_parallel_chunked(circuit, parts, cuzk_core::matrices::DEFAULT_CHUNK_ROWS)
+}
+
+/// [`record_parallel`] with chunks of `chunk_rows` rows.
+pub fn record_parallel_chunked<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+    if parts <= 1 {
+        return ConstraintMatrices::record(circuit.clone());
+    }
+    let share = |c: C, p: usize| ConstraintMatrices::record_share(c, p, parts, chunk_rows);
+    let shares: Vec<Result<_, SynthesizeError>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (1..parts)
+            .map(|p| {
+                let c = circuit.clone();
+                std::thread::Builder::new().name(format!("cuzk-record-{p}")).stack_size(RECORD_STACK_BYTES).spawn_scoped(s, move || share(c, p))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(parts);
+        out.push(share(circuit.clone(), 0));
+        for (p, t) in (1..parts).zip(threads) {
+            out.push(match t {
+                Ok(t) => t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: this share runs here, after the others.
+                Err(_) => share(circuit.clone(), p),
+            });
+        }
+        out
+    });
+    ConstraintMatrices::merge_shares(shares.into_iter().collect::<Result<_, _>>()?)
+}
+
 /// One shape's entry: filled once, by the first synthesis of the shape; the others wait for
 /// it instead of recording the same matrices again.
 type Slot = Arc<OnceLock<Option<Arc<ConstraintMatrices>>>>;
@@ -134,7 +173,7 @@ impl MatrixCache {
     }
 
     /// [`MatrixCache::get_or_record`], recording on as many threads as rayon's pool has
-    /// (`ConstraintMatrices::record_parallel`: the same matrices, byte for byte). The threads
+    /// ([`record_parallel`]: the same matrices, byte for byte). The threads
     /// are its own, not the pool's, so callers blocked on the pool cannot stall it.
     pub fn get_or_record_parallel<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_record_in_parts(shape, circuit, rayon::current_num_threads())
@@ -152,13 +191,13 @@ impl MatrixCache {
                     None => tracing::warn!(circuit = %shape.id(), "the circuit does not repeat as it says: recording it whole"),
                 }
             }
-            ConstraintMatrices::record_parallel(circuit, rayon::current_num_threads())
+            record_parallel(circuit, rayon::current_num_threads())
         })
     }
 
     /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.
     fn get_or_record_in_parts<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
-        self.get_or_insert_with(shape, || ConstraintMatrices::record_parallel(circuit, parts))
+        self.get_or_insert_with(shape, || record_parallel(circuit, parts))
     }
 
     /// The matrices of `shape`: loaded, or made by `record` once however many callers ask at

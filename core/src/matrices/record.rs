@@ -1,6 +1,7 @@
 //! Recording: the constraint system that keeps `A, B, C`, run on one thread or on several.
 //!
-//! A parallel recording runs the whole circuit once per part, each on its own thread. The rows
+//! A parallel recording runs the whole circuit once per part ([`ConstraintMatrices::record_share`];
+//! the caller gives each its own thread: `cuzk-worker`'s `record_parallel`). The rows
 //! (constraints, in the order `enforce` is called, the input constraints last) are cut into
 //! chunks of a fixed number of rows, dealt out in turn: chunk `j` belongs to part
 //! `j mod parts`. A part builds the linear combinations of its own rows only; for every other
@@ -29,9 +30,6 @@ use crate::witness::WitnessError;
 /// Rows per chunk of a parallel recording: small enough to balance the parts, large enough
 /// that a chunk's buffers are few, large allocations.
 pub const DEFAULT_CHUNK_ROWS: usize = 1 << 14;
-
-/// Stack of a recording thread: gadgets may recurse deeply; only touched pages cost memory.
-const STACK_BYTES: usize = 32 << 20;
 
 /// Which rows a recorder keeps: those of chunks `part`, `part + parts`, … of `chunk_rows` rows.
 #[derive(Debug, Clone, Copy)]
@@ -77,8 +75,10 @@ impl Chunk {
 }
 
 /// What one part recorded.
+/// One share of a parallel recording ([`ConstraintMatrices::record_share`]), to be merged
+/// with the others ([`ConstraintMatrices::merge_shares`]).
 #[derive(Debug)]
-struct Part {
+pub struct RecordedShare {
     chunks: Vec<Chunk>,
     /// The part's coefficient table, in the order it first met each value.
     table: Vec<Scalar>,
@@ -127,7 +127,7 @@ impl Recorder {
     }
 
     /// Runs `circuit` as the prover would: `ONE`, the circuit, an input constraint per input.
-    fn run<C: Circuit<Scalar>>(mut self, circuit: C) -> Result<Part, SynthesizeError> {
+    fn run<C: Circuit<Scalar>>(mut self, circuit: C) -> Result<RecordedShare, SynthesizeError> {
         self.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut self)?;
         for i in 0..self.inputs {
@@ -136,7 +136,7 @@ impl Recorder {
         if let Some(e) = self.error {
             return Err(e.into());
         }
-        Ok(Part {
+        Ok(RecordedShare {
             chunks: self.chunks,
             table: self.table.values,
             rows: self.row,
@@ -229,7 +229,7 @@ fn disagree(part: usize, detail: String) -> SynthesizeError {
 /// sequential one. Each part is dropped once copied, so the merge needs the whole matrices once
 /// plus the parts not yet copied, as far as the allocator returns freed memory to the system
 /// (glibc's malloc keeps the parts' chunk buffers: about twice the matrices at peak).
-fn merge(parts: Vec<Part>) -> Result<ConstraintMatrices, SynthesizeError> {
+fn merge(parts: Vec<RecordedShare>) -> Result<ConstraintMatrices, SynthesizeError> {
     let Some(first) = parts.first() else { return Err(disagree(0, "no parts".into())) };
     let (rows, inputs, aux) = (first.rows, first.inputs, first.aux);
     for (p, part) in parts.iter().enumerate() {
@@ -327,42 +327,26 @@ impl ConstraintMatrices {
         merge(vec![Recorder::new(Selection::ALL).run(circuit)?])
     }
 
-    /// [`ConstraintMatrices::record`] on `parts` threads (the calling thread and `parts − 1`
-    /// more), byte-identical to it: every thread runs the whole circuit but builds only the
-    /// constraints of its share of [`DEFAULT_CHUNK_ROWS`]-row chunks, then the shares are
-    /// merged. A circuit error is returned as `record` returns it. `parts` of 0 or 1 records
-    /// sequentially.
-    pub fn record_parallel<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize) -> Result<Self, SynthesizeError> {
-        Self::record_parallel_chunked(circuit, parts, DEFAULT_CHUNK_ROWS)
+    /// Share `part` of `parts` of a parallel recording: runs the whole circuit and builds only
+    /// the constraints of chunks `part`, `part + parts`, … of `chunk_rows` rows (at least 1).
+    /// The caller runs the shares where it likes (one thread each: `cuzk-worker`'s
+    /// `record_parallel`) and merges them; an error is the circuit's own, as `record` returns it.
+    pub fn record_share<C: Circuit<Scalar>>(circuit: C, part: usize, parts: usize, chunk_rows: usize) -> Result<RecordedShare, SynthesizeError> {
+        Recorder::new(Selection { part, parts: parts.max(1), chunk_rows: chunk_rows.max(1) }).run(circuit)
     }
 
-    /// [`ConstraintMatrices::record_parallel`] with chunks of `chunk_rows` rows (at least 1).
-    pub fn record_parallel_chunked<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<Self, SynthesizeError> {
-        if parts <= 1 {
-            return Self::record(circuit.clone());
-        }
-        let select = |part| Selection { part, parts, chunk_rows: chunk_rows.max(1) };
-        let recorded: Vec<Result<Part, SynthesizeError>> = std::thread::scope(|s| {
-            let threads: Vec<_> = (1..parts)
-                .map(|p| {
-                    let c = circuit.clone();
-                    std::thread::Builder::new()
-                        .name(format!("cuzk-record-{p}"))
-                        .stack_size(STACK_BYTES)
-                        .spawn_scoped(s, move || Recorder::new(select(p)).run(c))
-                })
-                .collect();
-            let mut out = Vec::with_capacity(parts);
-            out.push(Recorder::new(select(0)).run(circuit.clone()));
-            for (p, t) in (1..parts).zip(threads) {
-                out.push(match t {
-                    Ok(t) => t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    // No thread to be had: this part runs here, after the others.
-                    Err(_) => Recorder::new(select(p)).run(circuit.clone()),
-                });
-            }
-            out
-        });
-        merge(recorded.into_iter().collect::<Result<_, _>>()?)
+    /// The matrices from all `parts` shares of one circuit ([`ConstraintMatrices::record_share`]
+    /// `0..parts`, in any order): byte-identical to [`ConstraintMatrices::record`].
+    pub fn merge_shares(mut shares: Vec<RecordedShare>) -> Result<Self, SynthesizeError> {
+        shares.sort_by_key(|p| p.chunks.first().map_or(usize::MAX, |c| c.index));
+        merge(shares)
+    }
+
+    /// [`ConstraintMatrices::record_share`] for every share, one after the other on the calling
+    /// thread, merged: what a parallel recording computes (for tests of the merge).
+    pub fn record_in_shares<C: Circuit<Scalar> + Clone>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<Self, SynthesizeError> {
+        let parts = parts.max(1);
+        let shares = (0..parts).map(|p| Self::record_share(circuit.clone(), p, parts, chunk_rows)).collect::<Result<Vec<_>, _>>()?;
+        Self::merge_shares(shares)
     }
 }

@@ -271,7 +271,7 @@ fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
 /// `--fil-shapes`: recording the matrices of a whole shape-only PoRep partition of
 /// `sector_size` (`cuzk_circuits_filecoin::shape`, the real challenge count) sequentially
 /// (`ConstraintMatrices::record`) against in parallel on all threads
-/// (`ConstraintMatrices::record_parallel`), checked to give the same file bytes; and the
+/// (`cuzk_worker::matrices::record_parallel`), checked to give the same file bytes; and the
 /// circuit run once without building any constraint (`ShapeCounter`), the part of its work
 /// every thread of a parallel recording repeats.
 pub fn shape_recording(sector_size: u64) {
@@ -289,7 +289,7 @@ pub fn shape_recording(sector_size: u64) {
     assert_eq!(rows, counted.constraints, "{id}: the counter and the recorder disagree");
     drop(seq);
     let t = Instant::now();
-    let par = ConstraintMatrices::record_parallel(&c, threads).expect("record_parallel");
+    let par = cuzk_worker::matrices::record_parallel(&c, threads).expect("record_parallel");
     let parallel = secs(t);
     assert!(file_digest(&par) == want, "{id}: parallel recording differs from sequential recording");
     println!(
