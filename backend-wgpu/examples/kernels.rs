@@ -230,7 +230,14 @@ const PARTITION: CircuitId = CircuitId(0);
 fn worker<B: Backend + Clone + 'static>(backend: &B, file: &ParamsFile) -> Result<BackendWorker<B>, cuzk_worker::WorkError> {
     let w = BackendWorker::new(vec![Arc::new(backend.clone())]).without_matrix_cache().with_stage_sync(true);
     let t = Instant::now();
-    w.load_params(LoadTask { circuit: PARTITION, at: Location::Device(DeviceId(0)), path: file.0.clone(), validation: Validation::Trusted, from_host: false, streamed: false })?;
+    w.load_params(LoadTask {
+        circuit: PARTITION,
+        at: Location::Device(DeviceId(0)),
+        path: file.0.clone(),
+        validation: Validation::Trusted,
+        from_host: false,
+        streamed: false,
+    })?;
     eprintln!("{}: parameters resident in {:.1} s", backend.name(), t.elapsed().as_secs_f64());
     Ok(w)
 }

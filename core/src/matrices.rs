@@ -27,8 +27,8 @@ mod file;
 mod record;
 mod repeat;
 pub use file::MatricesFileError;
-pub use repeat::Repeats;
 pub use record::{RecordedShare, DEFAULT_CHUNK_ROWS};
+pub use repeat::Repeats;
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;

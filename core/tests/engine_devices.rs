@@ -655,8 +655,11 @@ fn small_engine(devices: usize) -> Engine {
     let dev = DeviceConfig { memory_bytes: 64 * MB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
     let mut e = Engine::new(EngineConfig::new(1, 256 * MB, vec![dev; devices]), Nanos::ZERO).expect("config");
     let fp = Footprint { host_abc: MB, host_rest: MB, device_abc: MB, device_rest: MB };
-    e.register_circuit(CircuitId(0), CircuitProfile { params_host_bytes: 0, params_device_bytes: 8 * MB, params_device_host_bytes: 0, footprint: fp, witness_footprint: None })
-        .expect("register");
+    e.register_circuit(
+        CircuitId(0),
+        CircuitProfile { params_host_bytes: 0, params_device_bytes: 8 * MB, params_device_host_bytes: 0, footprint: fp, witness_footprint: None },
+    )
+    .expect("register");
     e
 }
 

@@ -107,8 +107,15 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
         let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
         std::fs::write(&path, params.to_bytes()).unwrap();
         let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
-            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation: Validation::Full, from_host: false, streamed: false })
-                .unwrap()
+            w(LoadTask {
+                circuit: CircuitId(0),
+                at: Location::Device(DeviceId(0)),
+                path: path.clone(),
+                validation: Validation::Full,
+                from_host: false,
+                streamed: false,
+            })
+            .unwrap()
         };
         let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
         load(&|t| full.load_params(t));
@@ -325,7 +332,11 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
     let mut e = Engine::new(cfg, Nanos::ZERO).unwrap();
     for (i, (p, m, fp)) in sizes.iter().enumerate() {
         let c = CircuitId(i as u32);
-        e.register_circuit(c, CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, params_device_host_bytes: 0, footprint: *fp, witness_footprint: None }).unwrap();
+        e.register_circuit(
+            c,
+            CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, params_device_host_bytes: 0, footprint: *fp, witness_footprint: None },
+        )
+        .unwrap();
         e.matrices_recorded(c, *m, Nanos::ZERO).unwrap();
         assert!(e.poll_action().is_none());
     }

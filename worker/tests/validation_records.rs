@@ -153,7 +153,8 @@ fn the_worker_records_validations_in_its_directory() {
     let (path, _) = params_file(dir.path());
     let records = dir.path().join("validated");
     let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
-    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, path: path.clone(), validation: Validation::Full, from_host: false, streamed: false }).unwrap();
+    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, path: path.clone(), validation: Validation::Full, from_host: false, streamed: false })
+        .unwrap();
     assert!(record_of(&records, &path).is_file());
     assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
 }

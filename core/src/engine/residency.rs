@@ -252,7 +252,16 @@ impl Engine {
     /// device copies, whose bases are in host memory: like warm host copies, any that no
     /// partition uses and none of whose circuit's partitions is under way.
     #[allow(clippy::too_many_arguments)]
-    fn plan_room(&self, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>, credit: u64, skip: &[(CircuitId, Location)]) -> Option<Vec<(CircuitId, Location)>> {
+    fn plan_room(
+        &self,
+        loc: Location,
+        need: u64,
+        critical: bool,
+        rule: Evict,
+        keep: Option<CircuitId>,
+        credit: u64,
+        skip: &[(CircuitId, Location)],
+    ) -> Option<Vec<(CircuitId, Location)>> {
         // Signed: usage may already exceed what non-CRITICAL work may use (the reserve).
         let pool = match loc {
             Location::Host => self.host,
@@ -496,7 +505,9 @@ impl Engine {
         let crit = key.critical();
         let host_free = self.avail(Location::Host, crit) >= c.copy_host_need();
         let n = self.devices.len();
-        let open = |e: &Engine, d: usize| !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present() && e.fits_ever(c, d, crit));
+        let open = |e: &Engine, d: usize| {
+            !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present() && e.fits_ever(c, d, crit))
+        };
         // The other devices first, then the avoided one.
         for avoided in [false, true] {
             let group = |d: &usize| (Some(*d) == avoid) == avoided;

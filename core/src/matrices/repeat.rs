@@ -183,9 +183,21 @@ fn repeats_in(m: &Csr, block0: usize, block1: usize, len: usize, first: Mark, st
     })
 }
 
-/// `m`'s rows `..header + block` with `count` copies of the block, copy `k` shifted `k` times,
-/// then one input row per input as `input_rows` gives it (its entries, or none).
-fn expand(m: &Csr, header: usize, block: usize, count: usize, first: Mark, step: Mark, inputs: usize, input_rows: impl Fn(usize) -> Option<u32>) -> Csr {
+/// Where the blocks are: the header's rows, one block's rows, the blocks, the first block's
+/// start and the step from one block to the next.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    header: usize,
+    block: usize,
+    count: usize,
+    first: Mark,
+    step: Mark,
+}
+
+/// `m`'s header rows, then `count` copies of its first block, copy `k` shifted `k` times, then
+/// one row per input as `input_row` gives it (its coefficient index on the input, or none).
+fn expand(m: &Csr, l: Layout, inputs: usize, input_row: impl Fn(usize) -> Option<u32>) -> Csr {
+    let Layout { header, block, count, first, step } = l;
     let entries = |r: std::ops::Range<usize>| m.row_start[r.end] as usize - m.row_start[r.start] as usize;
     let (head, body) = (entries(0..header), entries(header..header + block));
     let total = head + count * body + inputs;
@@ -205,7 +217,7 @@ fn expand(m: &Csr, header: usize, block: usize, count: usize, first: Mark, step:
         out.row_start.extend(m.row_start[header + 1..=header + block].iter().map(|&o| o + start));
     }
     for i in 0..inputs {
-        if let Some(coeff) = input_rows(i) {
+        if let Some(coeff) = input_row(i) {
             out.cols.push(i as u32);
             out.coeffs.push(coeff);
         }
@@ -236,9 +248,10 @@ impl ConstraintMatrices {
         }
         let inputs = first.input + repeats.count * step.input;
         let aux = first.aux + repeats.count * step.aux;
-        let a = expand(&part.a, first.row, step.row, repeats.count, first, step, inputs, |_| Some(COEFF_ONE));
-        let b = expand(&part.b, first.row, step.row, repeats.count, first, step, inputs, |_| None);
-        let c = expand(&part.c, first.row, step.row, repeats.count, first, step, inputs, |_| None);
+        let layout = Layout { header: first.row, block: step.row, count: repeats.count, first, step };
+        let a = expand(&part.a, layout, inputs, |_| Some(COEFF_ONE));
+        let b = expand(&part.b, layout, inputs, |_| None);
+        let c = expand(&part.c, layout, inputs, |_| None);
         let alloc = heap();
         let (mut a_aux, mut b_input, mut b_aux) = (DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc));
         for _ in 0..aux {

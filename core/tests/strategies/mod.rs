@@ -24,7 +24,8 @@ where
 {
     (sizes, stages, dur(30), dur(10)).prop_map(|((ph, pd, ha, hr, da, dr), stages, ld, lh)| {
         let footprint = Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB };
-        let profile = CircuitProfile { params_host_bytes: ph * MB, params_device_bytes: pd * MB, params_device_host_bytes: 0, footprint, witness_footprint: None };
+        let profile =
+            CircuitProfile { params_host_bytes: ph * MB, params_device_bytes: pd * MB, params_device_host_bytes: 0, footprint, witness_footprint: None };
         (profile, CircuitModel { stages, load_device: ld, load_host: lh })
     })
 }
