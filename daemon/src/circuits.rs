@@ -51,12 +51,13 @@ pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device
         params_bytes = params_file_bytes,
         partition_device_bytes = footprint.device(),
         device_budget,
-        device_bytes = STREAM_DEVICE_BYTES,
+        device_bytes = STREAM_DEVICE_BYTES.min(params_file_bytes),
         "parameters will be streamed: with one partition they exceed the device budget, so the bases stay in page-locked host memory and pass through the device during MSMs"
     );
     CircuitProfile {
         params_host_bytes: params_file_bytes,
-        params_device_bytes: STREAM_DEVICE_BYTES,
+        // Staging never holds more than the bases themselves.
+        params_device_bytes: STREAM_DEVICE_BYTES.min(params_file_bytes),
         params_device_host_bytes: params_file_bytes,
         footprint,
         witness_footprint,
@@ -150,5 +151,30 @@ impl Registry {
         self.entries.push(Registered { spec, path, file_bytes, timing_only: true });
         self.by_spec.insert(spec, id);
         (id, &self.entries[id.0 as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_over_the_device_budget_are_streamed() {
+        const GIB: u64 = 1 << 30;
+        // A 32 GiB PoRep: 2^27 domain, ~47 GiB of parameters.
+        let params = 47 * GIB;
+        let resident = profile(27, params, true, 120 * GIB);
+        assert_eq!((resident.params_device_bytes, resident.params_device_host_bytes), (params, 0));
+        // A 24 GiB budget: the bases stay on the host, the device holds the staging.
+        let streamed = profile(27, params, true, 24 * GIB);
+        assert_eq!((streamed.params_device_bytes, streamed.params_device_host_bytes, streamed.params_host_bytes), (STREAM_DEVICE_BYTES, params, params));
+        assert!(streamed.params_device_bytes + streamed.footprint.device() <= 24 * GIB, "a partition and the staging fit the budget");
+        // Parameters smaller than the staging: a streamed copy never claims more than them.
+        let small = profile(10, 1 << 20, false, 1 << 20);
+        assert_eq!((small.params_device_bytes, small.params_device_host_bytes), (1 << 20, 1 << 20));
+        // Exactly fitting stays resident.
+        let f = profile(20, GIB, false, u64::MAX).footprint.device();
+        assert_eq!(profile(20, GIB, false, GIB + f).params_device_host_bytes, 0);
+        assert_eq!(profile(20, GIB, false, GIB + f - 1).params_device_host_bytes, GIB);
     }
 }

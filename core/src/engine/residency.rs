@@ -289,6 +289,30 @@ impl Engine {
                 }
             }
         }
+        if let (Location::Host, Some(k)) = (loc, keep) {
+            // The kept circuit's own idle streamed copies may give their host room too where
+            // they cannot serve it: beyond one copy (one stays, the one with matrices if any,
+            // else the most recently used), and on a device that can never run its partitions
+            // at this priority (a copy loaded there for CRITICAL work).
+            if let Some(c) = self.circuits.get(&k).filter(|c| c.copy_host_bytes() > 0) {
+                let present = c.devices.iter().filter(|r| r.present()).count();
+                let keeper = c
+                    .devices
+                    .iter()
+                    .enumerate()
+                    .filter(|(d, r)| r.present() && self.fits_ever(c, *d, critical))
+                    .max_by_key(|(_, r)| (r.matrices, r.last_used))
+                    .map(|(d, _)| d);
+                for (d, r) in c.devices.iter().enumerate() {
+                    let at = Location::Device(dev(d));
+                    let idle = r.resident() && r.users == 0 && host_freed(c, at) > 0 && !skip.contains(&(k, at));
+                    let useless = !self.fits_ever(c, d, critical);
+                    if idle && Some(d) != keeper && (useless || present > 1) {
+                        cands.push((r.last_used, k, at, host_freed(c, at)));
+                    }
+                }
+            }
+        }
         cands.sort_unstable();
         let mut chosen = 0;
         for (_, _, _, b) in &cands {

@@ -161,7 +161,7 @@ impl Engine {
                 if self.grow_copy(circuit, d, crit, Evict::Before(pk.job)) {
                     return false;
                 }
-            } else if !self.circuits.get(&circuit).is_some_and(Engine::streamed_copy_elsewhere)
+            } else if (!self.circuits.get(&circuit).is_some_and(Engine::streamed_copy_elsewhere) || self.move_streamed_copy(circuit, &cands))
                 && self.make_copy_room(circuit, loc, full, crit, Evict::Before(pk.job), Some(circuit))
             {
                 self.start_load(circuit, loc, true);
@@ -172,6 +172,23 @@ impl Engine {
             self.claimed[d] = true;
         }
         false
+    }
+
+    /// A streamed circuit has one device copy; when every copy it has is idle on a device that
+    /// cannot hold its matrices (none of `cands`), witness partitions could never be uploaded
+    /// there: evicts them so the copy can be made again, with matrices, on a device of `cands`.
+    /// Whether it evicted.
+    fn move_streamed_copy(&mut self, circuit: CircuitId, cands: &[usize]) -> bool {
+        let Some(c) = self.circuits.get(&circuit) else { return false };
+        let present: Vec<usize> = c.devices.iter().enumerate().filter(|(_, r)| r.present()).map(|(d, _)| d).collect();
+        let movable = present.iter().all(|&d| c.devices[d].resident() && c.devices[d].users == 0 && !cands.contains(&d));
+        if present.is_empty() || !movable {
+            return false;
+        }
+        for d in present {
+            self.evict_now(circuit, Location::Device(dev(d)));
+        }
+        true
     }
 
     /// `pk` was synthesized with the witness footprint and a device it may take can hold its
@@ -357,8 +374,10 @@ impl Engine {
             // holds the circuit's copy with matrices (and then goes only to such a device).
             let witness = c.profile.witness_footprint.filter(|_| self.matrices_copy(c, crit, avoid));
             let fp = witness.unwrap_or(c.profile.footprint);
-            // Never by evicting the circuit's own (streamed) copy, which the partition needs.
-            if !self.make_room_keeping(Location::Host, fp.host(), crit, Evict::Idle, Some(circuit)) {
+            // Never by evicting the circuit's own streamed copy, which the partition needs (its
+            // warm host copy may go, as any other: a device copy does not need it).
+            let keep = (c.copy_host_bytes() > 0).then_some(circuit);
+            if !self.make_room_keeping(Location::Host, fp.host(), crit, Evict::Idle, keep) {
                 self.host_blocked = true;
                 break;
             }

@@ -271,7 +271,8 @@ fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
 /// `--fil-shapes`: recording the matrices of a whole shape-only PoRep partition of
 /// `sector_size` (`cuzk_circuits_filecoin::shape`, the real challenge count) sequentially
 /// (`ConstraintMatrices::record`) against in parallel on all threads
-/// (`cuzk_worker::matrices::record_parallel`), checked to give the same file bytes; and the
+/// (`cuzk_worker::matrices::record_parallel`) and from two of its challenges
+/// (`ConstraintMatrices::record_repeated`), checked to give the same file bytes; and the
 /// circuit run once without building any constraint (`ShapeCounter`), the part of its work
 /// every thread of a parallel recording repeats.
 pub fn shape_recording(sector_size: u64) {
@@ -292,9 +293,17 @@ pub fn shape_recording(sector_size: u64) {
     let par = cuzk_worker::matrices::record_parallel(&c, threads).expect("record_parallel");
     let parallel = secs(t);
     assert!(file_digest(&par) == want, "{id}: parallel recording differs from sequential recording");
+    drop(par);
+    let r = cuzk_core::witness::ParallelWitness::repeats(&c).expect("a PoRep partition repeats its challenges");
+    let t = Instant::now();
+    let rep = ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").expect("the challenges repeat");
+    let repeated = secs(t);
+    assert!(file_digest(&rep) == want, "{id}: recording from two challenges differs from sequential recording");
     println!(
-        "{id} (shape-only): recording one partition ({rows} constraints, {entries} entries): sequential {sequential:.3} s, parallel on {threads} threads {parallel:.3} s ({:.2}x, same bytes); the circuit without constraints (what each thread repeats) {skip:.3} s = {:.2} of sequential",
+        "{id} (shape-only): recording one partition ({rows} constraints, {entries} entries): sequential {sequential:.3} s, parallel on {threads} threads {parallel:.3} s ({:.2}x), from 2 of its {} challenges {repeated:.3} s ({:.2}x), same bytes; the circuit without constraints (what each thread repeats) {skip:.3} s = {:.2} of sequential",
         sequential / parallel,
+        r.count,
+        sequential / repeated,
         skip / sequential
     );
 }
