@@ -20,7 +20,9 @@
 #   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
 #             parameters: STREAMED (3) PoRep jobs, 2 in flight
 # Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
-# `cuzk bench` and as VmHWM at each stop. Needs gpu-bin/cuzk.
+# `cuzk bench` and as VmHWM at each stop. Needs gpu-bin/cuzk. Everything but the traces and the
+# request files is also packed into $OUT.tgz (a few MB), also when a part is cut short: pass
+# that file back, not the folder (the requests alone are ~200 MB).
 source "$(dirname "$0")/common.sh"
 need cuzk
 CUZK=$BIN/cuzk
@@ -37,6 +39,8 @@ free -g | tee -a "$S"; df -h /tmp | tail -1 | tee -a "$S"
 step gen-vanilla 300 "$CUZK" gen-vanilla --shape-only --sector-size "$SIZE" --out "$REQ"
 ls -l "$REQ" | tee -a "$S"
 
+pack() { tar czf "$OUT.tgz" --exclude='trace-*' --exclude='req-*' -C "$(dirname "$OUT")" "$(basename "$OUT")"; }
+trap pack EXIT
 pid=
 serve() { # serve NAME [extra serve flags...]
   local name=$1
