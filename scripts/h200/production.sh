@@ -39,8 +39,13 @@ free -g | tee -a "$S"; df -h /tmp | tail -1 | tee -a "$S"
 step gen-vanilla 300 "$CUZK" gen-vanilla --shape-only --sector-size "$SIZE" --out "$REQ"
 ls -l "$REQ" | tee -a "$S"
 
-pack() { tar czf "$OUT.tgz" --exclude='trace-*' --exclude='req-*' -C "$(dirname "$OUT")" "$(basename "$OUT")"; }
+pack() { # on exit: no daemon or sampler left behind, the results packed
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null
+  kill "$smi" 2>/dev/null
+  tar czf "$OUT.tgz" --exclude='trace-*' --exclude='req-*' -C "$(dirname "$OUT")" "$(basename "$OUT")"
+}
 trap pack EXIT
+trap 'exit 143' TERM INT
 pid=
 serve() { # serve NAME [extra serve flags...]
   local name=$1
