@@ -9,14 +9,15 @@
 //! - the checked path (`prepare`) refuses them all with an error, form errors are the checked
 //!   path's, and they round-trip through JSON as `cuzk gen-vanilla` writes them.
 //!
-//! Sizes are counted by a counting constraint system in this file, the same way for both sides.
+//! Sizes are counted by `cuzk_core::synth::ShapeCounter`, the same way for both sides.
 
 mod common;
 
 use std::time::Instant;
 
-use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::Circuit;
 use blstrs::Scalar;
+use cuzk_core::synth::ShapeCounter;
 use common::{fixture, KIB2};
 use cuzk_circuits_filecoin::{decode_request_parts, prepare, prepare_unchecked, shape_request, wrap_c1_like_curio, FilError, FilKind, FilRequest};
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};
@@ -29,58 +30,14 @@ use storage_proofs_update::EmptySectorUpdateCompound;
 
 const GIB32: u64 = 32 << 30;
 
-/// Constraints, inputs (with `ONE`) and aux variables.
+/// Constraints (with the input constraints), inputs (with `ONE`) and aux variables.
 type Size = (usize, usize, usize);
 
-/// Counts what a circuit allocates and enforces; stores nothing.
-#[derive(Default)]
-struct Counter {
-    constraints: usize,
-    inputs: usize,
-    aux: usize,
-}
-
-impl ConstraintSystem<Scalar> for Counter {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        self.constraints += 1;
-    }
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
+/// The size the prover sees (`cuzk_core::synth::ShapeCounter`: `ONE`, the circuit, one
+/// constraint per public input), counted the same way for both sides of every comparison.
 fn count<C: Circuit<Scalar>>(c: C) -> Size {
-    let mut cs = Counter::default();
-    c.synthesize(&mut cs).expect("synthesize");
-    (cs.constraints, cs.inputs + 1, cs.aux)
+    let cs = ShapeCounter::of(c).expect("synthesize");
+    (cs.constraints, cs.inputs, cs.aux)
 }
 
 /// The request as `cuzk gen-vanilla` writes it: PoRep's C1 output in Curio's wrapper.
