@@ -17,9 +17,9 @@ use std::time::Instant;
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use cuzk_core::synth::ShapeCounter;
 use common::{fixture, KIB2};
 use cuzk_circuits_filecoin::{decode_request_parts, prepare, prepare_unchecked, shape_request, wrap_c1_like_curio, FilError, FilKind, FilRequest};
+use cuzk_core::synth::ShapeCounter;
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, SectorShape32GiB, SectorUpdateConfig};
 use storage_proofs_core::api_version::ApiVersion;
