@@ -425,6 +425,22 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
         }
     }
 
+    fn witness_in_parts(&self, _k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
+        use crate::post_witness::{write_sector, SectorInputs};
+        let Some(proof) = &self.proof else { return Ok(false) };
+        let circuit_of = || {
+            FallbackPoStCompound::<Tree>::circuit(&self.inputs, Default::default(), proof, &self.params, Some(0)).map_err(unsat).map_err(WitnessError::Circuit)
+        };
+        let circuit = circuit_of()?;
+        let Ok(sectors) = SectorInputs::of(&circuit, &proof.sectors) else { return Ok(false) };
+        let arities = crate::porep_witness::arities::<Tree>();
+        let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
+            write_sector(a, &sectors[i], arities).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
+        };
+        // Nothing precedes the sectors: the header ends where "outer namespace" starts.
+        crate::parallel::native_challenges(circuit, "outer namespace", (0, 0), sectors.len(), write, input, aux)
+    }
+
     fn repeats(&self, _k: usize) -> Option<Repeats> {
         // FallbackPoStCircuit (not extensible): `sector_{i}` inside "outer namespace", each
         // sector's variables its own (checked on two blocks by `record_repeated`).

@@ -30,6 +30,7 @@ mod parallel;
 pub mod params;
 mod porep_witness;
 pub mod post_shape;
+mod post_witness;
 pub mod reference;
 mod request;
 pub mod shape;

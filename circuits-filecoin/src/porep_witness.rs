@@ -83,10 +83,10 @@ fn mirror<T: DeserializeOwned>(value: &impl Serialize, what: &str) -> Result<T, 
 }
 
 /// A Merkle path: siblings and index per level, as the circuit's `AuthPath` takes them.
-type Path = Vec<(Vec<Scalar>, usize)>;
+pub(crate) type Path = Vec<(Vec<Scalar>, usize)>;
 
 /// A Merkle proof's siblings and indices per level, as the circuit's `AuthPath` takes them.
-fn path_of<P: MerkleProofTrait>(proof: &P) -> Result<Path, FilError> {
+pub(crate) fn path_of<P: MerkleProofTrait>(proof: &P) -> Result<Path, FilError> {
     proof
         .as_options()
         .into_iter()

@@ -1,12 +1,12 @@
 //! Witnesses through recorded matrices on 2 KiB partitions of every kind: the parallel witness
-//! (a PoRep or SnapDeals partition's challenges on their own threads, the other kinds in one
-//! part) equals `ConstraintMatrices::witness`, sequential synthesis, index for index; PoRep and
-//! SnapDeals partitions do split.
+//! (a PoRep or SnapDeals partition's challenges, a PoSt partition's sectors, each on its own
+//! thread) equals `ConstraintMatrices::witness`, sequential synthesis, index for index; every
+//! kind's partitions do split.
 
 mod common;
 
 use common::fixtures;
-use cuzk_circuits_filecoin::{prepare, FilKind};
+use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind};
 use cuzk_core::alloc::heap;
 use cuzk_core::matrices::ConstraintMatrices;
 use ff::Field;
@@ -26,10 +26,8 @@ fn parallel_witnesses_equal_sequential_synthesis() {
         input[0] = blstrs::Scalar::ONE;
         let split = c.witness_in_parts(&mut input, &mut aux).expect("witness in parts");
         eprintln!("{:?}: {} constraints, {} inputs, {} aux; in parts: {split}", req.kind, m.num_constraints(), m.num_inputs, m.num_aux);
-        assert_eq!(split, matches!(req.kind, FilKind::PoRep | FilKind::SnapDeals), "{:?}: split into parts", req.kind);
-        if split {
-            assert!(input == sequential.input[..] && aux == sequential.aux[..], "{:?}: the parts differ from sequential synthesis", req.kind);
-        }
+        assert!(split, "{:?}: not split into parts", req.kind);
+        assert!(input == sequential.input[..] && aux == sequential.aux[..], "{:?}: the parts differ from sequential synthesis", req.kind);
     }
 }
 
@@ -87,4 +85,17 @@ fn native_snap_witness_equals_the_gadgets_at_32_gib() {
 #[ignore = "an 85 M-constraint partition through the gadgets: run with --ignored"]
 fn native_snap_witness_equals_the_gadgets_at_64_gib() {
     native_snap_witness_equals_the_gadgets(64 << 30);
+}
+
+/// The native PoSt witness on the production tree shapes (32 GiB: 8-8-0; 64 GiB: 8-8-2), from
+/// shape-only WinningPoSt requests (66 one-challenge sectors): equal index for index to
+/// Filecoin's gadgets run sequentially. WindowPoSt shares the sector writer; its 2 KiB fixture
+/// is checked above with real proofs.
+#[test]
+fn native_post_witness_equals_the_gadgets_at_production_shapes() {
+    for sector_size in [32u64 << 30, 64 << 30] {
+        let req = shape_request(FilKind::WinningPoSt, sector_size, 7).expect("shape-only request");
+        let p = prepare_unchecked(&req).expect("prepare");
+        native_equals_sequential(&p.partition(0), &format!("winning post, {sector_size} bytes"));
+    }
 }

@@ -85,9 +85,8 @@ where
     if len == distinct {
         return base;
     }
-    let mut out = vec![G::identity().to_affine(); len];
-    out.par_chunks_mut(distinct).for_each(|o| o.copy_from_slice(&base[..o.len()]));
-    out
+    // Written in parallel straight into the new vector: tens of GB, so not zeroed first.
+    (0..len).into_par_iter().map(|i| base[i % distinct]).collect()
 }
 
 /// Timing-only parameters for the circuit `m` records: every query as long as the real
