@@ -7,7 +7,7 @@
 #   SIZE=32g OUT=/tmp/prod bash scripts/h200/production.sh
 #
 # Parts (PARTS, default all, in this order):
-#   single    per kind (winning, wpost, snap, porep): a first job (records the circuit's
+#   single    per kind (KINDS, default winning wpost snap porep): a first job (records the circuit's
 #             matrices, generates its parameters), then WARM (2) jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
@@ -75,7 +75,7 @@ printf '[engine]\nhost_memory_bytes = %s\n' "${MAIN_HOST_BUDGET:-51539607552}" >
 if has single || has backlog; then
   serve main --config "$OUT/main.toml"
   if has single; then
-    for k in winning wpost snap porep; do
+    for k in ${KINDS:-winning wpost snap porep}; do
       bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
       bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
     done
