@@ -486,7 +486,36 @@ impl CudaBackend {
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
         self.inner.ctx.bind_to_thread()?;
         let (free, total) = result::mem_get_info()?;
-        Ok(bytes + headroom(total) > free)
+        Ok(bytes + headroom(total) > free + self.pool_idle_bytes())
+    }
+
+    /// Device memory the stream-ordered pool holds but no buffer uses: freed buffers the pool
+    /// keeps for reuse (its release threshold is unlimited), which the driver's free figure
+    /// counts as used although any allocation from the pool can take it.
+    fn pool_idle_bytes(&self) -> usize {
+        // SAFETY: the device of a live context.
+        let Ok(pool) = (unsafe { result::device::get_default_mem_pool(self.inner.ctx.cu_device()) }) else { return 0 };
+        let attr = |a: sys::CUmemPool_attribute| {
+            let mut v: u64 = 0;
+            // SAFETY: both attributes are u64 values of a valid pool.
+            unsafe { result::mem_pool::get_attribute(pool, a, (&mut v as *mut u64).cast()) }.map_or(0, |()| v)
+        };
+        let reserved = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        let used = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+        reserved.saturating_sub(used) as usize
+    }
+
+    /// Bases the caller placed on the device (the engine counted them against its device
+    /// budget): uploaded without the headroom rule of [`Backend::load_g1`]; only when the
+    /// device really has no room are they streamed from host memory instead, with a warning.
+    fn place_resident(&self, bytes: &[u8], len: usize, group: msm::Group) -> Result<CudaBases, CudaError> {
+        match self.place_bases(bytes, len, None) {
+            Err(CudaError::OutOfMemory(what)) => {
+                tracing::warn!(bytes = bytes.len(), %what, "no device room for bases the budget placed on the device: streaming them from host memory");
+                self.place_bases(bytes, len, Some(stream_chunk(group)))
+            }
+            placed => placed,
+        }
     }
 
     /// Puts bases on the device, or (with `Some(chunk)`) in page-locked host memory to be
@@ -742,11 +771,11 @@ impl Backend for CudaBackend {
         Ok(self.place_bases(as_bytes(&points), points.len(), stream.then(|| stream_chunk(msm::Group::G2)))?)
     }
 
-    /// `streamed`: [`CudaBackend::load_g1_streamed`] in chunks of 2^22 points; otherwise as
-    /// [`Backend::load_g1`] (which still streams bases that would not leave enough free memory).
+    /// `streamed`: [`CudaBackend::load_g1_streamed`] in chunks of 2^22 points; otherwise on the
+    /// device, where the caller's budget put them (streamed only if the device has no room).
     fn load_g1_placed(&self, points: Vec<G1Affine>, streamed: bool) -> Result<Self::G1Bases, BackendError> {
         if !streamed {
-            return self.load_g1(points);
+            return Ok(self.place_resident(as_bytes(&points), points.len(), msm::Group::G1)?);
         }
         Ok(self.load_g1_streamed(&points, stream_chunk(msm::Group::G1))?)
     }
@@ -754,7 +783,7 @@ impl Backend for CudaBackend {
     /// G2 counterpart of [`Backend::load_g1_placed`] (chunks of 2^21 points).
     fn load_g2_placed(&self, points: Vec<G2Affine>, streamed: bool) -> Result<Self::G2Bases, BackendError> {
         if !streamed {
-            return self.load_g2(points);
+            return Ok(self.place_resident(as_bytes(&points), points.len(), msm::Group::G2)?);
         }
         Ok(self.load_g2_streamed(&points, stream_chunk(msm::Group::G2))?)
     }

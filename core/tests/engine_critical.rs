@@ -1,6 +1,7 @@
 //! Property test: a CRITICAL job submitted into a full NORMAL backlog waits for at most one
 //! running synthesis to get a CPU worker, and once it is synthesized (and its parameters are
-//! resident) it starts its GPU work within one partition's GPU time.
+//! resident) it starts its GPU work within one partition's GPU time; at once when the device
+//! has room for it beside every busy worker's partition (it never waits for a GPU worker).
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos, Outcome, SpanKind, Stage};
@@ -40,14 +41,22 @@ struct Case {
     backlog: Vec<(u32, u32)>,
     submit_ms: u64,
     preload: bool,
+    /// Device memory for one more partition than there are workers.
+    room: bool,
     seed: u64,
 }
 
 fn case() -> impl Strategy<Value = Case> {
     let normal = prop::collection::vec((profile(), model()), 1..=2);
     let backlog = prop::collection::vec((0..2u32, 1..=10u32), 3..=12);
-    ((1..=2usize, 1..=3u32, 1..=2u32, 1..=4u32, 1..=2u32, 0..=256u64), normal, (profile(), model()), backlog, (0..=600u64, any::<bool>(), any::<u64>()))
-        .prop_map(|((devices, workers, lanes, synth, finalize, host_slack_mb), normal, critical, backlog, (submit_ms, preload, seed))| Case {
+    (
+        (1..=2usize, 1..=3u32, 1..=2u32, 1..=4u32, 1..=2u32, 0..=256u64),
+        normal,
+        (profile(), model()),
+        backlog,
+        (0..=600u64, any::<bool>(), any::<bool>(), any::<u64>()),
+    )
+        .prop_map(|((devices, workers, lanes, synth, finalize, host_slack_mb), normal, critical, backlog, (submit_ms, preload, room, seed))| Case {
             devices,
             workers,
             lanes,
@@ -59,6 +68,7 @@ fn case() -> impl Strategy<Value = Case> {
             backlog,
             submit_ms,
             preload,
+            room,
             seed,
         })
 }
@@ -73,7 +83,8 @@ proptest! {
         // bound is about scheduling, not about waiting for memory.
         let params: u64 = all.iter().map(|(p, _)| p.params_device_bytes).sum();
         let biggest = all.iter().map(|(p, _)| p.footprint.device()).max().unwrap_or(0);
-        let dev = DeviceConfig { memory_bytes: params + u64::from(c.workers) * biggest, gpu_workers: c.workers, kernel_lanes: c.lanes, fallback: false };
+        let partitions = u64::from(c.workers) + u64::from(c.room);
+        let dev = DeviceConfig { memory_bytes: params + partitions * biggest, gpu_workers: c.workers, kernel_lanes: c.lanes, fallback: false };
         // Host memory: one normal partition plus slack, and a reserve for the critical one.
         let normal_host = c.normal.iter().map(|(p, _)| p.footprint.host()).max().unwrap_or(0);
         let reserve = c.critical.0.footprint.host();
@@ -128,5 +139,8 @@ proptest! {
             "GPU start {} after ready {} (synthesized {}, params {}); one partition's GPU time is at most {}",
             upload.start, ready, synth.end, loaded, max_gpu
         );
+        if c.room {
+            prop_assert_eq!(upload.start, ready, "with room on the device the upload starts when the partition is ready");
+        }
     }
 }

@@ -20,7 +20,7 @@ use tonic::service::interceptor::InterceptedService;
 
 use crate::auth::RequireToken;
 use crate::circuits::CircuitShape;
-use crate::config::{Config, ConfigError, ShutdownMode};
+use crate::config::{Config, ConfigError, EngineSection, ShutdownMode};
 use crate::devices::{self, DeviceError, Devices, Opened};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
 use crate::fallback::OrCpu;
@@ -205,8 +205,9 @@ fn engine_config<B: Backend>(cfg: &Config, backends: &[B], ordinals: &[u32]) -> 
     if e.synth_lookahead > 0 {
         ec.synth_lookahead = e.synth_lookahead;
     }
-    ec.critical_host_reserve = e.critical_host_reserve;
-    ec.critical_device_reserve = e.critical_device_reserve;
+    ec.critical_host_reserve = e.critical_host_reserve.unwrap_or_else(|| EngineSection::critical_reserve(host));
+    let smallest = ec.devices.iter().map(|d| d.memory_bytes).min().unwrap_or(0);
+    ec.critical_device_reserve = e.critical_device_reserve.unwrap_or_else(|| EngineSection::critical_reserve(smallest));
     ec.timeline_capacity = e.timeline_capacity;
     // The CPU backend adopts the host a, b, c buffers at upload and transforms them in place,
     // so they stay in use until the NTT ends; a GPU backend copies them at upload.

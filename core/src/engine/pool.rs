@@ -38,16 +38,24 @@ impl Pool {
 /// Numbered worker slots; the lowest free number is handed out first.
 #[derive(Debug, Clone)]
 pub(crate) struct Slots {
+    n: u32,
     free: BTreeSet<u32>,
+    /// Slots past the first `n` taken by CRITICAL work, which never waits for a slot.
+    extra: BTreeSet<u32>,
 }
 
 impl Slots {
     pub fn new(n: u32) -> Slots {
-        Slots { free: (0..n).collect() }
+        Slots { n, free: (0..n).collect(), extra: BTreeSet::new() }
     }
 
     pub fn has_free(&self) -> bool {
         !self.free.is_empty()
+    }
+
+    /// A slot for work of this criticality: CRITICAL work always gets one.
+    pub fn has_free_for(&self, critical: bool) -> bool {
+        critical || self.has_free()
     }
 
     pub fn free_count(&self) -> usize {
@@ -58,8 +66,25 @@ impl Slots {
         self.free.pop_first()
     }
 
+    /// [`Slots::take`], and for CRITICAL work with none free a slot past the first `n`.
+    pub fn take_for(&mut self, critical: bool) -> Option<u32> {
+        if let Some(s) = self.take() {
+            return Some(s);
+        }
+        if !critical {
+            return None;
+        }
+        let s = (self.n..).find(|s| !self.extra.contains(s))?;
+        self.extra.insert(s);
+        Some(s)
+    }
+
     pub fn give(&mut self, slot: u32) {
-        self.free.insert(slot);
+        if slot < self.n {
+            self.free.insert(slot);
+        } else {
+            self.extra.remove(&slot);
+        }
     }
 }
 

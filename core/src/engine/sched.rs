@@ -70,12 +70,16 @@ impl Engine {
         self.claimed.iter_mut().for_each(|c| *c = false);
         self.stuck.clear();
         let mut cursor: Option<PartKey> = None;
-        while self.open_device() {
+        // CRITICAL partitions (first in `gpu_ready`) never wait for a GPU worker.
+        while self.open_device() || self.gpu_ready.first().is_some_and(|pk| pk.job.critical()) {
             let next = match cursor {
                 None => self.gpu_ready.first().copied(),
                 Some(c) => self.gpu_ready.range((Excluded(c), Unbounded)).next().copied(),
             };
             let Some(pk) = next else { break };
+            if !pk.job.critical() && !self.open_device() {
+                break;
+            }
             cursor = Some(pk);
             let Some(job) = self.jobs.get(&pk.job.id) else { continue };
             let circuit = job.spec.circuit;
@@ -220,7 +224,7 @@ impl Engine {
         let mut tight = None;
         for d in (0..self.devices.len()).filter(|&d| allowed(self, d)) {
             let s = &self.devices[d];
-            if self.claimed[d] || !s.workers.has_free() || !c.devices[d].resident() || !self.fits_ever(c, d, crit) {
+            if self.claimed[d] || !s.workers.has_free_for(crit) || !c.devices[d].resident() || !self.fits_ever(c, d, crit) {
                 continue;
             }
             let avail = s.pool.avail(crit);
@@ -249,7 +253,7 @@ impl Engine {
         let p = pid(pk);
         let Some(circuit) = self.jobs.get(&p.job).map(|j| j.spec.circuit) else { return };
         let Some(fp) = self.circuits.get(&circuit).map(|c| c.profile.footprint) else { return };
-        let Some(slot) = self.devices[d].workers.take() else { return };
+        let Some(slot) = self.devices[d].workers.take_for(pk.job.critical()) else { return };
         let (now, tick) = (self.now, self.lru_tick());
         self.ready_remove(pk, circuit);
         if !pk.job.critical() {

@@ -145,10 +145,14 @@ pub struct EngineSection {
     pub kernel_lanes: u32,
     /// Non-CRITICAL partitions synthesized ahead of the devices (0: automatic).
     pub synth_lookahead: u32,
-    /// Host bytes only CRITICAL work may use.
-    pub critical_host_reserve: u64,
-    /// Device bytes only CRITICAL work may use.
-    pub critical_device_reserve: u64,
+    /// Host bytes only CRITICAL work may use; unset: [`EngineSection::critical_reserve`] of
+    /// the host budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_host_reserve: Option<u64>,
+    /// Device bytes only CRITICAL work may use; unset: [`EngineSection::critical_reserve`] of
+    /// the smallest device budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critical_device_reserve: Option<u64>,
     /// Spans and job records kept for the timeline.
     pub timeline_capacity: usize,
     /// Check every proof, of every kind, with the verifying key before returning it (the same
@@ -263,8 +267,8 @@ impl Default for EngineSection {
             gpu_workers: 2,
             kernel_lanes: 1,
             synth_lookahead: 0,
-            critical_host_reserve: 0,
-            critical_device_reserve: 0,
+            critical_host_reserve: None,
+            critical_device_reserve: None,
             timeline_capacity: 100_000,
             verify_proofs: false,
             self_check: SelfCheck::Filecoin,
@@ -303,6 +307,14 @@ impl EngineSection {
             Some(a) => (a - a * SIZED_RESERVE_PERCENT / 100).saturating_sub(self.host_memory_margin_bytes).max(MIN_BUDGET),
             None => 16 << 30,
         }
+    }
+
+    /// The default CRITICAL reserve of a `budget`: 1/32 of it, at most 2 GiB. A WinningPoSt
+    /// partition (32 GiB sectors: a 2^19 domain) needs a few hundred MiB, and without a
+    /// reserve it waits for a backlog's partition to leave memory (2.3 s in a 32 GiB PoRep
+    /// backlog on the H200; docs/perf.md).
+    pub fn critical_reserve(budget: u64) -> u64 {
+        (budget / 32).min(2 << 30)
     }
 
     /// A device's budget: `device_memory_bytes` when set, else 90% of the device's free
