@@ -6,12 +6,14 @@
 #
 #   SIZE=32g OUT=/tmp/prod bash scripts/h200/production.sh
 #
-# Parts (PARTS, default all, in this order):
-#   single    per kind (KINDS, default winning wpost snap porep): a first job (records the circuit's
-#             matrices, generates its parameters), then WARM (2) jobs one at a time
+# Parts (PARTS, default all; single and backlog run in the order given, then restart, then
+# streamed):
+#   single    per kind (KINDS, default winning wpost snap porep; or single:KIND,KIND): a first
+#             job (records the circuit's matrices, generates its parameters), then WARM (2)
+#             jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
-# These two parts use engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device load's
+# These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device load's
 # staging copy of the parameters and the host copy of the matrices are outside the host budget.
 #   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
 #             (recorded; skipped when an earlier part left them), after a restart on the same
@@ -72,22 +74,30 @@ bench() { # bench NAME SECS ARGS...
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
 printf '[engine]\nhost_memory_bytes = %s\n' "${MAIN_HOST_BUDGET:-51539607552}" > "$OUT/main.toml"
-if has single || has backlog; then
-  serve main --config "$OUT/main.toml"
-  if has single; then
-    for k in ${KINDS:-winning wpost snap porep}; do
-      bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
-      bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
-    done
-  fi
-  if has backlog; then
-    ( sleep 30; bench backlog-winning 300 --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" ) &
-    side=$!
-    bench backlog 500 --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json"
-    wait $side
-  fi
-  stop main
-fi
+up=
+main_up() { [ -n "$up" ] || { serve main --config "$OUT/main.toml"; up=1; }; }
+main_down() { [ -z "$up" ] || { stop main; up=; }; }
+for part in $PARTS; do
+  case $part in
+    single | single:*)
+      main_up
+      kinds=${KINDS:-winning wpost snap porep}
+      [ "$part" = single ] || kinds=${part#single:}
+      for k in ${kinds//,/ }; do
+        bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
+        bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
+      done
+      ;;
+    backlog)
+      main_up
+      ( sleep 30; bench backlog-winning 300 --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" ) &
+      side=$!
+      bench backlog 500 --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json"
+      wait $side
+      ;;
+  esac
+done
+main_down
 if has restart; then
   if [ ! -e "$CUZK_DATA_DIR/matrices/porep-$SIZE.matrices" ]; then
     serve cold --config "$OUT/main.toml"
