@@ -4,13 +4,13 @@
 //! For benchmarks of circuits whose real parameters are not at hand (a 32 GiB PoRep's are
 //! 47 GiB); never write them where real parameters are looked for.
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::{Curve, Group};
 use rayon::prelude::*;
 
 use cuzk_core::domain::{Domain, DomainTooLarge};
 use cuzk_core::matrices::ConstraintMatrices;
-use cuzk_core::params::{Parameters, VerifyingKey, G1_UNCOMPRESSED, G2_UNCOMPRESSED};
+use cuzk_core::params::{Parameters, Section, VerifyingKey, G1_UNCOMPRESSED, G2_UNCOMPRESSED};
 
 /// Distinct points per query: longer queries repeat them (an MSM's time does not depend on
 /// the points being distinct).
@@ -89,20 +89,54 @@ where
     (0..len).into_par_iter().map(|i| base[i % distinct]).collect()
 }
 
+/// Timing-only parameters made one query at a time ([`timing_params`] is all of them at once,
+/// the same points): a device load holds one query beside its device copy, not the whole set.
+#[derive(Debug, Clone, Copy)]
+pub struct TimingQueries {
+    /// The query lengths.
+    pub lengths: QueryLengths,
+    seed: u64,
+}
+
+impl TimingQueries {
+    /// The timing-only queries of the circuit `m` records.
+    pub fn of(m: &ConstraintMatrices) -> Result<TimingQueries, DomainTooLarge> {
+        let q = QueryLengths::of(m)?;
+        Ok(TimingQueries { lengths: q, seed: u64::from(q.log_domain) << 48 ^ q.l as u64 })
+    }
+
+    /// The verifying key: the generators, and pseudo-random `ic` points.
+    pub fn vk(&self) -> VerifyingKey {
+        let g = G1Projective::generator().to_affine();
+        let h = G2Projective::generator().to_affine();
+        VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: points::<G1Projective>(self.lengths.ic, self.seed) }
+    }
+
+    /// A G1 query (`Section::Ic` is the verifying key's `ic`; `Section::BG2` has no G1 points:
+    /// empty).
+    pub fn g1(&self, section: Section) -> Vec<G1Affine> {
+        let q = &self.lengths;
+        let (len, k) = match section {
+            Section::Ic => (q.ic, 0),
+            Section::H => (q.h, 1),
+            Section::L => (q.l, 2),
+            Section::A => (q.a, 3),
+            Section::BG1 => (q.b, 4),
+            Section::BG2 => return Vec::new(),
+        };
+        points::<G1Projective>(len, self.seed + k)
+    }
+
+    /// The `b_g2` query.
+    pub fn b_g2(&self) -> Vec<G2Affine> {
+        points::<G2Projective>(self.lengths.b, self.seed + 5)
+    }
+}
+
 /// Timing-only parameters for the circuit `m` records: every query as long as the real
 /// parameters', pseudo-random points (seeded from the lengths), the generators as the
 /// verifying key. See the module's documentation: they are not a real SRS.
 pub fn timing_params(m: &ConstraintMatrices) -> Result<Parameters, DomainTooLarge> {
-    let q = QueryLengths::of(m)?;
-    let g = G1Projective::generator().to_affine();
-    let h = G2Projective::generator().to_affine();
-    let seed = u64::from(q.log_domain) << 48 ^ q.l as u64;
-    Ok(Parameters {
-        vk: VerifyingKey { alpha_g1: g, beta_g1: g, beta_g2: h, gamma_g2: h, delta_g1: g, delta_g2: h, ic: points::<G1Projective>(q.ic, seed) },
-        h: points::<G1Projective>(q.h, seed + 1),
-        l: points::<G1Projective>(q.l, seed + 2),
-        a: points::<G1Projective>(q.a, seed + 3),
-        b_g1: points::<G1Projective>(q.b, seed + 4),
-        b_g2: points::<G2Projective>(q.b, seed + 5),
-    })
+    let t = TimingQueries::of(m)?;
+    Ok(Parameters { vk: t.vk(), h: t.g1(Section::H), l: t.g1(Section::L), a: t.g1(Section::A), b_g1: t.g1(Section::BG1), b_g2: t.b_g2() })
 }

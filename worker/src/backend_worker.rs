@@ -9,14 +9,15 @@ use cuzk_core::backend::Backend;
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, Stage};
 use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
-use cuzk_core::params::{Parameters, VerifyingKey};
+use cuzk_core::params::{Parameters, Section, VerifyingKey};
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, MsmResults, ProveError, ProvingKey, Uploaded, Witness};
 use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
+use cuzk_setup::timing::TimingQueries;
 use ff::Field;
 
 use crate::matrices::MatrixCache;
-use crate::params::read_params_with_records;
+use crate::params::{read_params_with_records, ParamsFile};
 use crate::shape::CircuitShape;
 use crate::{LoadTask, MatricesInfo, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
@@ -187,15 +188,22 @@ impl<B: Backend> BackendWorker<B> {
         self
     }
 
-    fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
+    /// Bench mode's timing-only queries for a Filecoin circuit (from its recorded matrices),
+    /// `None` for any other load.
+    fn timing_queries(&self, task: &LoadTask) -> Result<Option<TimingQueries>, WorkError> {
         let shape = lock(&self.shapes).get(&task.circuit).copied();
-        if let Some(shape @ CircuitShape::Filecoin(_)) = shape.filter(|_| self.bench) {
-            let m = self.matrices.as_ref().and_then(|c| c.get(shape));
-            let m = m.ok_or_else(|| WorkError::Internal(format!("{}: timing-only parameters need the recorded matrices", shape.id())))?;
-            let t = std::time::Instant::now();
-            let p = cuzk_setup::timing::timing_params(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))?;
-            tracing::warn!(circuit = %shape.id(), seconds = t.elapsed().as_secs_f64(), "bench mode: TIMING-ONLY parameters generated (not a real SRS; no proof made with them is valid)");
-            return Ok(p);
+        let Some(shape @ CircuitShape::Filecoin(_)) = shape.filter(|_| self.bench) else { return Ok(None) };
+        let m = self.matrices.as_ref().and_then(|c| c.get(shape));
+        let m = m.ok_or_else(|| WorkError::Internal(format!("{}: timing-only parameters need the recorded matrices", shape.id())))?;
+        let q = TimingQueries::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))?;
+        tracing::warn!(circuit = %shape.id(), "bench mode: TIMING-ONLY parameters (not a real SRS; no proof made with them is valid)");
+        Ok(Some(q))
+    }
+
+    /// The whole parameter set of a host load.
+    fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
+        if let Some(q) = self.timing_queries(task)? {
+            return Queries::all(&q);
         }
         read_params_with_records(&task.path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p)
     }
@@ -219,6 +227,24 @@ impl<B: Backend> BackendWorker<B> {
     /// device load does after reading one).
     pub fn load_key(&self, circuit: CircuitId, d: usize, params: Parameters) -> Result<(), WorkError> {
         self.load_key_placed(circuit, d, params, false)
+    }
+
+    /// Loads the queries of `q` onto device `d` one at a time (each dropped once on the device).
+    fn load_key_from(&self, circuit: CircuitId, d: usize, q: &impl Queries, streamed: bool) -> Result<(), WorkError> {
+        let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
+        let t = std::time::Instant::now();
+        let key = ProvingKey {
+            vk: q.vk(),
+            h: backend.load_g1_placed(q.g1(Section::H)?, streamed)?,
+            l: backend.load_g1_placed(q.g1(Section::L)?, streamed)?,
+            a: backend.load_g1_placed(q.g1(Section::A)?, streamed)?,
+            b_g1: backend.load_g1_placed(q.g1(Section::BG1)?, streamed)?,
+            b_g2: backend.load_g2_placed(q.b_g2()?, streamed)?,
+        };
+        tracing::debug!(circuit = circuit.0, device = d, seconds = t.elapsed().as_secs_f64(), "parameters on the device");
+        lock(&self.vks).insert(circuit, Arc::new(key.vk.clone()));
+        lock(&self.keys).insert((circuit, d), Arc::new(key));
+        Ok(())
     }
 
     /// [`BackendWorker::load_key`], with `streamed`: the bases stay in page-locked host memory
@@ -436,12 +462,20 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                 lock(&self.vks).insert(task.circuit, Arc::new(p.vk.clone()));
                 lock(&self.host_params).insert(task.circuit, p);
             }
+            // One query at a time, from the warm host copy, the file or bench mode's points:
+            // besides the device copy the load holds one decoded query (at most the `h` or `l`
+            // query, 12.9 GB of a 32 GiB PoRep's 47.4 GB), not a second whole set.
             Location::Device(d) => {
-                let params = match host {
-                    Some(p) => (*p).clone(),
-                    None => self.read_params(&task)?,
-                };
-                self.load_key_placed(task.circuit, d.0 as usize, params, task.streamed)?;
+                let (d, streamed) = (d.0 as usize, task.streamed);
+                if let Some(p) = host {
+                    self.load_key_from(task.circuit, d, &*p, streamed)?;
+                } else if let Some(q) = self.timing_queries(&task)? {
+                    self.load_key_from(task.circuit, d, &q, streamed)?;
+                } else {
+                    let file = ParamsFile::open(&task.path, task.validation, self.validation_records.as_deref())?;
+                    self.load_key_from(task.circuit, d, &file, streamed)?;
+                    file.finish();
+                }
             }
         }
         Ok(())
@@ -509,5 +543,72 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                 }
             }
         }
+    }
+}
+
+/// A parameter set a device load takes one query at a time.
+trait Queries {
+    /// The verifying key.
+    fn vk(&self) -> VerifyingKey;
+    /// A G1 query (`H`, `L`, `A` or `BG1`).
+    fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError>;
+    /// The `b_g2` query.
+    fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError>;
+
+    /// Every query at once.
+    fn all(&self) -> Result<Parameters, WorkError> {
+        Ok(Parameters {
+            vk: self.vk(),
+            h: self.g1(Section::H)?,
+            l: self.g1(Section::L)?,
+            a: self.g1(Section::A)?,
+            b_g1: self.g1(Section::BG1)?,
+            b_g2: self.b_g2()?,
+        })
+    }
+}
+
+/// A warm host copy: each query copied when the load takes it.
+impl Queries for Parameters {
+    fn vk(&self) -> VerifyingKey {
+        self.vk.clone()
+    }
+    fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError> {
+        Ok(match section {
+            Section::H => self.h.clone(),
+            Section::L => self.l.clone(),
+            Section::A => self.a.clone(),
+            Section::BG1 => self.b_g1.clone(),
+            Section::Ic | Section::BG2 => Vec::new(),
+        })
+    }
+    fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError> {
+        Ok(self.b_g2.clone())
+    }
+}
+
+/// A parameter file: each query decoded when the load takes it.
+impl Queries for ParamsFile {
+    fn vk(&self) -> VerifyingKey {
+        ParamsFile::vk(self).clone()
+    }
+    fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError> {
+        ParamsFile::g1(self, section)
+    }
+    fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError> {
+        ParamsFile::b_g2(self)
+    }
+}
+
+/// Bench mode's timing-only points: each query generated when the load takes it.
+impl Queries for TimingQueries {
+    fn vk(&self) -> VerifyingKey {
+        TimingQueries::vk(self)
+    }
+    fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError> {
+        Ok(TimingQueries::g1(self, section))
+    }
+    fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError> {
+        Ok(TimingQueries::b_g2(self))
     }
 }

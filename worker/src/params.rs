@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::WorkError;
-use cuzk_core::params::{decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, Section, Validation, G1_UNCOMPRESSED, G2_UNCOMPRESSED};
+use blstrs::{G1Affine, G2Affine};
+use cuzk_core::params::{
+    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, Section, Validation, VerifyingKey, G1_UNCOMPRESSED, G2_UNCOMPRESSED,
+};
 
 /// Points decoded per task.
 const POINTS_PER_TASK: usize = 1 << 12;
@@ -113,42 +116,117 @@ fn write_record(record: &Path, text: &str) -> std::io::Result<()> {
 /// not exactly what [`Checked::Full`] would write) or a mismatch means a full validation.
 /// Failing to write a record is logged, not an error. Returns which checks ran.
 pub fn read_params_with_records(path: &Path, validation: Validation, records: Option<&Path>) -> Result<(Parameters, Checked), WorkError> {
-    let io = |source| WorkError::Io { path: path.into(), source };
-    let file = std::fs::File::open(path).map_err(io)?;
-    // SAFETY: the file is only read; cuzk never writes a file it has open.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let decode = |v| load_parameters(&map, v).map_err(|source| WorkError::Params { path: path.into(), source });
-    let records = match (validation, records) {
-        (Validation::Trusted, _) => return Ok((decode(Validation::Trusted)?, Checked::Trusted)),
-        (Validation::Full, None) => return Ok((decode(Validation::Full)?, Checked::Full)),
-        (Validation::Full, Some(dir)) => dir,
-    };
-    let canonical = match std::fs::canonicalize(path) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "no canonical path: validating the parameter file in full, recording nothing");
-            return Ok((decode(Validation::Full)?, Checked::Full));
-        }
-    };
-    let record = record_path(records, &canonical);
-    let t = std::time::Instant::now();
-    let expected = record_text(&canonical, map.len() as u64, checksum(&map));
-    tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
-    match std::fs::read(&record) {
-        Ok(text) if text == expected.as_bytes() => {
-            tracing::info!(path = %path.display(), record = %record.display(), "parameter file matches its validation record: point checks skipped");
-            return Ok((decode(Validation::Trusted)?, Checked::Record));
-        }
-        Ok(_) => {
-            tracing::warn!(path = %path.display(), record = %record.display(), "parameter file does not match its validation record (changed, corrupt, or a garbled record): validating in full")
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!(record = %record.display(), error = %e, "validation record unreadable: validating in full"),
+    let file = ParamsFile::open(path, validation, records)?;
+    let params = file.decode()?;
+    Ok((params, file.finish()))
+}
+
+/// An open parameter file: mapped, its layout parsed (the verifying key decoded), and the
+/// checks its sections are decoded with decided as [`read_params_with_records`] decides them.
+/// Sections are decoded on demand, so a device load can hold one decoded query at a time.
+#[derive(Debug)]
+pub struct ParamsFile {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    layout: ParamsLayout,
+    validation: Validation,
+    checked: Checked,
+    /// The record to write once every section has decoded under a full validation.
+    record: Option<(PathBuf, String)>,
+}
+
+impl ParamsFile {
+    /// Maps the file at `path` and decides the checks (`records`: see
+    /// [`read_params_with_records`]).
+    pub fn open(path: &Path, validation: Validation, records: Option<&Path>) -> Result<ParamsFile, WorkError> {
+        let io = |source| WorkError::Io { path: path.into(), source };
+        let file = std::fs::File::open(path).map_err(io)?;
+        // SAFETY: the file is only read; cuzk never writes a file it has open.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+        let layout = ParamsLayout::parse(&map).map_err(|source| WorkError::Params { path: path.into(), source })?;
+        let (validation, checked, record) = match (validation, records) {
+            (Validation::Trusted, _) => (Validation::Trusted, Checked::Trusted, None),
+            (Validation::Full, None) => (Validation::Full, Checked::Full, None),
+            (Validation::Full, Some(dir)) => match std::fs::canonicalize(path) {
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "no canonical path: validating the parameter file in full, recording nothing");
+                    (Validation::Full, Checked::Full, None)
+                }
+                Ok(canonical) => {
+                    let record = record_path(dir, &canonical);
+                    let t = std::time::Instant::now();
+                    let expected = record_text(&canonical, map.len() as u64, checksum(&map));
+                    tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
+                    match std::fs::read(&record) {
+                        Ok(text) if text == expected.as_bytes() => {
+                            tracing::info!(path = %path.display(), record = %record.display(), "parameter file matches its validation record: point checks skipped");
+                            (Validation::Trusted, Checked::Record, None)
+                        }
+                        other => {
+                            match other {
+                                Ok(_) => {
+                                    tracing::warn!(path = %path.display(), record = %record.display(), "parameter file does not match its validation record (changed, corrupt, or a garbled record): validating in full")
+                                }
+                                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                                Err(e) => tracing::warn!(record = %record.display(), error = %e, "validation record unreadable: validating in full"),
+                            }
+                            (Validation::Full, Checked::Full, Some((record, expected)))
+                        }
+                    }
+                }
+            },
+        };
+        Ok(ParamsFile { path: path.into(), map, layout, validation, checked, record })
     }
-    let params = decode(Validation::Full)?;
-    match write_record(&record, &expected) {
-        Ok(()) => tracing::info!(path = %path.display(), record = %record.display(), "parameter file validated in full and recorded"),
-        Err(e) => tracing::warn!(record = %record.display(), error = %e, "could not write the validation record"),
+
+    fn err(&self, source: ParamsError) -> WorkError {
+        WorkError::Params { path: self.path.clone(), source }
     }
-    Ok((params, Checked::Full))
+
+    /// The verifying key.
+    pub fn vk(&self) -> &VerifyingKey {
+        &self.layout.vk
+    }
+
+    /// Decodes one G1 query (`Section::Ic` is the verifying key's, already decoded; `BG2` is
+    /// not a G1 query: both empty).
+    pub fn g1(&self, section: Section) -> Result<Vec<G1Affine>, WorkError> {
+        let range = match section {
+            Section::H => &self.layout.h,
+            Section::L => &self.layout.l,
+            Section::A => &self.layout.a,
+            Section::BG1 => &self.layout.b_g1,
+            Section::Ic | Section::BG2 => return Ok(Vec::new()),
+        };
+        g1_section(&self.map[range.clone()], section, self.validation).map_err(|e| self.err(e))
+    }
+
+    /// Decodes the `b_g2` query.
+    pub fn b_g2(&self) -> Result<Vec<G2Affine>, WorkError> {
+        g2_section(&self.map[self.layout.b_g2.clone()], Section::BG2, self.validation).map_err(|e| self.err(e))
+    }
+
+    /// Decodes every query.
+    pub fn decode(&self) -> Result<Parameters, WorkError> {
+        Ok(Parameters {
+            h: self.g1(Section::H)?,
+            l: self.g1(Section::L)?,
+            a: self.g1(Section::A)?,
+            b_g1: self.g1(Section::BG1)?,
+            b_g2: self.b_g2()?,
+            vk: self.layout.vk.clone(),
+        })
+    }
+
+    /// After every section decoded: writes the validation record a full validation earns
+    /// (failing to is logged) and says which checks ran.
+    pub fn finish(self) -> Checked {
+        if let Some((record, text)) = &self.record {
+            match write_record(record, text) {
+                Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), "parameter file validated in full and recorded"),
+                Err(e) => tracing::warn!(record = %record.display(), error = %e, "could not write the validation record"),
+            }
+        }
+        self.checked
+    }
 }

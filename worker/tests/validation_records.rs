@@ -158,3 +158,58 @@ fn the_worker_records_validations_in_its_directory() {
     assert!(record_of(&records, &path).is_file());
     assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
 }
+
+/// A device load decodes the file one query at a time: it records a full validation as a host
+/// load does; a bad point in the last query (`b_g2`, decoded after the other four are on the
+/// device) fails the load, writes no record and leaves no key; the loads from the file and from
+/// a warm host copy prove the bytes a key made from the whole decoded set proves.
+#[test]
+fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
+    use blstrs::Scalar;
+    use cuzk_core::engine::DeviceId;
+    use cuzk_worker::{prove_one, Work};
+    use ff::Field;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
+    let device = Location::Device(DeviceId(0));
+    let task = |at, from_host| LoadTask { circuit: CircuitId(0), at, path: path.clone(), validation: Validation::Full, from_host, streamed: false };
+    let worker = || BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
+
+    let reference = worker();
+    reference.load_key(CircuitId(0), 0, params.clone()).unwrap();
+    let from_file = worker();
+    from_file.load_params(task(device, false)).unwrap();
+    assert!(record_of(&records, &path).is_file(), "a full validation by a device load is recorded");
+    let from_host = worker();
+    from_host.load_params(task(Location::Host, false)).unwrap();
+    from_host.load_params(task(device, true)).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for seed in [1u64, 2] {
+        let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
+        let prove = |w: &BackendWorker<CpuBackend>| {
+            prove_one(w, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof").0.to_bytes()
+        };
+        let want = prove(&reference);
+        assert_eq!(prove(&from_file), want, "seed {seed}: the load from the file proves otherwise");
+        assert_eq!(prove(&from_host), want, "seed {seed}: the load from the warm host copy proves otherwise");
+    }
+
+    // The first `b_g2` point, no longer on the curve: the record must not be trusted (it is
+    // removed), the device load fails on b_g2 and writes none.
+    std::fs::remove_file(record_of(&records, &path)).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = ParamsLayout::parse(&bytes).unwrap().b_g2.start + 24;
+    bytes[at] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let w = worker();
+    match w.load_params(task(device, false)).unwrap_err() {
+        WorkError::Params { source: ParamsError::InvalidPoint { section, index, .. }, .. } => assert_eq!((section, index), (Section::BG2, 0)),
+        e => panic!("{e}"),
+    }
+    assert!(!record_of(&records, &path).exists(), "a failed validation wrote a record");
+    let rs = (Scalar::ZERO, Scalar::ZERO);
+    assert!(prove_one(&w, CircuitId(0), 0, Work::Builtin(shape, 1), Some(rs), true, |_, _, _| {}).is_err(), "a failed load left a key");
+}
