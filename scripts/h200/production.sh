@@ -13,8 +13,9 @@
 #             jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
-# These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device load's
-# staging copy of the parameters and the host copy of the matrices are outside the host budget.
+# These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device
+# load's query in flight (up to 12.9 GB at 32 GiB) and the host copy of the matrices are outside
+# the host budget.
 #   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
 #             (recorded; skipped when an earlier part left them), after a restart on the same
 #             data directory (loaded from the file), and after one byte of the file is
