@@ -1,7 +1,8 @@
 //! Property test: a CRITICAL job submitted into a full NORMAL backlog waits for at most one
 //! running synthesis to get a CPU worker, and once it is synthesized (and its parameters are
 //! resident) it starts its GPU work within one partition's GPU time; at once when the device
-//! has room for it beside every busy worker's partition (it never waits for a GPU worker).
+//! has room for it beside every busy worker's partition (then it does not wait for a GPU
+//! worker).
 
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{CircuitId, CircuitProfile, DeviceConfig, EngineConfig, Footprint, JobKind, JobSpec, Location, Nanos, Outcome, SpanKind, Stage};

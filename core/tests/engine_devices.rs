@@ -51,11 +51,12 @@ fn devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers: u32, 
 }
 
 /// Devices where every circuit's parameters stay resident and every worker fits its largest
-/// partition: memory never holds anything back.
+/// partition, and CRITICAL work's own worker its largest: memory never holds anything back.
 fn ample_devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers: u32, lanes: u32) -> Vec<DeviceConfig> {
     let params: u64 = circuits.iter().map(|(p, _)| p.params_device_bytes).sum();
     let biggest = circuits.iter().map(|(p, _)| p.footprint.device()).max().unwrap_or(0);
-    vec![DeviceConfig { memory_bytes: params + u64::from(workers) * biggest, gpu_workers: workers, kernel_lanes: lanes, fallback: false }; n]
+    // One more partition than workers: CRITICAL work's own worker.
+    vec![DeviceConfig { memory_bytes: params + u64::from(workers + 1) * biggest, gpu_workers: workers, kernel_lanes: lanes, fallback: false }; n]
 }
 
 /// Host memory for `synth` partitions of the largest circuit plus every warm copy.

@@ -41,10 +41,10 @@
 //!   worker, kernel lane, finalize worker); older jobs first within a priority; the partitions
 //!   of a job are synthesized and sent to a GPU in index order, and take a device's kernel
 //!   lanes in that order (so with one lane they leave the device in order). Running stages
-//!   are never interrupted. CRITICAL work skips the synthesis look-ahead limit, never waits
-//!   for a GPU worker (with all of a device's busy it takes one more: its upload overlaps the
-//!   running kernels and it takes the next free kernel lane) and may use the
-//!   `critical_*_reserve` memory.
+//!   are never interrupted. CRITICAL work skips the synthesis look-ahead limit, has one more
+//!   GPU worker per device (taken when the others are busy and the device has free memory for
+//!   it, evicting nothing: its upload overlaps the running kernels and it takes the next free
+//!   kernel lane) and may use the `critical_*_reserve` memory.
 //! * The GPU path never waits on finalize: a partition leaves its GPU worker, kernel lane and
 //!   device memory when its MSM ends, and the next partition's GPU work is dispatched in the
 //!   same drain, before its finalize starts.

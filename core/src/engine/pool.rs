@@ -40,22 +40,22 @@ impl Pool {
 pub(crate) struct Slots {
     n: u32,
     free: BTreeSet<u32>,
-    /// Slots past the first `n` taken by CRITICAL work, which never waits for a slot.
-    extra: BTreeSet<u32>,
+    /// Slot `n`, which only CRITICAL work takes, and only with the others busy: in use.
+    extra: bool,
 }
 
 impl Slots {
     pub fn new(n: u32) -> Slots {
-        Slots { n, free: (0..n).collect(), extra: BTreeSet::new() }
+        Slots { n, free: (0..n).collect(), extra: false }
     }
 
     pub fn has_free(&self) -> bool {
         !self.free.is_empty()
     }
 
-    /// A slot for work of this criticality: CRITICAL work always gets one.
+    /// A slot for work of this criticality: CRITICAL work may also take slot `n`.
     pub fn has_free_for(&self, critical: bool) -> bool {
-        critical || self.has_free()
+        self.has_free() || (critical && !self.extra)
     }
 
     pub fn free_count(&self) -> usize {
@@ -66,24 +66,23 @@ impl Slots {
         self.free.pop_first()
     }
 
-    /// [`Slots::take`], and for CRITICAL work with none free a slot past the first `n`.
+    /// [`Slots::take`], and for CRITICAL work with none free slot `n` if it is free.
     pub fn take_for(&mut self, critical: bool) -> Option<u32> {
         if let Some(s) = self.take() {
             return Some(s);
         }
-        if !critical {
+        if !critical || self.extra {
             return None;
         }
-        let s = (self.n..).find(|s| !self.extra.contains(s))?;
-        self.extra.insert(s);
-        Some(s)
+        self.extra = true;
+        Some(self.n)
     }
 
     pub fn give(&mut self, slot: u32) {
         if slot < self.n {
             self.free.insert(slot);
         } else {
-            self.extra.remove(&slot);
+            self.extra = false;
         }
     }
 }

@@ -228,9 +228,12 @@ impl Engine {
                 continue;
             }
             let avail = s.pool.avail(crit);
+            // A CRITICAL partition takes a worker past `gpu_workers` only into free memory:
+            // it evicts nothing for one, it waits for a worker as other work does.
+            let extra = !s.workers.has_free();
             if avail >= need {
                 best = best.max(Some((s.workers.free_count(), avail, std::cmp::Reverse(d))));
-            } else if tight.is_none() {
+            } else if tight.is_none() && !extra {
                 tight = Some(d);
             }
         }
