@@ -428,10 +428,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
     fn witness_in_parts(&self, _k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
         use crate::post_witness::{write_sector, SectorInputs};
         let Some(proof) = &self.proof else { return Ok(false) };
-        let circuit_of = || {
-            FallbackPoStCompound::<Tree>::circuit(&self.inputs, Default::default(), proof, &self.params, Some(0)).map_err(unsat).map_err(WitnessError::Circuit)
-        };
-        let circuit = circuit_of()?;
+        let circuit = FallbackPoStCompound::<Tree>::circuit(&self.inputs, Default::default(), proof, &self.params, Some(0))
+            .map_err(unsat)
+            .map_err(WitnessError::Circuit)?;
         let Ok(sectors) = SectorInputs::of(&circuit, &proof.sectors) else { return Ok(false) };
         let arities = crate::porep_witness::arities::<Tree>();
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {

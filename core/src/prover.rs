@@ -4,14 +4,14 @@
 //! separate function so an engine can run them on different workers; [`prove`] chains them.
 //! Results are bit-identical to `bellperson::groth16::create_proof` with the same `r, s`.
 
-use blstrs::{G1Projective, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::backend::{Backend, BackendError, MsmScalars};
 use crate::domain::{Domain, DomainTooLarge};
 use crate::matrices::{ConstraintMatrices, WitnessCs};
-use crate::params::{Parameters, VerifyingKey};
+use crate::params::{Parameters, Section, VerifyingKey};
 use crate::proof::Proof;
 use crate::synth::Synthesized;
 
@@ -90,24 +90,59 @@ pub struct ProvingKey<B: Backend> {
 }
 
 impl<B: Backend> ProvingKey<B> {
-    /// Moves decoded parameters onto `backend` (placed as the backend decides).
+    /// Moves decoded parameters onto `backend` (placed as the backend decides:
+    /// [`Backend::load_g1`]).
     pub fn load(backend: &B, params: Parameters) -> Result<Self, BackendError> {
-        Self::load_placed(backend, params, false)
+        Self::load_owned(backend, params, None)
     }
 
     /// Moves decoded parameters onto `backend`; with `streamed`, every query set is loaded
     /// streamed ([`Backend::load_g1_placed`]): kept in page-locked host memory and streamed
     /// through the device during MSMs, for parameters larger than the device's budget.
     pub fn load_placed(backend: &B, params: Parameters, streamed: bool) -> Result<Self, BackendError> {
-        let Parameters { vk, h, l, a, b_g1, b_g2 } = params;
-        Ok(ProvingKey {
-            vk,
-            h: backend.load_g1_placed(h, streamed)?,
-            l: backend.load_g1_placed(l, streamed)?,
-            a: backend.load_g1_placed(a, streamed)?,
-            b_g1: backend.load_g1_placed(b_g1, streamed)?,
-            b_g2: backend.load_g2_placed(b_g2, streamed)?,
-        })
+        Self::load_owned(backend, params, Some(streamed))
+    }
+
+    fn load_owned(backend: &B, params: Parameters, placement: Option<bool>) -> Result<Self, BackendError> {
+        let Parameters { vk, mut h, mut l, mut a, mut b_g1, b_g2 } = params;
+        let g1 = |section: Section| {
+            Ok(std::mem::take(match section {
+                Section::H => &mut h,
+                Section::L => &mut l,
+                Section::A => &mut a,
+                Section::BG1 => &mut b_g1,
+                Section::Ic | Section::BG2 => return Ok(Vec::new()),
+            }))
+        };
+        Self::load_by_query(backend, vk, placement, g1, || Ok(b_g2))
+    }
+
+    /// Moves a parameter set onto `backend` one query at a time, each taken from `g1` (`H`,
+    /// `L`, `A`, `BG1`, in that order) or `b_g2` when it is loaded and dropped once loaded, so
+    /// a caller decoding or copying queries on demand holds one at a time. `placement`:
+    /// `None` lets the backend place them ([`Backend::load_g1`]), `Some(streamed)` is the
+    /// caller's ([`Backend::load_g1_placed`]).
+    pub fn load_by_query<E: From<BackendError>>(
+        backend: &B,
+        vk: VerifyingKey,
+        placement: Option<bool>,
+        mut g1: impl FnMut(Section) -> Result<Vec<G1Affine>, E>,
+        b_g2: impl FnOnce() -> Result<Vec<G2Affine>, E>,
+    ) -> Result<Self, E> {
+        let mut put = |section: Section| -> Result<B::G1Bases, E> {
+            let points = g1(section)?;
+            Ok(match placement {
+                None => backend.load_g1(points)?,
+                Some(streamed) => backend.load_g1_placed(points, streamed)?,
+            })
+        };
+        let (h, l, a, b_g1) = (put(Section::H)?, put(Section::L)?, put(Section::A)?, put(Section::BG1)?);
+        let points = b_g2()?;
+        let b_g2 = match placement {
+            None => backend.load_g2(points)?,
+            Some(streamed) => backend.load_g2_placed(points, streamed)?,
+        };
+        Ok(ProvingKey { vk, h, l, a, b_g1, b_g2 })
     }
 
     /// Checks that `synth` is a circuit these parameters were made for; returns its domain.

@@ -131,12 +131,16 @@ impl TimingQueries {
     pub fn b_g2(&self) -> Vec<G2Affine> {
         points::<G2Projective>(self.lengths.b, self.seed + 5)
     }
+
+    /// Every query at once.
+    pub fn params(&self) -> Parameters {
+        Parameters { vk: self.vk(), h: self.g1(Section::H), l: self.g1(Section::L), a: self.g1(Section::A), b_g1: self.g1(Section::BG1), b_g2: self.b_g2() }
+    }
 }
 
 /// Timing-only parameters for the circuit `m` records: every query as long as the real
 /// parameters', pseudo-random points (seeded from the lengths), the generators as the
 /// verifying key. See the module's documentation: they are not a real SRS.
 pub fn timing_params(m: &ConstraintMatrices) -> Result<Parameters, DomainTooLarge> {
-    let t = TimingQueries::of(m)?;
-    Ok(Parameters { vk: t.vk(), h: t.g1(Section::H), l: t.g1(Section::L), a: t.g1(Section::A), b_g1: t.g1(Section::BG1), b_g2: t.b_g2() })
+    Ok(TimingQueries::of(m)?.params())
 }

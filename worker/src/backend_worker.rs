@@ -203,7 +203,7 @@ impl<B: Backend> BackendWorker<B> {
     /// The whole parameter set of a host load.
     fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
         if let Some(q) = self.timing_queries(task)? {
-            return Queries::all(&q);
+            return Ok(q.params());
         }
         read_params_with_records(&task.path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p)
     }
@@ -232,18 +232,8 @@ impl<B: Backend> BackendWorker<B> {
     /// Loads the queries of `q` onto device `d` one at a time (each dropped once on the device).
     fn load_key_from(&self, circuit: CircuitId, d: usize, q: &impl Queries, streamed: bool) -> Result<(), WorkError> {
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
-        let t = std::time::Instant::now();
-        let key = ProvingKey {
-            vk: q.vk(),
-            h: backend.load_g1_placed(q.g1(Section::H)?, streamed)?,
-            l: backend.load_g1_placed(q.g1(Section::L)?, streamed)?,
-            a: backend.load_g1_placed(q.g1(Section::A)?, streamed)?,
-            b_g1: backend.load_g1_placed(q.g1(Section::BG1)?, streamed)?,
-            b_g2: backend.load_g2_placed(q.b_g2()?, streamed)?,
-        };
-        tracing::debug!(circuit = circuit.0, device = d, seconds = t.elapsed().as_secs_f64(), "parameters on the device");
-        lock(&self.vks).insert(circuit, Arc::new(key.vk.clone()));
-        lock(&self.keys).insert((circuit, d), Arc::new(key));
+        let key = ProvingKey::load_by_query(&**backend, q.vk(), Some(streamed), |s| q.g1(s), || q.b_g2())?;
+        self.store_key(circuit, d, key);
         Ok(())
     }
 
@@ -252,10 +242,13 @@ impl<B: Backend> BackendWorker<B> {
     /// and wgpu backends load them resident).
     pub fn load_key_placed(&self, circuit: CircuitId, d: usize, params: Parameters, streamed: bool) -> Result<(), WorkError> {
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
-        let key = ProvingKey::load_placed(&**backend, params, streamed)?;
+        self.store_key(circuit, d, ProvingKey::load_placed(&**backend, params, streamed)?);
+        Ok(())
+    }
+
+    fn store_key(&self, circuit: CircuitId, d: usize, key: ProvingKey<B>) {
         lock(&self.vks).insert(circuit, Arc::new(key.vk.clone()));
         lock(&self.keys).insert((circuit, d), Arc::new(key));
-        Ok(())
     }
 
     fn backend_at(&self, at: Location) -> Result<&Arc<B>, WorkError> {
@@ -554,18 +547,6 @@ trait Queries {
     fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError>;
     /// The `b_g2` query.
     fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError>;
-
-    /// Every query at once.
-    fn all(&self) -> Result<Parameters, WorkError> {
-        Ok(Parameters {
-            vk: self.vk(),
-            h: self.g1(Section::H)?,
-            l: self.g1(Section::L)?,
-            a: self.g1(Section::A)?,
-            b_g1: self.g1(Section::BG1)?,
-            b_g2: self.b_g2()?,
-        })
-    }
 }
 
 /// A warm host copy: each query copied when the load takes it.

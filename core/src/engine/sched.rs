@@ -70,13 +70,13 @@ impl Engine {
         self.claimed.iter_mut().for_each(|c| *c = false);
         self.stuck.clear();
         let mut cursor: Option<PartKey> = None;
-        // CRITICAL partitions (first in `gpu_ready`) never wait for a GPU worker.
-        while self.open_device() || self.gpu_ready.first().is_some_and(|pk| pk.job.critical()) {
+        loop {
             let next = match cursor {
                 None => self.gpu_ready.first().copied(),
                 Some(c) => self.gpu_ready.range((Excluded(c), Unbounded)).next().copied(),
             };
             let Some(pk) = next else { break };
+            // CRITICAL partitions (first in `gpu_ready`) may take a device's CRITICAL worker.
             if !pk.job.critical() && !self.open_device() {
                 break;
             }
