@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
@@ -70,6 +71,56 @@ impl Csr {
         self.row_start.push(self.cols.len() as u64);
     }
 
+    fn view(&self) -> CsrView<'_> {
+        CsrView { row_start: &self.row_start, cols: &self.cols, coeffs: &self.coeffs }
+    }
+}
+
+/// Bytes a matrix can be read from in place: a file's image (a read-only map of it, in the
+/// worker), shared by the matrices that point into it and kept alive by them.
+#[derive(Clone)]
+pub struct FileImage(pub Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl FileImage {
+    fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl std::fmt::Debug for FileImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileImage({} bytes)", self.bytes().len())
+    }
+}
+
+/// Where one matrix's arrays live.
+#[derive(Debug, Clone)]
+enum Matrix {
+    /// Built in memory: recorded, or decoded from bytes that cannot be read in place.
+    Owned(Csr),
+    /// In place in a checked file image (little-endian arrays, each 8-byte aligned): the
+    /// byte ranges of the row offsets (u64), the columns and the coefficient indices (u32).
+    InImage { image: FileImage, row_start: Range<usize>, cols: Range<usize>, coeffs: Range<usize> },
+}
+
+impl Matrix {
+    fn view(&self) -> CsrView<'_> {
+        match self {
+            Matrix::Owned(m) => m.view(),
+            Matrix::InImage { image, row_start, cols, coeffs } => {
+                let b = image.bytes();
+                // The ranges were checked aligned and in bounds when the image was read.
+                CsrView {
+                    row_start: bytemuck::cast_slice(&b[row_start.clone()]),
+                    cols: bytemuck::cast_slice(&b[cols.clone()]),
+                    coeffs: bytemuck::cast_slice(&b[coeffs.clone()]),
+                }
+            }
+        }
+    }
+}
+
+impl CsrView<'_> {
     #[inline]
     fn eval(&self, row: usize, table: &[Scalar], input: &[Scalar], aux: &[Scalar]) -> Scalar {
         let (lo, hi) = (self.row_start[row] as usize, self.row_start[row + 1] as usize);
@@ -83,14 +134,6 @@ impl Csr {
             }
         }
         acc
-    }
-
-    fn entries(&self) -> usize {
-        self.cols.len()
-    }
-
-    fn view(&self) -> CsrView<'_> {
-        CsrView { row_start: &self.row_start, cols: &self.cols, coeffs: &self.coeffs }
     }
 }
 
@@ -180,9 +223,9 @@ impl CoeffTable {
 /// The recorded structure of one circuit shape.
 #[derive(Debug, Clone)]
 pub struct ConstraintMatrices {
-    a: Csr,
-    b: Csr,
-    c: Csr,
+    a: Matrix,
+    b: Matrix,
+    c: Matrix,
     coeffs: Vec<Scalar>,
     /// Public inputs, `ONE` included.
     pub num_inputs: usize,
@@ -319,9 +362,9 @@ impl ConstraintMatrices {
         )?;
         let mc = build(c, Box::new(|_| {}))?;
         Ok(ConstraintMatrices {
-            a: ma,
-            b: mb,
-            c: mc,
+            a: Matrix::Owned(ma),
+            b: Matrix::Owned(mb),
+            c: Matrix::Owned(mc),
             coeffs: table.values,
             num_inputs,
             num_aux,
@@ -348,17 +391,24 @@ impl ConstraintMatrices {
 
     /// Constraints, input constraints included.
     pub fn num_constraints(&self) -> usize {
-        self.a.row_start.len().saturating_sub(1)
+        self.a.view().row_start.len().saturating_sub(1)
     }
 
     /// Non-zero entries of `A, B, C` together.
     pub fn num_entries(&self) -> usize {
-        self.a.entries() + self.b.entries() + self.c.entries()
+        self.views().iter().map(|v| v.cols.len()).sum()
     }
 
-    /// Approximate heap size in bytes.
+    /// Approximate size of the matrices in bytes, in memory or in a file image.
     pub fn heap_bytes(&self) -> usize {
         self.num_entries() * 8 + 3 * 8 * (self.num_constraints() + 1) + self.coeffs.len() * 32
+    }
+
+    /// Whether `A, B, C` are read in place from a file image
+    /// ([`ConstraintMatrices::from_file_image`]) rather than held in memory of their own: then
+    /// their pages are the file's, which the system can drop and read again.
+    pub fn in_file_image(&self) -> bool {
+        matches!(self.a, Matrix::InImage { .. })
     }
 
     /// Runs the circuit for its witness only.
@@ -390,10 +440,11 @@ impl ConstraintMatrices {
     /// Evaluates rows `rows` of `A, B, C` at the witness into `a, b, c` (each
     /// `rows.len()` long). Disjoint row ranges can run on different threads.
     pub fn evaluate_rows(&self, rows: Range<usize>, input: &[Scalar], aux: &[Scalar], a: &mut [Scalar], b: &mut [Scalar], c: &mut [Scalar]) {
+        let [va, vb, vc] = self.views();
         for (k, r) in rows.enumerate() {
-            a[k] = self.a.eval(r, &self.coeffs, input, aux);
-            b[k] = self.b.eval(r, &self.coeffs, input, aux);
-            c[k] = self.c.eval(r, &self.coeffs, input, aux);
+            a[k] = va.eval(r, &self.coeffs, input, aux);
+            b[k] = vb.eval(r, &self.coeffs, input, aux);
+            c[k] = vc.eval(r, &self.coeffs, input, aux);
         }
     }
 

@@ -14,12 +14,12 @@
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
 # These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device
-# load's query in flight (up to 12.9 GB at 32 GiB) and the host copy of the matrices are outside
-# the host budget.
+# load's query in flight (up to 12.9 GB at 32 GiB) and the matrices (a map of their file, pages
+# the system may drop: RssFile at each stop) are outside the host budget.
 #   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
 #             (recorded; skipped when an earlier part left them), after a restart on the same
-#             data directory (loaded from the file), and after one byte of the file is
-#             corrupted (detected, recorded again)
+#             data directory (loaded from the file), and (unless CORRUPT=0) after one byte of
+#             the file is corrupted (detected, recorded again)
 #   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
 #             parameters: STREAMED (3) PoRep jobs, 2 in flight
 # Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
@@ -53,6 +53,7 @@ pid=
 serve() { # serve NAME [extra serve flags...]
   local name=$1
   shift
+  rm -f "$CUZK_DATA_DIR/cuzk.sock" # a stopped daemon's socket would pass the wait below
   "$CUZK" serve --bench-mode --http $HTTP "$@" > "$OUT/serve-$name.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
@@ -60,11 +61,11 @@ serve() { # serve NAME [extra serve flags...]
 }
 stop() { # stop NAME
   local hwm
-  hwm=$(grep VmHWM /proc/$pid/status 2>/dev/null)
+  hwm=$(grep -E "VmHWM|RssAnon|RssFile" /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)
   curl -s $HTTP/status > "$OUT/status-$1.json"
   "$CUZK" trace --http $HTTP --out "$OUT/trace-$1.json" > /dev/null 2>&1
   kill -TERM $pid; wait $pid
-  note "serve $1 stopped ($?); peak RSS $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"
+  note "serve $1 stopped ($?); $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"
 }
 bench() { # bench NAME SECS ARGS...
   local name=$1 secs=$2
@@ -111,6 +112,8 @@ if has restart; then
   bench restart-porep 400 --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json"
   grep -E "matrices (loaded|recorded)|not used" "$OUT/serve-restart.log" | tee -a "$S"
   stop restart
+fi
+if has restart && [ "${CORRUPT:-1}" = 1 ]; then
   f=$CUZK_DATA_DIR/matrices/porep-$SIZE.matrices
   printf '\xff' | dd of="$f" bs=1 seek=4096 conv=notrunc status=none
   note "corrupted one byte of $f"

@@ -12,7 +12,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
-use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
+use cuzk_core::matrices::{ConstraintMatrices, FileImage, WitnessCs};
 use cuzk_core::synth::{SynthesizeError, Synthesized};
 use cuzk_core::witness::ParallelWitness;
 
@@ -119,7 +119,7 @@ impl MatrixCache {
     /// The key a file of `shape` is written under: the shape and the versions its structure
     /// depends on (a circuit's code changes only with a release of cuzk or of its circuit crates).
     pub fn file_key(shape: CircuitShape) -> String {
-        format!("{} cuzk-worker {} format 1", shape.id(), env!("CARGO_PKG_VERSION"))
+        format!("{} cuzk-worker {} format 2", shape.id(), env!("CARGO_PKG_VERSION"))
     }
 
     fn load(&self, shape: CircuitShape) -> Stored {
@@ -129,21 +129,24 @@ impl MatrixCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Stored::Absent,
             Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
         };
-        // SAFETY: a read-only map of a file this cache replaces only by renaming a new one over
-        // it, never by writing into it.
+        // SAFETY: a read-only map, which the matrices read from keep for as long as they live,
+        // of a file this cache replaces only by renaming a new one over it, never by writing
+        // into it (an outside writer that truncated it in place would fault the reader; the
+        // daemon's docs say to delete or replace these files, never to edit them).
         let map = match unsafe { memmap2::Mmap::map(&file) } {
             Ok(m) => m,
             Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
         };
-        match ConstraintMatrices::from_file_bytes(&map, &Self::file_key(shape)) {
+        match ConstraintMatrices::from_file_image(FileImage(Arc::new(map)), &Self::file_key(shape)) {
             Ok(m) => Stored::Loaded(Box::new(m)),
             Err(e) => Stored::Unusable(format!("{}: {e}", path.display())),
         }
     }
 
-    /// Writes `m` as the file of `shape` (a temporary file renamed over the old one).
-    fn save(&self, shape: CircuitShape, m: &ConstraintMatrices) {
-        let Some(path) = self.file_of(shape) else { return };
+    /// Writes `m` as the file of `shape` (a temporary file renamed over the old one); true if
+    /// it was written.
+    fn save(&self, shape: CircuitShape, m: &ConstraintMatrices) -> bool {
+        let Some(path) = self.file_of(shape) else { return false };
         let tmp = path.with_extension(format!("matrices.tmp{}", std::process::id()));
         let write = || -> std::io::Result<()> {
             if let Some(dir) = path.parent() {
@@ -155,10 +158,14 @@ impl MatrixCache {
             std::fs::rename(&tmp, &path)
         };
         match write() {
-            Ok(()) => tracing::info!(circuit = %shape.id(), path = %path.display(), "constraint matrices saved"),
+            Ok(()) => {
+                tracing::info!(circuit = %shape.id(), path = %path.display(), "constraint matrices saved");
+                true
+            }
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
                 tracing::warn!(circuit = %shape.id(), path = %path.display(), "constraint matrices not saved: {e}");
+                false
             }
         }
     }
@@ -209,7 +216,7 @@ impl MatrixCache {
             .get_or_init(|| {
                 match self.load(shape) {
                     Stored::Loaded(m) => {
-                        tracing::info!(circuit = %shape.id(), entries = m.num_entries(), "constraint matrices loaded");
+                        tracing::info!(circuit = %shape.id(), entries = m.num_entries(), in_place = m.in_file_image(), "constraint matrices loaded");
                         return Some(Arc::new(*m));
                     }
                     Stored::Unusable(why) => tracing::warn!(circuit = %shape.id(), "constraint matrices file not used, recording again: {why}"),
@@ -224,8 +231,15 @@ impl MatrixCache {
                     }
                 };
                 tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
-                self.save(shape, &m);
-                Some(m)
+                if !self.save(shape, &m) {
+                    return Some(m);
+                }
+                // Kept from here on as the file's image, whose pages the system can drop and
+                // read again, instead of the recording's own memory.
+                match self.load(shape) {
+                    Stored::Loaded(mapped) => Some(Arc::new(*mapped)),
+                    Stored::Absent | Stored::Unusable(_) => Some(m),
+                }
             })
             .clone();
         if recorded.is_none() {
@@ -311,6 +325,8 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         let file = first.file_of(shape).unwrap();
         assert!(file.exists());
+        assert!(recorded.in_file_image(), "once saved, the recording is kept as the file's image");
+        assert!(!MatrixCache::default().get_or_record(shape, &circuit).unwrap().in_file_image(), "without a file, in memory");
 
         // A second cache (a restart) loads the file: no recording, the same matrices.
         let second = MatrixCache::persistent(dir.path().to_path_buf());
@@ -318,6 +334,7 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the file was not used");
         let same = |m: &ConstraintMatrices| m.to_file_bytes("k");
         assert!(same(&loaded) == same(&recorded));
+        assert!(loaded.in_file_image(), "a loaded file is read in place");
         let w = loaded.witness(circuit.clone(), cuzk_core::alloc::heap()).unwrap();
         let full = cuzk_core::synth::synthesize(circuit.clone(), cuzk_core::alloc::heap(), Default::default()).unwrap();
         let via_file = evaluate(&loaded, w, cuzk_core::alloc::heap()).unwrap();
@@ -327,6 +344,9 @@ mod tests {
         let mut bytes = std::fs::read(&file).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 1;
+        // A new file in its place, as the cache itself replaces one: the images held above
+        // keep the old one.
+        std::fs::remove_file(&file).unwrap();
         std::fs::write(&file, &bytes).unwrap();
         let third = MatrixCache::persistent(dir.path().to_path_buf());
         assert!(third.get_or_record(shape, &counted).is_some());

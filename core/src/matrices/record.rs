@@ -21,7 +21,7 @@ use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, Synth
 use blstrs::Scalar;
 use ff::Field;
 
-use super::{CoeffTable, ConstraintMatrices, Csr};
+use super::{CoeffTable, ConstraintMatrices, Csr, Matrix};
 use crate::alloc::{heap, AllocError};
 use crate::density::DensityBitmap;
 use crate::synth::{ShapeChanged, SynthesizeError};
@@ -317,6 +317,7 @@ fn merge(parts: Vec<RecordedShare>) -> Result<ConstraintMatrices, SynthesizeErro
             m.row_start.clear();
         }
     }
+    let (a, b, c) = (Matrix::Owned(a), Matrix::Owned(b), Matrix::Owned(c));
     Ok(ConstraintMatrices { a, b, c, coeffs, num_inputs: inputs, num_aux: aux, a_aux_density, b_input_density, b_aux_density })
 }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 
-use super::{ConstraintMatrices, Csr, AUX, COEFF_ONE};
+use super::{ConstraintMatrices, Csr, CsrView, Matrix, AUX, COEFF_ONE};
 use crate::alloc::heap;
 use crate::density::DensityBitmap;
 use crate::synth::SynthesizeError;
@@ -172,7 +172,7 @@ fn shifted(col: u32, first: Mark, step: Mark) -> u32 {
 }
 
 /// Whether rows `block0 + j` and `block1 + j` (`j < len`) of `m` are the same up to the shift.
-fn repeats_in(m: &Csr, block0: usize, block1: usize, len: usize, first: Mark, step: Mark) -> bool {
+fn repeats_in(m: &CsrView<'_>, block0: usize, block1: usize, len: usize, first: Mark, step: Mark) -> bool {
     (0..len).all(|j| {
         let (r0, r1) = (block0 + j, block1 + j);
         let e0 = m.row_start[r0] as usize..m.row_start[r0 + 1] as usize;
@@ -196,7 +196,7 @@ struct Layout {
 
 /// `m`'s header rows, then `count` copies of its first block, copy `k` shifted `k` times, then
 /// one row per input as `input_row` gives it (its coefficient index on the input, or none).
-fn expand(m: &Csr, l: Layout, inputs: usize, input_row: impl Fn(usize) -> Option<u32>) -> Csr {
+fn expand(m: &CsrView<'_>, l: Layout, inputs: usize, input_row: impl Fn(usize) -> Option<u32>) -> Csr {
     let Layout { header, block, count, first, step } = l;
     let entries = |r: std::ops::Range<usize>| m.row_start[r.end] as usize - m.row_start[r.start] as usize;
     let (head, body) = (entries(0..header), entries(header..header + block));
@@ -243,15 +243,16 @@ impl ConstraintMatrices {
         if third != (Mark { row: second.row + step.row, aux: second.aux + step.aux, input: second.input + step.input }) || step.row == 0 {
             return Ok(None);
         }
-        if ![&part.a, &part.b, &part.c].iter().all(|m| repeats_in(m, first.row, second.row, step.row, first, step)) {
+        if !part.views().iter().all(|m| repeats_in(m, first.row, second.row, step.row, first, step)) {
             return Ok(None);
         }
         let inputs = first.input + repeats.count * step.input;
         let aux = first.aux + repeats.count * step.aux;
         let layout = Layout { header: first.row, block: step.row, count: repeats.count, first, step };
-        let a = expand(&part.a, layout, inputs, |_| Some(COEFF_ONE));
-        let b = expand(&part.b, layout, inputs, |_| None);
-        let c = expand(&part.c, layout, inputs, |_| None);
+        let [pa, pb, pc] = part.views();
+        let a = expand(&pa, layout, inputs, |_| Some(COEFF_ONE));
+        let b = expand(&pb, layout, inputs, |_| None);
+        let c = expand(&pc, layout, inputs, |_| None);
         let alloc = heap();
         let (mut a_aux, mut b_input, mut b_aux) = (DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc));
         for _ in 0..aux {
@@ -274,9 +275,9 @@ impl ConstraintMatrices {
             }
         }
         Ok(Some(ConstraintMatrices {
-            a,
-            b,
-            c,
+            a: Matrix::Owned(a),
+            b: Matrix::Owned(b),
+            c: Matrix::Owned(c),
             coeffs: part.coeffs,
             num_inputs: inputs,
             num_aux: aux,
