@@ -9,6 +9,8 @@
 #   step NAME SECS CMD...   run CMD under a time limit, all output to $OUT/NAME.txt, and note its
 #                           exit status and duration; variables set before `step` reach CMD
 #   pick FILE REGEX         append FILE's lines matching REGEX to the summary
+#   start_daemon LOG ARGS...  `$BIN/cuzk serve ARGS...` in the background (output to LOG, its pid
+#                           in $pid), once its socket in $CUZK_DATA_DIR is there (up to 60 s)
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${CUZK_BIN_DIR:-$ROOT/gpu-bin}
@@ -36,5 +38,13 @@ step() {
   return $rc
 }
 pick() { grep -E "$2" "$1" | tee -a "$S"; }
+start_daemon() {
+  local log=$1
+  shift
+  rm -f "$CUZK_DATA_DIR/cuzk.sock" # a stopped daemon's socket would pass the wait below
+  "$BIN/cuzk" serve "$@" > "$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+}
 
 note "== $(basename "$0") $(date -u '+%F %T') UTC on $(hostname): $(nproc) cores, $(nvidia-smi -L 2>/dev/null | head -1)"

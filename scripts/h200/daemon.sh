@@ -18,9 +18,7 @@ step setup-sha256 300 "$CUZK" setup --circuit sha256-chain --log-size 20
 step setup-squaring 300 "$CUZK" setup --circuit squaring-chain --log-size 20
 step prove 300 "$CUZK" prove --backend cuda --circuit sha256-chain --log-size 20 --trust-params
 tail -14 "$OUT/prove.txt" | tee -a "$S"
-"$CUZK" serve --trust-params --http 127.0.0.1:9180 > "$OUT/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 60); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+start_daemon "$OUT/serve.log" --trust-params --http 127.0.0.1:9180
 if [ "${WARMUP:-0}" -gt 0 ]; then
   step warmup 300 "$CUZK" bench --quiet --verify --jobs "$WARMUP" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
 fi

@@ -70,10 +70,7 @@ devices = $devices
 [params]
 trusted = true
 TOML
-  rm -f "$CUZK_DATA_DIR/cuzk.sock" # a stopped daemon's socket would pass the wait below
-  "$CUZK" serve --config "$dir/serve.toml" > "$dir/serve.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+  start_daemon "$dir/serve.log" --config "$dir/serve.toml"
   if [ "${WARMUP:-8}" -gt 0 ]; then
     step "$name/warmup" 600 "$CUZK" bench --quiet --verify --jobs "${WARMUP:-8}" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
   fi

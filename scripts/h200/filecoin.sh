@@ -35,9 +35,7 @@ for k in porep-2k snap-2k; do
 done
 
 for backend in $BACKENDS; do
-  "$CUZK" serve --backend "$backend" --trust-params --http "" --tcp 127.0.0.1:9820 --tcp-insecure > "$OUT/serve-$backend.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+  start_daemon "$OUT/serve-$backend.log" --backend "$backend" --trust-params --http "" --tcp 127.0.0.1:9820 --tcp-insecure
   note "== backend $backend"
   for k in $KINDS; do
     for rep in $(seq 1 "$REPS"); do

@@ -53,10 +53,7 @@ pid=
 serve() { # serve NAME [extra serve flags...]
   local name=$1
   shift
-  rm -f "$CUZK_DATA_DIR/cuzk.sock" # a stopped daemon's socket would pass the wait below
-  "$CUZK" serve --bench-mode --http $HTTP "$@" > "$OUT/serve-$name.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 120); do [ -S "$CUZK_DATA_DIR/cuzk.sock" ] && break; sleep 0.5; done
+  start_daemon "$OUT/serve-$name.log" --bench-mode --http $HTTP "$@"
   note "serve $name: pid $pid $*"
 }
 stop() { # stop NAME
