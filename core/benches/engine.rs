@@ -39,6 +39,7 @@ fn engine(s: &Setup) -> Engine {
             params_device_host_bytes: 0,
             footprint: Footprint { host_abc: 12 * GB, host_rest: GB, device_abc: 12 * GB, device_rest: 2 * GB },
             witness_footprint: None,
+            load_host_bytes: 0,
         };
         e.register_circuit(CircuitId(c), profile).expect("register");
     }

@@ -7,7 +7,7 @@
 //! the circuit in a [`WitnessCs`], which only stores assignments and never builds the linear
 //! combinations passed to `enforce`, then compute `a, b, c` as sparse matrix–vector products
 //! ([`ConstraintMatrices::evaluate_rows`]) that a caller can split across threads.
-//! [`ConstraintMatrices::record_parallel`] records on several threads, with the same result.
+//! `cuzk-worker`'s `record_parallel` records on several threads, with the same result.
 //!
 //! The result is exactly what [`crate::synth::synthesize`] produces.
 

@@ -307,6 +307,12 @@ impl ParamsLayout {
         Ok(ParamsLayout { vk, h, l, a, b_g1, b_g2 })
     }
 
+    /// Host bytes of the largest query once decoded (what a load moving one query at a time
+    /// holds): a decoded point takes as many bytes as its uncompressed encoding.
+    pub fn largest_query_bytes(&self) -> u64 {
+        [&self.h, &self.l, &self.a, &self.b_g1, &self.b_g2].iter().map(|r| r.len() as u64).max().unwrap_or(0)
+    }
+
     /// The G1 query sections with their byte ranges.
     pub fn g1_sections(&self) -> [(Section, Range<usize>); 4] {
         [(Section::H, self.h.clone()), (Section::L, self.l.clone()), (Section::A, self.a.clone()), (Section::BG1, self.b_g1.clone())]

@@ -18,6 +18,7 @@ fn profile() -> CircuitProfile {
         params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
         witness_footprint: None,
+        load_host_bytes: 0,
     }
 }
 

@@ -26,6 +26,7 @@ fn profile() -> impl Strategy<Value = CircuitProfile> {
         params_device_host_bytes: 0,
         footprint: Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB },
         witness_footprint: None,
+        load_host_bytes: 0,
     })
 }
 

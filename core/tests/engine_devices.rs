@@ -59,11 +59,13 @@ fn ample_devices(n: usize, circuits: &[(CircuitProfile, CircuitModel)], workers:
     vec![DeviceConfig { memory_bytes: params + u64::from(workers + 1) * biggest, gpu_workers: workers, kernel_lanes: lanes, fallback: false }; n]
 }
 
-/// Host memory for `synth` partitions of the largest circuit plus every warm copy.
+/// Host memory for `synth` partitions of the largest circuit plus every warm copy, and what
+/// is set aside for device loads' queries.
 fn host_bytes(circuits: &[(CircuitProfile, CircuitModel)], synth: u32, extra: u32) -> u64 {
     let params: u64 = circuits.iter().map(|(p, _)| p.params_host_bytes).sum();
     let biggest = circuits.iter().map(|(p, _)| p.footprint.host()).max().unwrap_or(0);
-    params + u64::from(synth + extra) * biggest
+    let loads = circuits.iter().map(|(p, _)| p.load_host_bytes).max().unwrap_or(0);
+    params + u64::from(synth + extra) * biggest + loads
 }
 
 fn sim(cfg: EngineConfig, circuits: &[(CircuitProfile, CircuitModel)], faults: Faults, seed: u64) -> Sim {
@@ -386,7 +388,9 @@ fn preload_everywhere(sim: &mut Sim, circuits: &[(CircuitProfile, CircuitModel)]
             sim.preload_at(Nanos::ZERO, CircuitId(c), Location::Device(DeviceId(d)));
         }
     }
-    let loaded = circuits.iter().map(|(_, m)| m.load_device.max()).max().unwrap_or_default();
+    // Loads whose queries do not fit the host bytes set aside for loads together run one
+    // after another: all of them in a row bound the wait.
+    let loaded = Nanos(circuits.iter().map(|(_, m)| m.load_device.max().0).sum::<u64>().saturating_mul(ndev as u64));
     sim.run_until(loaded);
     for c in 0..circuits.len() as u32 {
         for d in 0..ndev as u32 {
@@ -658,7 +662,14 @@ fn small_engine(devices: usize) -> Engine {
     let fp = Footprint { host_abc: MB, host_rest: MB, device_abc: MB, device_rest: MB };
     e.register_circuit(
         CircuitId(0),
-        CircuitProfile { params_host_bytes: 0, params_device_bytes: 8 * MB, params_device_host_bytes: 0, footprint: fp, witness_footprint: None },
+        CircuitProfile {
+            params_host_bytes: 0,
+            params_device_bytes: 8 * MB,
+            params_device_host_bytes: 0,
+            footprint: fp,
+            witness_footprint: None,
+            load_host_bytes: 0,
+        },
     )
     .expect("register");
     e

@@ -27,6 +27,7 @@ fn profile() -> CircuitProfile {
         params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
         witness_footprint: None,
+        load_host_bytes: 0,
     }
 }
 
@@ -603,8 +604,10 @@ proptest! {
             let cap = sim.engine().usage(*at).map_or(0, |u| u.capacity);
             prop_assert!(*peak <= i128::from(cap), "{at:?}: peak {peak}");
         }
-        // A job is refused at once only when one partition and a copy can never fit.
-        let host = i128::from(s.cfg.host_memory_bytes);
+        // A job is refused at once only when one partition and a copy can never fit (the host
+        // less what is set aside for loads' queries).
+        let aside = s.circuits.iter().map(|(p, _, _)| p.load_host_bytes).max().unwrap_or(0);
+        let host = i128::from(s.cfg.host_memory_bytes - aside);
         for (ticket, _) in &sim.log().rejected {
             let (c, prio, _, _) = s.jobs[*ticket];
             let reserve = if prio == cuzk_core::engine::Priority::Critical { 0 } else { s.cfg.critical_device_reserve };
@@ -682,6 +685,7 @@ fn matrices_are_reserved_in_a_simulated_mix() {
         params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 30 * MB, host_rest: 10 * MB, device_abc: 30 * MB, device_rest: 10 * MB },
         witness_footprint: None,
+        load_host_bytes: 0,
     };
     let m = CircuitModel {
         stages: [Dur::fixed(Nanos::from_millis(5)); 5],

@@ -24,6 +24,7 @@ fn porep(finalize: Nanos) -> (CircuitProfile, CircuitModel) {
         params_device_host_bytes: 0,
         footprint: Footprint { host_abc: 12 * GB, host_rest: GB, device_abc: 12 * GB, device_rest: 2 * GB },
         witness_footprint: None,
+        load_host_bytes: 0,
     };
     let model = CircuitModel {
         stages: [

@@ -26,7 +26,10 @@ use crate::setup::params_path;
 /// non-CRITICAL work may use on the largest device, [`stream_budget`]) are streamed: a device
 /// copy keeps the bases in page-locked host memory (`params_device_host_bytes`, the file's
 /// size) and takes only the streamed MSMs' staging on the device ([`STREAM_DEVICE_BYTES`]).
-pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device_budget: u64) -> CircuitProfile {
+///
+/// A device load holds `largest_query_bytes` of host memory in flight (one decoded query:
+/// [`CircuitProfile::load_host_bytes`]).
+pub fn profile(log_size: u32, params_file_bytes: u64, largest_query_bytes: u64, witness_only: bool, device_budget: u64) -> CircuitProfile {
     // Besides a, b, c: input and aux assignments, h and MSM scratch, about two vectors.
     let n = 1u64 << log_size;
     let mut footprint = Footprint::for_domain(log_size, 2 * 32 * n);
@@ -44,6 +47,7 @@ pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device
             params_device_host_bytes: 0,
             footprint,
             witness_footprint,
+            load_host_bytes: largest_query_bytes,
         };
     }
     tracing::info!(
@@ -61,6 +65,7 @@ pub fn profile(log_size: u32, params_file_bytes: u64, witness_only: bool, device
         params_device_host_bytes: params_file_bytes,
         footprint,
         witness_footprint,
+        load_host_bytes: largest_query_bytes,
     }
 }
 
@@ -86,13 +91,16 @@ pub fn shape_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitShape) -> 
     }
 }
 
-/// log2 of the domain a parameter file was made for (from its `h` query length), without
-/// decoding any query point.
-pub fn params_log_size(path: &Path) -> Option<u32> {
+/// The layout of a parameter file (its query lengths), without decoding any query point.
+pub fn params_layout(path: &Path) -> Option<cuzk_core::params::ParamsLayout> {
     let file = std::fs::File::open(path).ok()?;
     // SAFETY: read-only map of a file cuzk never writes while it is open.
     let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let layout = cuzk_core::params::ParamsLayout::parse(&map).ok()?;
+    cuzk_core::params::ParamsLayout::parse(&map).ok()
+}
+
+/// log2 of the domain parameters with this layout were made for (from the `h` query length).
+pub fn params_log_size(layout: &cuzk_core::params::ParamsLayout) -> Option<u32> {
     let n = layout.h.len() / cuzk_core::params::G1_UNCOMPRESSED + 1;
     n.is_power_of_two().then(|| n.trailing_zeros())
 }
@@ -133,25 +141,32 @@ impl Registry {
         self.entries.iter().enumerate().map(|(i, r)| (CircuitId(i as u32), r))
     }
 
-    /// Adds a circuit whose parameter file lies in `data_dir` (built-ins) or `fil_dir`
-    /// (Filecoin); returns the new id, or `None` when the file is missing.
-    pub fn add(&mut self, data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<(CircuitId, &Registered)> {
-        let path = shape_params_path(data_dir, fil_dir, spec)?;
-        let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
-        let id = CircuitId(self.entries.len() as u32);
-        self.entries.push(Registered { spec, path, file_bytes, timing_only: false });
-        self.by_spec.insert(spec, id);
-        Some((id, &self.entries[id.0 as usize]))
+    /// The id the next added circuit gets.
+    pub fn next_id(&self) -> CircuitId {
+        CircuitId(self.entries.len() as u32)
     }
 
-    /// Adds a circuit with timing-only parameters of `file_bytes` (bench mode).
-    pub fn add_timing_only(&mut self, spec: CircuitShape, file_bytes: u64) -> (CircuitId, &Registered) {
-        let id = CircuitId(self.entries.len() as u32);
-        let path = PathBuf::from(format!("<timing-only parameters of {}>", spec.id()));
-        self.entries.push(Registered { spec, path, file_bytes, timing_only: true });
-        self.by_spec.insert(spec, id);
-        (id, &self.entries[id.0 as usize])
+    /// Adds a circuit under [`Registry::next_id`].
+    pub fn add(&mut self, reg: Registered) -> CircuitId {
+        let id = self.next_id();
+        self.by_spec.insert(reg.spec, id);
+        self.entries.push(reg);
+        id
     }
+}
+
+/// `spec` with its parameter file in `data_dir` (built-ins) or `fil_dir` (Filecoin), not yet
+/// added; `None` when the file is missing.
+pub fn locate(data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<Registered> {
+    let path = shape_params_path(data_dir, fil_dir, spec)?;
+    let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
+    Some(Registered { spec, path, file_bytes, timing_only: false })
+}
+
+/// `spec` with timing-only parameters of `file_bytes` (bench mode), not yet added.
+pub fn timing_only(spec: CircuitShape, file_bytes: u64) -> Registered {
+    let path = PathBuf::from(format!("<timing-only parameters of {}>", spec.id()));
+    Registered { spec, path, file_bytes, timing_only: true }
 }
 
 #[cfg(test)]
@@ -163,18 +178,19 @@ mod tests {
         const GIB: u64 = 1 << 30;
         // A 32 GiB PoRep: 2^27 domain, ~47 GiB of parameters.
         let params = 47 * GIB;
-        let resident = profile(27, params, true, 120 * GIB);
+        let resident = profile(27, params, 13 * GIB, true, 120 * GIB);
         assert_eq!((resident.params_device_bytes, resident.params_device_host_bytes), (params, 0));
+        assert_eq!(resident.load_host_bytes, 13 * GIB, "a device load holds its largest query");
         // A 24 GiB budget: the bases stay on the host, the device holds the staging.
-        let streamed = profile(27, params, true, 24 * GIB);
+        let streamed = profile(27, params, 13 * GIB, true, 24 * GIB);
         assert_eq!((streamed.params_device_bytes, streamed.params_device_host_bytes, streamed.params_host_bytes), (STREAM_DEVICE_BYTES, params, params));
         assert!(streamed.params_device_bytes + streamed.footprint.device() <= 24 * GIB, "a partition and the staging fit the budget");
         // Parameters smaller than the staging: a streamed copy never claims more than them.
-        let small = profile(10, 1 << 20, false, 1 << 20);
+        let small = profile(10, 1 << 20, 0, false, 1 << 20);
         assert_eq!((small.params_device_bytes, small.params_device_host_bytes), (1 << 20, 1 << 20));
         // Exactly fitting stays resident.
-        let f = profile(20, GIB, false, u64::MAX).footprint.device();
-        assert_eq!(profile(20, GIB, false, GIB + f).params_device_host_bytes, 0);
-        assert_eq!(profile(20, GIB, false, GIB + f - 1).params_device_host_bytes, GIB);
+        let f = profile(20, GIB, 0, false, u64::MAX).footprint.device();
+        assert_eq!(profile(20, GIB, 0, false, GIB + f).params_device_host_bytes, 0);
+        assert_eq!(profile(20, GIB, 0, false, GIB + f - 1).params_device_host_bytes, GIB);
     }
 }

@@ -41,6 +41,10 @@ pub fn render(s: &Snapshot) -> String {
     for (d, b) in s.memory.devices.iter().enumerate() {
         let _ = writeln!(o, "cuzk_memory_capacity_bytes{{location=\"device{d}\"}} {}", b.capacity);
     }
+    head(&mut o, "cuzk_memory_loads_set_aside_bytes", "gauge", "Host bytes set aside for the query a device load holds in flight.");
+    let _ = writeln!(o, "cuzk_memory_loads_set_aside_bytes {}", s.memory.host.loads_set_aside);
+    head(&mut o, "cuzk_memory_loads_bytes", "gauge", "Host bytes device loads in flight hold now.");
+    let _ = writeln!(o, "cuzk_memory_loads_bytes {}", s.memory.host.in_loads);
     head(&mut o, "cuzk_device_busy_seconds_total", "counter", "Seconds with at least one GPU stage running.");
     for d in &s.devices {
         let _ = writeln!(o, "cuzk_device_busy_seconds_total{{device=\"{}\",ordinal=\"{}\",name=\"{}\"}} {}", d.id, d.ordinal, esc(&d.name), d.busy_s);

@@ -143,6 +143,12 @@ pub struct Budget {
     pub used: u64,
     /// Bytes in the budget.
     pub capacity: u64,
+    /// Bytes of the budget set aside for the query a device load holds in flight (host only).
+    #[serde(default)]
+    pub loads_set_aside: u64,
+    /// Bytes of `used` that device loads in flight hold (host only).
+    #[serde(default)]
+    pub in_loads: u64,
 }
 
 /// The memory budgets.

@@ -13,9 +13,10 @@
 #             jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
 #             WinningPoSt jobs one after another into it
-# These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB): a device
-# load's query in flight (up to 12.9 GB at 32 GiB) and the matrices (a map of their file, pages
-# the system may drop: RssFile at each stop) are outside the host budget.
+# These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB), which
+# sets aside the largest query a device load holds in flight (12.9 GB at 32 GiB; the host
+# budget at each stop); the matrices (a map of their file, pages the system may drop: RssFile
+# at each stop) are outside it.
 #   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
 #             (recorded; skipped when an earlier part left them), after a restart on the same
 #             data directory (loaded from the file), and (unless CORRUPT=0) after one byte of
@@ -60,6 +61,7 @@ stop() { # stop NAME
   local hwm
   hwm=$(grep -E "VmHWM|RssAnon|RssFile" /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)
   curl -s $HTTP/status > "$OUT/status-$1.json"
+  note "serve $1 host budget $(grep -o '"host":{[^}]*}' "$OUT/status-$1.json" | head -1)"
   "$CUZK" trace --http $HTTP --out "$OUT/trace-$1.json" > /dev/null 2>&1
   kill -TERM $pid; wait $pid
   note "serve $1 stopped ($?); $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"

@@ -51,6 +51,12 @@ impl QueryLengths {
         })
     }
 
+    /// Host bytes of the largest query (what a device load moving one query at a time holds).
+    pub fn largest_query_bytes(&self) -> u64 {
+        let g1 = [self.h, self.l, self.a, self.b].into_iter().max().unwrap_or(0) as u64 * G1_UNCOMPRESSED as u64;
+        g1.max(self.b as u64 * G2_UNCOMPRESSED as u64)
+    }
+
     /// The size of a parameter file with these queries (uncompressed points, as bellperson
     /// writes them), which is what the points take in memory too.
     pub fn file_bytes(&self) -> u64 {

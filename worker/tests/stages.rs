@@ -334,7 +334,14 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
         let c = CircuitId(i as u32);
         e.register_circuit(
             c,
-            CircuitProfile { params_host_bytes: *p, params_device_bytes: *p, params_device_host_bytes: 0, footprint: *fp, witness_footprint: None },
+            CircuitProfile {
+                params_host_bytes: *p,
+                params_device_bytes: *p,
+                params_device_host_bytes: 0,
+                footprint: *fp,
+                witness_footprint: None,
+                load_host_bytes: 0,
+            },
         )
         .unwrap();
         e.matrices_recorded(c, *m, Nanos::ZERO).unwrap();

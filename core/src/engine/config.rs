@@ -168,6 +168,12 @@ pub struct CircuitProfile {
     /// `a, b, c` on the host). Its device side must equal `footprint`'s and its host side
     /// must not exceed it ([`super::Engine::register_circuit`] refuses the profile otherwise).
     pub witness_footprint: Option<Footprint>,
+    /// Host bytes a device load holds in flight besides the copy it makes: the one decoded
+    /// query it moves at a time (the largest query of the parameters; 12.9 GB for a 32 GiB
+    /// PoRep). The engine sets aside the largest of these among the registered circuits in
+    /// the host budget for loads alone, and starts a device load only when its bytes fit
+    /// there beside the loads already in flight (a load waits only for other loads).
+    pub load_host_bytes: u64,
 }
 
 impl CircuitProfile {

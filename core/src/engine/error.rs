@@ -31,6 +31,17 @@ pub enum EngineError {
         /// Bytes that budget can ever give it.
         capacity: u64,
     },
+    /// A device load of this circuit holds more host memory in flight (one decoded query,
+    /// [`crate::engine::CircuitProfile::load_host_bytes`]) than can be set aside for loads.
+    #[error("a device load of {circuit:?} holds {need} host bytes in flight, but at most {capacity} can be set aside for loads (the host budget less what accepted jobs' partitions need)")]
+    LoadTooLarge {
+        /// The circuit.
+        circuit: CircuitId,
+        /// Bytes one of its device loads holds.
+        need: u64,
+        /// Bytes that can be set aside.
+        capacity: u64,
+    },
     /// No job with this id is known (never submitted, or ended and forgotten).
     #[error("unknown job {0:?}")]
     UnknownJob(JobId),

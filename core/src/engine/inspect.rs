@@ -80,7 +80,7 @@ impl Engine {
             Location::Host => &self.host,
             Location::Device(d) => &self.devices.get(d.0 as usize)?.pool,
         };
-        Some(MemoryUsage { used: p.used, capacity: p.capacity })
+        Some(MemoryUsage { used: p.used, capacity: p.capacity, set_aside: p.set_aside, in_loads: p.transient })
     }
 
     /// Busy time and idle gaps of a device over `[from, to]` (see [`Timeline::device_report`]).
@@ -94,7 +94,17 @@ impl Engine {
         self.check_queues()?;
         let mut host = 0u64;
         let mut devs = vec![0u64; self.devices.len()];
+        let (mut in_loads, mut queued, mut aside) = (0u64, 0usize, 0u64);
         for (id, c) in &self.circuits {
+            aside = aside.max(c.profile.load_host_bytes);
+            for (d, r) in c.devices.iter().enumerate() {
+                match (r.state, r.queued) {
+                    (Presence::Loading, false) => in_loads += c.profile.load_host_bytes,
+                    (Presence::Loading, true) if self.load_queue.contains(&(*id, DeviceId(d as u32))) => queued += 1,
+                    (_, true) => return Err(format!("circuit {} on device {d}: queued load {:?} not in the load queue", id.0, r.state)),
+                    _ => {}
+                }
+            }
             if c.host.present() {
                 host += c.profile.params_host_bytes;
             }
@@ -136,6 +146,16 @@ impl Engine {
                 return Err(format!("circuit {} counts {} waiting witness partitions, {n} found", id.0, c.witness_waiting));
             }
         }
+        if queued != self.load_queue.len() {
+            return Err(format!("{} queued loads found, {} in the load queue", queued, self.load_queue.len()));
+        }
+        if aside != self.host.set_aside {
+            return Err(format!("{} host bytes set aside for loads, the largest load needs {aside}", self.host.set_aside));
+        }
+        if in_loads != self.host.transient || in_loads > self.host.set_aside {
+            return Err(format!("loads in flight hold {in_loads} host bytes, counted {} of {} set aside", self.host.transient, self.host.set_aside));
+        }
+        host += in_loads;
         if host != self.host.used {
             return Err(format!("host used {} but reservations sum to {host}", self.host.used));
         }
@@ -161,8 +181,17 @@ impl Engine {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "now {} live {} lookahead {} gpu_waiting {} host {}/{} host_blocked {}",
-            self.now, self.live_jobs, self.lookahead, self.gpu_waiting, self.host.used, self.host.capacity, self.host_blocked
+            "now {} live {} lookahead {} gpu_waiting {} host {}/{} (loads {} of {} set aside, queued {:?}) host_blocked {}",
+            self.now,
+            self.live_jobs,
+            self.lookahead,
+            self.gpu_waiting,
+            self.host.used,
+            self.host.capacity,
+            self.host.transient,
+            self.host.set_aside,
+            self.load_queue.iter().map(|(c, d)| (c.0, d.0)).collect::<Vec<_>>(),
+            self.host_blocked
         );
         for j in self.jobs.values() {
             let phases: Vec<String> =

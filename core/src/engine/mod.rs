@@ -60,7 +60,12 @@
 //!   device that waiting work could use. When memory is needed, the least recently used
 //!   parameters are evicted among those no partition on that device uses and no started
 //!   partition of an earlier-ordered job still needs (unless another device holds a copy).
-//!   A device load reads the warm host copy when there is one. Once a circuit's constraint
+//!   A device load reads the warm host copy when there is one, and holds one decoded query
+//!   in host memory while it runs ([`CircuitProfile::load_host_bytes`]): the largest such
+//!   query among the registered circuits is set aside in the host budget, which nothing but
+//!   loads in flight may use, and a device load is asked for (its device memory reserved
+//!   before) only when its query fits there beside the loads in flight, in the order loads
+//!   were decided. A load thus waits only for other loads, never for a partition. Once a circuit's constraint
 //!   matrices are known ([`Engine::matrices_recorded`]) its device copies include them where
 //!   they fit: counted, evicted and replaced like the parameters they belong to.
 //! * Witness-only circuits ([`CircuitProfile::witness_footprint`]): a partition synthesized
@@ -119,6 +124,12 @@ pub struct MemoryUsage {
     pub used: u64,
     /// The budget.
     pub capacity: u64,
+    /// Bytes of the budget set aside for the query a device load holds in flight, which
+    /// nothing else may use (the largest [`CircuitProfile::load_host_bytes`] registered; 0
+    /// on devices).
+    pub set_aside: u64,
+    /// Bytes of `used` that device loads in flight hold.
+    pub in_loads: u64,
 }
 
 /// The scheduler state machine. See the [module documentation](self) for how to drive it.
@@ -156,6 +167,9 @@ pub struct Engine {
     /// Circuits (with CRITICAL flag, avoided device and whether bound to a copy with
     /// matrices) that could not be dispatched in this pass.
     stuck: Vec<(CircuitId, bool, Option<DeviceId>, bool)>,
+    /// Device loads reserved but not yet asked for, waiting for room for their query in the
+    /// host bytes set aside for loads, in the order they were decided.
+    load_queue: VecDeque<(CircuitId, DeviceId)>,
 }
 
 impl Engine {
@@ -170,6 +184,7 @@ impl Engine {
             timeline: Timeline::new(cfg.devices.len(), cfg.timeline_capacity, now),
             claimed: vec![false; cfg.devices.len()],
             stuck: Vec::new(),
+            load_queue: VecDeque::new(),
             devices,
             cfg,
             now,
@@ -199,7 +214,31 @@ impl Engine {
         if !profile.witness_ok() {
             return Err(EngineError::InvalidConfig("a witness footprint needs the footprint's device side and at most its host side"));
         }
+        if profile.load_host_bytes > self.host.set_aside {
+            self.check_set_aside(id, profile.load_host_bytes)?;
+            self.host.set_aside = profile.load_host_bytes;
+        }
         self.circuits.insert(id, CircuitState::new(profile, self.devices.len()));
+        Ok(())
+    }
+
+    /// Whether `bytes` may be set aside in the host budget for device loads of `circuit`:
+    /// they fit the budget, and every accepted job's partitions still fit what is left.
+    fn check_set_aside(&self, circuit: CircuitId, bytes: u64) -> Result<(), EngineError> {
+        let capacity = self.host.capacity;
+        let refuse = |capacity| Err(EngineError::LoadTooLarge { circuit, need: bytes, capacity });
+        if bytes > capacity {
+            return refuse(capacity);
+        }
+        for j in self.jobs.values().filter(|j| !j.ended) {
+            let Some(c) = self.circuits.get(&j.spec.circuit) else { continue };
+            let need = c.profile.footprint.host().saturating_add(c.copy_host_bytes());
+            let reserve = if j.key.critical() { 0 } else { self.host.reserve };
+            let left = capacity.saturating_sub(reserve).saturating_sub(need);
+            if bytes > left {
+                return refuse(left);
+            }
+        }
         Ok(())
     }
 
@@ -458,7 +497,8 @@ impl Engine {
 
     fn check_loading(&self, circuit: CircuitId, at: Location) -> Result<(), EngineError> {
         let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
-        if self.residence(c, at)?.state != Presence::Loading {
+        let r = self.residence(c, at)?;
+        if r.state != Presence::Loading || r.queued {
             return Err(EngineError::NotLoading { circuit, location: at });
         }
         Ok(())

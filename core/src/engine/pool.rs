@@ -6,32 +6,52 @@ use super::config::DeviceConfig;
 use super::job::PartKey;
 
 /// A memory budget.
+///
+/// On the host, `set_aside` bytes of the capacity are kept for the decoded query a device
+/// load holds in flight (`transient`, part of `used`): other reservations may not use them,
+/// so a load never waits on memory a partition holds, only on other loads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pool {
     pub capacity: u64,
+    /// Bytes reserved, loads in flight included.
     pub used: u64,
     /// Bytes only CRITICAL work may use.
     pub reserve: u64,
+    /// Bytes only loads in flight may use (0 on devices).
+    pub set_aside: u64,
+    /// Bytes of `used` that loads in flight hold (at most `set_aside`).
+    pub transient: u64,
 }
 
 impl Pool {
     pub fn new(capacity: u64, reserve: u64) -> Pool {
-        Pool { capacity, used: 0, reserve: reserve.min(capacity) }
+        Pool { capacity, used: 0, reserve: reserve.min(capacity), set_aside: 0, transient: 0 }
     }
 
-    /// Bytes that may still be reserved.
+    /// Bytes reserved by everything but loads in flight.
+    pub fn held(&self) -> u64 {
+        self.used.saturating_sub(self.transient)
+    }
+
+    /// Bytes that may still be reserved (not by a load in flight).
     pub fn avail(&self, critical: bool) -> u64 {
-        let cap = if critical { self.capacity } else { self.capacity - self.reserve };
-        cap.saturating_sub(self.used)
+        self.usable(critical).saturating_sub(self.held())
     }
 
-    /// Largest reservation ever possible.
+    /// Largest reservation ever possible (not by a load in flight).
     pub fn usable(&self, critical: bool) -> u64 {
+        let cap = self.capacity.saturating_sub(self.set_aside);
         if critical {
-            self.capacity
+            cap
         } else {
-            self.capacity - self.reserve
+            cap.saturating_sub(self.reserve)
         }
+    }
+
+    /// A load holding `bytes` in flight may start now: within what is set aside for loads
+    /// and within the capacity.
+    pub fn load_fits(&self, bytes: u64) -> bool {
+        self.transient.saturating_add(bytes) <= self.set_aside && self.used.saturating_add(bytes) <= self.capacity
     }
 }
 

@@ -36,10 +36,14 @@ pub(crate) struct Residence {
     /// A device copy that includes the circuit's constraint matrices (their bytes are
     /// reserved with the parameters and freed with them).
     pub matrices: bool,
+    /// A device load whose memory is reserved but which has not been asked for yet: it waits
+    /// for room for its query in the host bytes set aside for loads.
+    pub queued: bool,
 }
 
 impl Residence {
-    const ABSENT: Residence = Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false, matrices: false };
+    const ABSENT: Residence =
+        Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false, matrices: false, queued: false };
 
     pub fn resident(&self) -> bool {
         self.state == Presence::Resident
@@ -267,7 +271,7 @@ impl Engine {
             Location::Host => self.host,
             Location::Device(d) => self.devices.get(d.0 as usize)?.pool,
         };
-        let mut have = i128::from(pool.usable(critical)) - i128::from(pool.used) + i128::from(credit);
+        let mut have = i128::from(pool.usable(critical)) - i128::from(pool.held()) + i128::from(credit);
         let need = i128::from(need);
         if have >= need {
             return Some(Vec::new());
@@ -365,8 +369,10 @@ impl Engine {
         self.actions.push_back(Action::EvictParams { circuit: id, from: loc, bytes });
     }
 
-    /// Reserves memory and asks for a load (the caller checked that it fits), of the
-    /// parameters alone or, with `matrices`, of a device copy that includes the matrices.
+    /// Reserves memory for a load (the caller checked that it fits), of the parameters alone
+    /// or, with `matrices`, of a device copy that includes the matrices, and asks for it. A
+    /// device load is asked for once its query fits the host bytes set aside for loads
+    /// ([`Engine::start_queued_loads`]); until then it waits in line, its memory reserved.
     pub(crate) fn start_load(&mut self, id: CircuitId, loc: Location, matrices: bool) {
         let now = self.now;
         let Some(c) = self.circuits.get_mut(&id) else { return };
@@ -394,11 +400,70 @@ impl Engine {
         r.matrices = matrices;
         self.pool_take(loc, params);
         self.pool_take(Location::Host, host);
-        self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host });
-        if let (true, Location::Device(device)) = (matrices, loc) {
-            self.pool_take(loc, m);
-            self.actions.push_back(Action::MatricesReserved { circuit: id, device, bytes: m });
+        match loc {
+            Location::Host => self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host }),
+            Location::Device(device) => {
+                if matrices {
+                    self.pool_take(loc, m);
+                }
+                if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.at_mut(loc)) {
+                    r.queued = true;
+                }
+                self.load_queue.push_back((id, device));
+                self.start_queued_loads();
+            }
         }
+    }
+
+    /// Asks for the queued device loads whose query fits the host bytes set aside for loads
+    /// beside those in flight, in the order they were queued, with the matrices reserved for
+    /// them ([`Action::MatricesReserved`]); drops those onto a retired device, which the
+    /// caller never heard of.
+    pub(crate) fn start_queued_loads(&mut self) {
+        let mut i = 0;
+        while let Some(&(id, device)) = self.load_queue.get(i) {
+            let loc = Location::Device(device);
+            let Some(c) = self.circuits.get(&id) else {
+                self.load_queue.remove(i);
+                continue;
+            };
+            if !self.serves(device.0 as usize) {
+                self.load_queue.remove(i);
+                self.drop_queued(id, loc);
+                continue;
+            }
+            let (query, params, m) = (c.profile.load_host_bytes, c.bytes(loc), c.matrices);
+            if !self.host.load_fits(query) {
+                i += 1;
+                continue;
+            }
+            self.load_queue.remove(i);
+            self.host.used += query;
+            self.host.transient += query;
+            let now = self.now;
+            let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.at_mut(loc)) else { continue };
+            r.queued = false;
+            r.since = now;
+            let (from_host, matrices) = (r.from_host, r.matrices);
+            self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host });
+            if matrices {
+                self.actions.push_back(Action::MatricesReserved { circuit: id, device, bytes: m });
+            }
+        }
+    }
+
+    /// Gives back what a queued load reserved (it was never asked for).
+    fn drop_queued(&mut self, id: CircuitId, loc: Location) {
+        let Some(c) = self.circuits.get_mut(&id) else { return };
+        let bytes = c.copy_bytes(loc);
+        let Some(r) = c.at_mut(loc) else { return };
+        let from_host = r.from_host;
+        *r = Residence { last_used: r.last_used, ..Residence::ABSENT };
+        if from_host {
+            c.host.users = c.host.users.saturating_sub(1);
+        }
+        self.pool_give(loc, bytes);
+        self.drop_copy_host(id, loc);
     }
 
     /// Device `d` can take a copy of `c` that includes its matrices: they are known, and
@@ -442,11 +507,16 @@ impl Engine {
         if !self.make_room_keeping(loc, m, critical, rule, Some(id)) {
             return false;
         }
+        let mut queued = false;
         if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.devices.get_mut(d)) {
             r.matrices = true;
+            queued = r.queued;
         }
         self.pool_take(loc, m);
-        self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
+        // A queued load reports its matrices when it is asked for.
+        if !queued {
+            self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
+        }
         true
     }
 
@@ -562,10 +632,12 @@ impl Engine {
         let now = self.now;
         let tick = self.lru_tick();
         let Some(c) = self.circuits.get_mut(&id) else { return };
-        let bytes = c.copy_bytes(loc);
+        let (bytes, query) = (c.copy_bytes(loc), c.profile.load_host_bytes);
         let Some(r) = c.at_mut(loc) else { return };
         let since = r.since;
         let from_host = std::mem::take(&mut r.from_host);
+        // A load that was asked for gives back its query's bytes; a queued one never held them.
+        let asked = matches!(loc, Location::Device(_)) && !std::mem::take(&mut r.queued);
         if ok {
             r.state = Presence::Resident;
             r.last_used = tick;
@@ -576,7 +648,13 @@ impl Engine {
         if from_host {
             c.host.users = c.host.users.saturating_sub(1);
         }
-        self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
+        if asked {
+            self.host.used = self.host.used.saturating_sub(query);
+            self.host.transient = self.host.transient.saturating_sub(query);
+        }
+        if asked || loc == Location::Host {
+            self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
+        }
         if !ok {
             self.pool_give(loc, bytes);
             self.drop_copy_host(id, loc);

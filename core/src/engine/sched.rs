@@ -20,6 +20,7 @@ impl Engine {
     /// Starts everything that can start now.
     pub(crate) fn schedule(&mut self) {
         self.evict_retired();
+        self.start_queued_loads();
         self.dispatch_lanes();
         self.dispatch_gpu();
         self.dispatch_synthesis();

@@ -468,6 +468,11 @@ impl Sim {
                 }
             }
             Event::LoadEnd { circuit, at, fail } => {
+                if matches!(at, Location::Device(_)) {
+                    // The query the load held in flight.
+                    let q = self.profiles.get(&circuit).map_or(0, |p| p.load_host_bytes);
+                    self.account(Location::Host, -i128::from(q));
+                }
                 let r = if fail { self.engine.params_load_failed(circuit, at, now, "injected fault") } else { self.engine.params_loaded(circuit, at, now) };
                 if let Err(err) = r {
                     self.log.violations.push(format!("load report refused: {err}"));
@@ -558,7 +563,8 @@ impl Sim {
             Action::LoadParams { circuit, to, bytes, .. } => {
                 self.account(to, i128::from(bytes));
                 if matches!(to, Location::Device(_)) {
-                    let h = self.profiles.get(&circuit).map_or(0, |p| p.params_device_host_bytes);
+                    // Streamed bases, and the query the load holds in flight.
+                    let h = self.profiles.get(&circuit).map_or(0, |p| p.params_device_host_bytes.saturating_add(p.load_host_bytes));
                     self.account(Location::Host, i128::from(h));
                 }
                 let m = *self.model.circuit(circuit);

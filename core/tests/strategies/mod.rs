@@ -16,16 +16,24 @@ pub fn dur(max_base_ms: u64) -> impl Strategy<Value = Dur> {
 }
 
 /// A circuit's profile and durations: `sizes` are (host params, device params, host a/b/c,
-/// host rest, device a/b/c, device rest) in MiB; `stages` the stage durations in order.
+/// host rest, device a/b/c, device rest) in MiB; `stages` the stage durations in order. A
+/// device load holds none or up to 16 MiB of host memory in flight.
 pub fn circuit<S, D>(sizes: S, stages: [D; 5]) -> impl Strategy<Value = (CircuitProfile, CircuitModel)>
 where
     S: Strategy<Value = (u64, u64, u64, u64, u64, u64)>,
     D: Strategy<Value = Dur>,
 {
-    (sizes, stages, dur(30), dur(10)).prop_map(|((ph, pd, ha, hr, da, dr), stages, ld, lh)| {
+    let load = prop_oneof![Just(0u64), 1..=16u64];
+    (sizes, stages, dur(30), dur(10), load).prop_map(|((ph, pd, ha, hr, da, dr), stages, ld, lh, q)| {
         let footprint = Footprint { host_abc: ha * MB, host_rest: hr * MB, device_abc: da * MB, device_rest: dr * MB };
-        let profile =
-            CircuitProfile { params_host_bytes: ph * MB, params_device_bytes: pd * MB, params_device_host_bytes: 0, footprint, witness_footprint: None };
+        let profile = CircuitProfile {
+            params_host_bytes: ph * MB,
+            params_device_bytes: pd * MB,
+            params_device_host_bytes: 0,
+            footprint,
+            witness_footprint: None,
+            load_host_bytes: q * MB,
+        };
         (profile, CircuitModel { stages, load_device: ld, load_host: lh })
     })
 }

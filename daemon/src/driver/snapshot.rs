@@ -103,7 +103,14 @@ impl<W: Worker> Driver<W> {
                 }
             }
         }
-        let budget = |l| self.engine.usage(l).map_or(Budget::default(), |u| Budget { used: u.used, capacity: u.capacity });
+        let budget = |l| {
+            self.engine.usage(l).map_or(Budget::default(), |u| Budget {
+                used: u.used,
+                capacity: u.capacity,
+                loads_set_aside: u.set_aside,
+                in_loads: u.in_loads,
+            })
+        };
         let devices = dev_spans
             .into_iter()
             .enumerate()

@@ -186,3 +186,18 @@ fn decode_request_never_panics_on_samples() {
     let ok = job(4, 1, 1, P::Normal).encode_to_vec();
     assert!(decode_request("SubmitProof", &ok).is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_circuit_whose_load_outgrows_the_host_budget_is_refused_every_time() {
+    // A host budget one byte short of the 2^4 squaring chain's largest query.
+    let q = largest_query(4);
+    let d = daemon_with(&[4], |c| c.engine.host_memory_bytes = q - 1).await;
+    let mut c = d.client().await;
+    for _ in 0..2 {
+        let e = c.submit_proof(job(4, 1, 1, P::Normal)).await.unwrap_err();
+        assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());
+        assert!(e.message().contains("device load") && e.message().contains(&format!("holds {q} host bytes")), "{}", e.message());
+    }
+    c.get_status(proto::GetStatusRequest::default()).await.expect("still serving");
+    stop(d).await;
+}

@@ -37,6 +37,10 @@ async fn metrics_parse_and_match_status() {
     assert_eq!(s.jobs.completed, 3);
     assert_eq!(get("cuzk_jobs_submitted_total", None), 3.0);
     assert_eq!(get("cuzk_memory_capacity_bytes", Some(("location", "host"))), s.memory.host.capacity as f64);
+    // The circuit's largest query is set aside for device loads; none is in flight now.
+    assert_eq!((s.memory.host.loads_set_aside, s.memory.host.in_loads), (largest_query(4), 0));
+    assert_eq!(get("cuzk_memory_loads_set_aside_bytes", None), largest_query(4) as f64);
+    assert_eq!(get("cuzk_memory_loads_bytes", None), 0.0);
     assert!(get("cuzk_device_busy_seconds_total", Some(("device", "0"))) > 0.0);
     assert!(scrape.samples.iter().any(|x| x.metric == "cuzk_job_latency_seconds_count"));
     // The gRPC GetMetrics text parses too.

@@ -35,6 +35,20 @@ pub fn vk(log_size: u32) -> Arc<VerifyingKey> {
     g.entry(log_size).or_insert_with(|| Arc::new(cuzk_worker::read_params(&path, Validation::Trusted).expect("params").vk)).clone()
 }
 
+/// Bytes of the largest query of the squaring-chain parameters at `log_size`, decoded (what a
+/// device load holds on the host in flight).
+pub fn largest_query(log_size: u32) -> u64 {
+    let p = cuzk_worker::read_params(&ensure(log_size), Validation::Trusted).expect("params");
+    let sizes = [
+        std::mem::size_of_val(&p.h[..]),
+        std::mem::size_of_val(&p.l[..]),
+        std::mem::size_of_val(&p.a[..]),
+        std::mem::size_of_val(&p.b_g1[..]),
+        std::mem::size_of_val(&p.b_g2[..]),
+    ];
+    sizes.into_iter().max().unwrap_or(0) as u64
+}
+
 /// A daemon on a private socket, HTTP on an ephemeral loopback port.
 pub struct Daemon {
     pub server: Server,

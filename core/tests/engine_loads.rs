@@ -1,0 +1,196 @@
+//! The host memory a device load holds in flight (one decoded query): set aside in the host
+//! budget, counted while the load runs, and never used by partitions; loads beyond it wait
+//! for each other.
+
+use cuzk_core::engine::{
+    Action, CircuitId, CircuitProfile, DeviceConfig, DeviceId, Engine, EngineConfig, EngineError, Footprint, JobKind, JobSpec, Location, Nanos, Outcome,
+    Presence, Stage,
+};
+
+const GB: u64 = 1 << 30;
+const A: CircuitId = CircuitId(1);
+const B: CircuitId = CircuitId(2);
+const HOST: Location = Location::Host;
+const D0: Location = Location::Device(DeviceId(0));
+const D1: Location = Location::Device(DeviceId(1));
+
+/// Parameters of 2 GB, partitions of 4 GB on each side, and a device load holding `query`
+/// bytes on the host.
+fn profile(query: u64) -> CircuitProfile {
+    CircuitProfile {
+        params_host_bytes: 2 * GB,
+        params_device_bytes: 2 * GB,
+        params_device_host_bytes: 0,
+        footprint: Footprint { host_abc: 3 * GB, host_rest: GB, device_abc: 3 * GB, device_rest: GB },
+        witness_footprint: None,
+        load_host_bytes: query,
+    }
+}
+
+fn engine(devices: usize, host_gb: u64) -> Engine {
+    let dev = DeviceConfig { memory_bytes: 16 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
+    Engine::new(EngineConfig::new(1, host_gb * GB, vec![dev; devices]), Nanos::ZERO).expect("valid config")
+}
+
+fn drain(e: &mut Engine) -> Vec<Action> {
+    std::iter::from_fn(|| e.poll_action()).collect()
+}
+
+fn loads(actions: &[Action]) -> Vec<(CircuitId, Location)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::LoadParams { circuit, to, .. } => Some((*circuit, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn t(ms: u64) -> Nanos {
+    Nanos::from_millis(ms)
+}
+
+fn host(e: &Engine) -> (u64, u64, u64) {
+    let u = e.usage(HOST).expect("host");
+    (u.used, u.in_loads, u.set_aside)
+}
+
+#[test]
+fn a_device_load_holds_its_query_on_the_host_until_reported() {
+    let mut e = engine(1, 32);
+    e.register_circuit(A, profile(5 * GB)).expect("register");
+    assert_eq!(host(&e), (0, 0, 5 * GB), "the largest query is set aside at registration");
+
+    e.preload(A, D0, t(0)).expect("preload");
+    assert_eq!(loads(&drain(&mut e)), vec![(A, D0)]);
+    assert_eq!(host(&e), (5 * GB, 5 * GB, 5 * GB));
+    e.check_consistency().expect("consistent");
+
+    e.params_loaded(A, D0, t(1)).expect("loaded");
+    assert_eq!(host(&e), (0, 0, 5 * GB));
+    e.check_consistency().expect("consistent");
+
+    // A host (warm) load decodes the whole set into its own counted copy: nothing in flight.
+    e.preload(A, HOST, t(2)).expect("preload host");
+    assert_eq!(loads(&drain(&mut e)), vec![(A, HOST)]);
+    assert_eq!(host(&e), (2 * GB, 0, 5 * GB));
+}
+
+#[test]
+fn loads_beyond_the_set_aside_wait_for_each_other_in_order() {
+    let mut e = engine(2, 64);
+    e.register_circuit(A, profile(5 * GB)).expect("register");
+    e.register_circuit(B, profile(3 * GB)).expect("register");
+    e.preload(A, D0, t(0)).expect("preload A");
+    assert_eq!(loads(&drain(&mut e)), vec![(A, D0)]);
+
+    // 5 + 3 GB exceed the 5 GB set aside: B's load waits, its device memory reserved.
+    e.preload(B, D1, t(1)).expect("preload B");
+    assert!(loads(&drain(&mut e)).is_empty());
+    assert_eq!(e.presence(B, D1), Some(Presence::Loading));
+    assert_eq!(e.usage(D1).map(|u| u.used), Some(2 * GB));
+    assert_eq!(e.params_loaded(B, D1, t(2)), Err(EngineError::NotLoading { circuit: B, location: D1 }), "not asked for yet");
+    assert_eq!(e.evict(B, D1, t(2)), Err(EngineError::ParamsInUse { circuit: B, location: D1 }));
+    e.check_consistency().expect("consistent");
+
+    e.params_loaded(A, D0, t(3)).expect("A loaded");
+    assert_eq!(loads(&drain(&mut e)), vec![(B, D1)], "asked for once A's query is freed");
+    assert_eq!(host(&e), (3 * GB, 3 * GB, 5 * GB));
+    e.params_loaded(B, D1, t(4)).expect("B loaded");
+    assert_eq!(host(&e), (0, 0, 5 * GB));
+    assert!(e.is_quiescent());
+
+    // The timeline spans the load from when it was asked for.
+    let spans: Vec<_> = e.timeline().spans().filter(|s| s.circuit == B).map(|s| (s.start, s.end)).collect();
+    assert_eq!(spans, vec![(t(3), t(4))]);
+}
+
+#[test]
+fn small_loads_run_together_within_the_set_aside() {
+    let mut e = engine(2, 64);
+    e.register_circuit(A, profile(6 * GB)).expect("register");
+    e.register_circuit(B, profile(3 * GB)).expect("register");
+    e.preload(B, D0, t(0)).expect("preload B on 0");
+    e.preload(B, D1, t(0)).expect("preload B on 1");
+    assert_eq!(loads(&drain(&mut e)), vec![(B, D0), (B, D1)], "3 + 3 GB fit the 6 GB set aside");
+    assert_eq!(host(&e), (6 * GB, 6 * GB, 6 * GB));
+}
+
+#[test]
+fn partitions_never_use_the_set_aside() {
+    // 14 GB of host: 5 GB set aside leaves 9 GB, two 4 GB partitions (and never a third).
+    let mut e = engine(1, 14);
+    e.register_circuit(A, profile(5 * GB)).expect("register");
+    let job = e.submit(JobSpec::new(JobKind::Generic, A, 3), t(0)).expect("submit");
+    let a = drain(&mut e);
+    assert_eq!(loads(&a), vec![(A, D0)]);
+    let synth = a.iter().filter(|a| matches!(a, Action::Start(d) if d.stage == Stage::Synthesize)).count();
+    assert_eq!(synth, 1, "one synthesis worker");
+    assert_eq!(host(&e), (4 * GB + 5 * GB, 5 * GB, 5 * GB));
+
+    // A job whose partition needs more than the host less the set aside is refused.
+    let big = CircuitProfile { footprint: Footprint { host_abc: 9 * GB, host_rest: GB, ..profile(0).footprint }, ..profile(0) };
+    e.register_circuit(B, big).expect("register");
+    match e.submit(JobSpec::new(JobKind::Generic, B, 1), t(1)) {
+        Err(EngineError::TooLarge { location: HOST, need, capacity, .. }) => assert_eq!((need, capacity), (10 * GB, 9 * GB)),
+        other => panic!("expected TooLarge on the host, got {other:?}"),
+    }
+    e.cancel(job, t(2)).expect("cancel");
+}
+
+#[test]
+fn a_load_that_would_strand_accepted_jobs_is_refused_at_registration() {
+    let mut e = engine(1, 10);
+    e.register_circuit(A, profile(0)).expect("register");
+    assert_eq!(
+        e.register_circuit(B, profile(11 * GB)),
+        Err(EngineError::LoadTooLarge { circuit: B, need: 11 * GB, capacity: 10 * GB }),
+        "more than the host budget"
+    );
+    let job = e.submit(JobSpec::new(JobKind::Generic, A, 1), t(0)).expect("submit");
+    // A's 4 GB partitions must still fit: at most 6 GB can be set aside while the job lives.
+    assert_eq!(e.register_circuit(B, profile(7 * GB)), Err(EngineError::LoadTooLarge { circuit: B, need: 7 * GB, capacity: 6 * GB }));
+    assert_eq!(e.register_circuit(B, profile(6 * GB)), Ok(()));
+    assert_eq!(host(&e).2, 6 * GB);
+    e.cancel(job, t(1)).expect("cancel");
+    let ended = drain(&mut e).into_iter().any(|a| a == Action::JobEnded { job, outcome: Outcome::Cancelled });
+    assert!(ended);
+}
+
+#[test]
+fn a_queued_load_onto_a_retired_device_is_dropped_unasked() {
+    let mut e = engine(2, 64);
+    e.register_circuit(A, profile(5 * GB)).expect("register");
+    e.register_circuit(B, profile(5 * GB)).expect("register");
+    e.preload(A, D0, t(0)).expect("preload A");
+    e.preload(B, D1, t(0)).expect("preload B");
+    assert_eq!(loads(&drain(&mut e)), vec![(A, D0)]);
+
+    e.retire_device(DeviceId(1), t(1)).expect("retire");
+    assert!(drain(&mut e).is_empty(), "the caller never heard of B's load: nothing to evict");
+    assert_eq!(e.presence(B, D1), Some(Presence::Absent));
+    assert_eq!(e.usage(D1).map(|u| u.used), Some(0));
+    e.check_consistency().expect("consistent");
+    e.params_loaded(A, D0, t(2)).expect("A loaded");
+    assert!(drain(&mut e).is_empty());
+    assert!(e.is_quiescent());
+}
+
+#[test]
+fn matrices_of_a_queued_load_are_reported_when_it_is_asked_for() {
+    let mut e = engine(2, 64);
+    e.register_circuit(A, profile(5 * GB)).expect("register");
+    e.register_circuit(B, profile(5 * GB)).expect("register");
+    e.preload(A, D0, t(0)).expect("preload A");
+    e.preload(B, D1, t(0)).expect("preload B");
+    drain(&mut e);
+    // B's queued copy grows to include its matrices; the caller hears of them with the load.
+    e.matrices_recorded(B, GB, t(1)).expect("recorded");
+    assert!(drain(&mut e).is_empty());
+    assert_eq!(e.usage(D1).map(|u| u.used), Some(3 * GB));
+    e.params_loaded(A, D0, t(2)).expect("A loaded");
+    let a = drain(&mut e);
+    assert_eq!(loads(&a), vec![(B, D1)]);
+    assert!(a.contains(&Action::MatricesReserved { circuit: B, device: DeviceId(1), bytes: GB }), "{a:?}");
+    e.check_consistency().expect("consistent");
+}
