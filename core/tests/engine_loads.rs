@@ -7,6 +7,8 @@ use cuzk_core::engine::{
     Presence, Stage,
 };
 
+mod strategies;
+
 const GB: u64 = 1 << 30;
 const A: CircuitId = CircuitId(1);
 const B: CircuitId = CircuitId(2);
@@ -193,4 +195,123 @@ fn matrices_of_a_queued_load_are_reported_when_it_is_asked_for() {
     assert_eq!(loads(&a), vec![(B, D1)]);
     assert!(a.contains(&Action::MatricesReserved { circuit: B, device: DeviceId(1), bytes: GB }), "{a:?}");
     e.check_consistency().expect("consistent");
+}
+
+#[test]
+fn a_set_aside_grown_over_idle_copies_evicts_them_for_the_load() {
+    let mut e = engine(1, 10);
+    e.register_circuit(A, CircuitProfile { params_host_bytes: 8 * GB, ..profile(0) }).expect("register");
+    e.preload(A, HOST, t(0)).expect("preload A warm");
+    e.params_loaded(A, HOST, t(1)).expect("loaded");
+    drain(&mut e);
+    // 4 GB set aside leaves 6 GB beside it, which A's idle 8 GB warm copy exceeds.
+    e.register_circuit(B, profile(4 * GB)).expect("register");
+    e.preload(B, D0, t(2)).expect("preload B");
+    let a = drain(&mut e);
+    assert_eq!(a.first(), Some(&Action::EvictParams { circuit: A, from: HOST, bytes: 8 * GB }), "{a:?}");
+    assert_eq!(loads(&a), vec![(B, D0)]);
+    assert_eq!(host(&e), (4 * GB, 4 * GB, 4 * GB));
+    e.check_consistency().expect("consistent");
+}
+
+mod late {
+    //! Circuits registered when their first job comes, while other jobs run.
+
+    use super::*;
+    use cuzk_core::engine::sim::{CircuitModel, Model, Sim};
+    use cuzk_core::engine::Priority;
+    use proptest::prelude::*;
+
+    use super::strategies::{self, dur, priority, MB};
+
+    #[derive(Debug, Clone)]
+    struct Scenario {
+        cfg: EngineConfig,
+        circuits: Vec<(CircuitProfile, CircuitModel)>,
+        /// (circuit, priority, partitions, at ms), in time order.
+        jobs: Vec<(u32, Priority, u32, u64)>,
+        seed: u64,
+    }
+
+    fn scenario() -> impl Strategy<Value = Scenario> {
+        let dev =
+            (60..=300u64, 1..=3u32, 1..=2u32).prop_map(|(m, w, l)| DeviceConfig { memory_bytes: m * MB, gpu_workers: w, kernel_lanes: l, fallback: false });
+        let cfg = (prop::collection::vec(dev, 1..=3), 1..=4u32, 48..=256u64, 0..=16u64).prop_map(|(devices, synth, host, hres)| {
+            let mut cfg = EngineConfig::new(synth, host * MB, devices);
+            cfg.critical_host_reserve = hres * MB;
+            cfg
+        });
+        // Queries up to 96 MiB: some cannot be set aside beside the jobs accepted before them.
+        let circuit = (
+            strategies::circuit((0..=32u64, 1..=48u64, 1..=32u64, 0..=16u64, 1..=32u64, 0..=16u64), [dur(20), dur(5), dur(10), dur(15), dur(10)]),
+            prop_oneof![Just(0u64), 1..=96u64],
+        )
+            .prop_map(|((p, m), q)| (CircuitProfile { load_host_bytes: q * MB, ..p }, m));
+        (cfg, prop::collection::vec(circuit, 1..=4), any::<u64>()).prop_flat_map(|(cfg, circuits, seed)| {
+            let n = circuits.len() as u32;
+            let jobs = prop::collection::vec((0..n, priority(), 1..=5u32, 0..400u64), 1..=25).prop_map(|mut j| {
+                j.sort_by_key(|j| j.3);
+                j
+            });
+            (Just(cfg), Just(circuits), jobs, Just(seed)).prop_map(|(cfg, circuits, jobs, seed)| Scenario { cfg, circuits, jobs, seed })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+        /// A registration is refused only when its load's query cannot be set aside beside
+        /// the host budget's other needs (the budget itself, or a live job's partition); the
+        /// budgets are never exceeded, loads counted (the simulation's ledger counts each
+        /// device load's query from its request to its report), and every accepted job
+        /// completes.
+        #[test]
+        fn circuits_registered_while_jobs_run_never_strand_work(s in scenario()) {
+            let mut model = Model::default();
+            for (i, (_, m)) in s.circuits.iter().enumerate() {
+                model.circuits.insert(CircuitId(i as u32), *m);
+            }
+            let mut sim = Sim::new(s.cfg.clone(), model, s.seed).expect("valid config");
+            let mut registered = vec![None; s.circuits.len()];
+            let mut accepted: Vec<(usize, u32, Priority)> = Vec::new();
+            for &(c, prio, parts, at) in &s.jobs {
+                let at = Nanos::from_millis(at);
+                sim.run_until(at);
+                let p = s.circuits[c as usize].0;
+                if registered[c as usize].is_none() {
+                    let r = sim.register(CircuitId(c), p);
+                    if let Err(e) = &r {
+                        prop_assert!(matches!(e, EngineError::LoadTooLarge { .. }), "{e:?}");
+                        // Justified: beyond the budget, or beside a live job's partition.
+                        let host = s.cfg.host_memory_bytes;
+                        let live = accepted.iter().filter(|(t, _, _)| sim.job(*t).is_some_and(|j| !sim.log().ends.contains_key(&j)));
+                        let room = live
+                            .map(|(_, lc, lp)| {
+                                let reserve = if *lp == Priority::Critical { 0 } else { s.cfg.critical_host_reserve };
+                                host.saturating_sub(reserve).saturating_sub(s.circuits[*lc as usize].0.footprint.host())
+                            })
+                            .min()
+                            .unwrap_or(host);
+                        prop_assert!(p.load_host_bytes > room, "refused {} bytes with {room} free of other needs", p.load_host_bytes);
+                    }
+                    registered[c as usize] = Some(r.is_ok());
+                }
+                if registered[c as usize] == Some(true) {
+                    let t = sim.submit_at(at, JobSpec::new(JobKind::Generic, CircuitId(c), parts).with_priority(prio));
+                    sim.run_until(at);
+                    accepted.push((t, c, prio));
+                }
+            }
+            let n = sim.run(2_000_000);
+            prop_assert!(n < 2_000_000, "simulation did not settle");
+            prop_assert!(sim.audit().is_ok(), "{:?}\n{}", sim.audit(), sim.engine().describe());
+            for (job, ends) in &sim.log().ends {
+                prop_assert_eq!(&ends[0].1, &Outcome::Completed, "{:?}\n{}", job, sim.engine().describe());
+            }
+            for (at, peak) in sim.log().peak.iter() {
+                let cap = sim.engine().usage(*at).map_or(0, |u| u.capacity);
+                prop_assert!(*peak <= i128::from(cap), "{at:?}: peak {peak}");
+            }
+        }
+    }
 }

@@ -433,6 +433,11 @@ impl Engine {
                 continue;
             }
             let (query, params, m) = (c.profile.load_host_bytes, c.bytes(loc), c.matrices);
+            if !self.host.load_fits(query) && self.host.transient.saturating_add(query) <= self.host.set_aside {
+                // The set-aside grew (a circuit registered) while the rest of the host held
+                // more than is now left beside it: idle copies give that room back.
+                self.make_room_keeping(Location::Host, 0, true, Evict::Idle, None);
+            }
             if !self.host.load_fits(query) {
                 i += 1;
                 continue;
