@@ -63,9 +63,11 @@
 //!   A device load reads the warm host copy when there is one, and holds one decoded query
 //!   in host memory while it runs ([`CircuitProfile::load_host_bytes`]): the largest such
 //!   query among the registered circuits is set aside in the host budget, which nothing but
-//!   loads in flight may use, and a device load is asked for (its device memory reserved
-//!   before) only when its query fits there beside the loads in flight, in the order loads
-//!   were decided. A load thus waits only for other loads, never for a partition. Once a circuit's constraint
+//!   loads in flight may use. A device load is decided (its memory reserved) only when its
+//!   query fits the host budget beside everything but the loads in flight (evicting idle
+//!   copies as for parameters), and asked for only when its query fits the set-aside beside
+//!   the loads in flight, in the order loads were decided. A load thus waits only for other
+//!   loads, never for a partition. Once a circuit's constraint
 //!   matrices are known ([`Engine::matrices_recorded`]) its device copies include them where
 //!   they fit: counted, evicted and replaced like the parameters they belong to.
 //! * Witness-only circuits ([`CircuitProfile::witness_footprint`]): a partition synthesized

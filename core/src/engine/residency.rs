@@ -218,6 +218,15 @@ impl Engine {
         }
     }
 
+    /// A device load of `c` may be decided: its query, and a streamed copy's bases, fit the
+    /// host budget beside everything but the loads in flight. A decided load then waits only
+    /// for other loads (the set-aside may grow after the decision, the rest of the host never
+    /// does beyond its share), so its device memory, reserved meanwhile, is never held
+    /// against partitions that themselves hold the host memory it waits for.
+    pub(crate) fn load_host_fits(&self, c: &CircuitState) -> bool {
+        self.host.held().saturating_add(c.copy_host_need()).saturating_add(c.profile.load_host_bytes) <= self.host.capacity
+    }
+
     /// Makes `need` bytes available at `loc`, evicting least recently used parameters that
     /// `rule` allows (never `keep`'s); evicts nothing and returns false when that cannot be
     /// enough.
@@ -236,12 +245,17 @@ impl Engine {
     /// otherwise.
     pub(crate) fn make_copy_room(&mut self, id: CircuitId, loc: Location, need: u64, critical: bool, rule: Evict, keep: Option<CircuitId>) -> bool {
         let Some(c) = self.circuits.get(&id) else { return false };
-        let host_need = if matches!(loc, Location::Device(_)) { c.copy_host_need() } else { 0 };
+        let device = matches!(loc, Location::Device(_));
+        let host_need = if device { c.copy_host_need() } else { 0 };
+        let query_fits = !device || self.load_host_fits(c);
         let Some(mut plan) = self.plan_room(loc, need, critical, rule, keep, 0, &[]) else { return false };
-        if host_need > 0 {
-            // Device copies evicted for the device room free their host bytes too.
+        if host_need > 0 || !query_fits {
+            // Device copies evicted for the device room free their host bytes too. Streamed
+            // bases need their room within what this priority may use; a resident copy's
+            // load, whose query does not fit beside the rest of the host (the set-aside grew
+            // over it), the rest back within its share.
             let credit = plan.iter().map(|(e, at)| self.circuits.get(e).map_or(0, |c| host_freed(c, *at))).sum();
-            let Some(more) = self.plan_room(Location::Host, host_need, critical, rule, Some(id), credit, &plan) else { return false };
+            let Some(more) = self.plan_room(Location::Host, host_need, critical || host_need == 0, rule, Some(id), credit, &plan) else { return false };
             plan.extend(more);
         }
         for (e, at) in plan {
@@ -433,11 +447,6 @@ impl Engine {
                 continue;
             }
             let (query, params, m) = (c.profile.load_host_bytes, c.bytes(loc), c.matrices);
-            if !self.host.load_fits(query) && self.host.transient.saturating_add(query) <= self.host.set_aside {
-                // The set-aside grew (a circuit registered) while the rest of the host held
-                // more than is now left beside it: idle copies give that room back.
-                self.make_room_keeping(Location::Host, 0, true, Evict::Idle, None);
-            }
             if !self.host.load_fits(query) {
                 i += 1;
                 continue;
@@ -602,7 +611,7 @@ impl Engine {
         let Some(c) = self.circuits.get(&id) else { return false };
         let need = c.profile.params_device_bytes.saturating_add(extra);
         let crit = key.critical();
-        let host_free = self.avail(Location::Host, crit) >= c.copy_host_need();
+        let host_free = self.avail(Location::Host, crit) >= c.copy_host_need() && self.load_host_fits(c);
         let n = self.devices.len();
         let open = |e: &Engine, d: usize| {
             !e.claimed[d] && e.open_to(d, avoid) && e.circuits.get(&id).is_some_and(|c| !c.devices[d].present() && e.fits_ever(c, d, crit))
@@ -641,8 +650,8 @@ impl Engine {
         let Some(r) = c.at_mut(loc) else { return };
         let since = r.since;
         let from_host = std::mem::take(&mut r.from_host);
-        // A load that was asked for gives back its query's bytes; a queued one never held them.
-        let asked = matches!(loc, Location::Device(_)) && !std::mem::take(&mut r.queued);
+        // Only loads asked for are reported (a queued one is not): a device load's query goes.
+        let query = if matches!(loc, Location::Device(_)) { query } else { 0 };
         if ok {
             r.state = Presence::Resident;
             r.last_used = tick;
@@ -653,13 +662,9 @@ impl Engine {
         if from_host {
             c.host.users = c.host.users.saturating_sub(1);
         }
-        if asked {
-            self.host.used = self.host.used.saturating_sub(query);
-            self.host.transient = self.host.transient.saturating_sub(query);
-        }
-        if asked || loc == Location::Host {
-            self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
-        }
+        self.host.used = self.host.used.saturating_sub(query);
+        self.host.transient = self.host.transient.saturating_sub(query);
+        self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
         if !ok {
             self.pool_give(loc, bytes);
             self.drop_copy_host(id, loc);

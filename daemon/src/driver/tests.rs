@@ -10,6 +10,7 @@ use cuzk_circuits::CircuitKind;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, Priority};
 use cuzk_worker::{BuiltinShape, LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use group::Group;
+use rand_chacha::rand_core::SeedableRng;
 
 use super::*;
 use crate::proto::ProofKind;
@@ -98,12 +99,19 @@ fn shape() -> BuiltinShape {
     BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap()
 }
 
-/// A driver over `worker` with a (fake) parameter file for [`shape`] in a fresh data dir.
+/// A driver over `worker` with a parameter file for [`shape`] in a fresh data dir (the
+/// driver reads its layout; the fake worker never loads it).
 fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDir) {
+    static PARAMS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let bytes = PARAMS.get_or_init(|| {
+        let circuit = CircuitKind::SquaringChain.instance(10, 0).unwrap();
+        let params = cuzk_setup::generate_parameters(circuit, &mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
+        params.to_bytes()
+    });
     let dir = tempfile::tempdir().unwrap();
     let p = params_path(dir.path(), CircuitKind::SquaringChain, 10);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, vec![0u8; 4096]).unwrap();
+    std::fs::write(&p, bytes).unwrap();
     let engine = EngineConfig::new(2, 1 << 30, vec![DeviceConfig { memory_bytes: 1 << 30, gpu_workers: 1, kernel_lanes: 1, fallback: false }]);
     let cfg = DriverConfig {
         data_dir: dir.path().into(),
