@@ -159,15 +159,21 @@ fn a_load_that_would_strand_accepted_jobs_is_refused_at_registration() {
     assert!(ended);
 }
 
-#[test]
-fn a_queued_load_onto_a_retired_device_is_dropped_unasked() {
+/// Two devices; A's load (5 GB query) onto device 0 asked for, B's (5 GB) onto device 1
+/// queued behind it in the 5 GB set aside; the actions drained.
+fn a_loading_b_queued() -> Engine {
     let mut e = engine(2, 64);
     e.register_circuit(A, profile(5 * GB)).expect("register");
     e.register_circuit(B, profile(5 * GB)).expect("register");
     e.preload(A, D0, t(0)).expect("preload A");
     e.preload(B, D1, t(0)).expect("preload B");
     assert_eq!(loads(&drain(&mut e)), vec![(A, D0)]);
+    e
+}
 
+#[test]
+fn a_queued_load_onto_a_retired_device_is_dropped_unasked() {
+    let mut e = a_loading_b_queued();
     e.retire_device(DeviceId(1), t(1)).expect("retire");
     assert!(drain(&mut e).is_empty(), "the caller never heard of B's load: nothing to evict");
     assert_eq!(e.presence(B, D1), Some(Presence::Absent));
@@ -180,12 +186,7 @@ fn a_queued_load_onto_a_retired_device_is_dropped_unasked() {
 
 #[test]
 fn matrices_of_a_queued_load_are_reported_when_it_is_asked_for() {
-    let mut e = engine(2, 64);
-    e.register_circuit(A, profile(5 * GB)).expect("register");
-    e.register_circuit(B, profile(5 * GB)).expect("register");
-    e.preload(A, D0, t(0)).expect("preload A");
-    e.preload(B, D1, t(0)).expect("preload B");
-    drain(&mut e);
+    let mut e = a_loading_b_queued();
     // B's queued copy grows to include its matrices; the caller hears of them with the load.
     e.matrices_recorded(B, GB, t(1)).expect("recorded");
     assert!(drain(&mut e).is_empty());

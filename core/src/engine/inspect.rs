@@ -98,10 +98,10 @@ impl Engine {
         for (id, c) in &self.circuits {
             aside = aside.max(c.profile.load_host_bytes);
             for (d, r) in c.devices.iter().enumerate() {
-                match (r.state, r.queued) {
+                match (r.state, self.queued(*id, DeviceId(d as u32))) {
                     (Presence::Loading, false) => in_loads += c.profile.load_host_bytes,
-                    (Presence::Loading, true) if self.load_queue.contains(&(*id, DeviceId(d as u32))) => queued += 1,
-                    (_, true) => return Err(format!("circuit {} on device {d}: queued load {:?} not in the load queue", id.0, r.state)),
+                    (Presence::Loading, true) => queued += 1,
+                    (_, true) => return Err(format!("circuit {} on device {d}: queued load {:?}", id.0, r.state)),
                     _ => {}
                 }
             }
@@ -147,7 +147,7 @@ impl Engine {
             }
         }
         if queued != self.load_queue.len() {
-            return Err(format!("{} queued loads found, {} in the load queue", queued, self.load_queue.len()));
+            return Err(format!("{} queued loads found, {} in the load queue (a duplicate or an unknown circuit)", queued, self.load_queue.len()));
         }
         if aside != self.host.set_aside {
             return Err(format!("{} host bytes set aside for loads, the largest load needs {aside}", self.host.set_aside));

@@ -499,8 +499,8 @@ impl Engine {
 
     fn check_loading(&self, circuit: CircuitId, at: Location) -> Result<(), EngineError> {
         let c = self.circuits.get(&circuit).ok_or(EngineError::UnknownCircuit(circuit))?;
-        let r = self.residence(c, at)?;
-        if r.state != Presence::Loading || r.queued {
+        let queued = matches!(at, Location::Device(d) if self.queued(circuit, d));
+        if self.residence(c, at)?.state != Presence::Loading || queued {
             return Err(EngineError::NotLoading { circuit, location: at });
         }
         Ok(())

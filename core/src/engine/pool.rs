@@ -48,6 +48,18 @@ impl Pool {
         }
     }
 
+    /// A load in flight takes `bytes`.
+    pub fn take_load(&mut self, bytes: u64) {
+        self.used = self.used.saturating_add(bytes);
+        self.transient = self.transient.saturating_add(bytes);
+    }
+
+    /// A load in flight ended and gives back `bytes`.
+    pub fn give_load(&mut self, bytes: u64) {
+        self.used = self.used.saturating_sub(bytes);
+        self.transient = self.transient.saturating_sub(bytes);
+    }
+
     /// A load holding `bytes` in flight may start now: within what is set aside for loads
     /// and within the capacity.
     pub fn load_fits(&self, bytes: u64) -> bool {

@@ -7,7 +7,7 @@ use super::action::Action;
 use super::config::CircuitProfile;
 use super::job::{JobKey, PartKey};
 use super::timeline::{Span, SpanKind};
-use super::types::{CircuitId, Location, Nanos, Tier};
+use super::types::{CircuitId, DeviceId, Location, Nanos, Tier};
 use super::Engine;
 
 /// State of one copy of a circuit's parameters.
@@ -36,14 +36,10 @@ pub(crate) struct Residence {
     /// A device copy that includes the circuit's constraint matrices (their bytes are
     /// reserved with the parameters and freed with them).
     pub matrices: bool,
-    /// A device load whose memory is reserved but which has not been asked for yet: it waits
-    /// for room for its query in the host bytes set aside for loads.
-    pub queued: bool,
 }
 
 impl Residence {
-    const ABSENT: Residence =
-        Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false, matrices: false, queued: false };
+    const ABSENT: Residence = Residence { state: Presence::Absent, users: 0, last_used: 0, since: Nanos::ZERO, from_host: false, matrices: false };
 
     pub fn resident(&self) -> bool {
         self.state == Presence::Resident
@@ -420,9 +416,6 @@ impl Engine {
                 if matrices {
                     self.pool_take(loc, m);
                 }
-                if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.at_mut(loc)) {
-                    r.queued = true;
-                }
                 self.load_queue.push_back((id, device));
                 self.start_queued_loads();
             }
@@ -452,11 +445,9 @@ impl Engine {
                 continue;
             }
             self.load_queue.remove(i);
-            self.host.used += query;
-            self.host.transient += query;
+            self.host.take_load(query);
             let now = self.now;
             let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.at_mut(loc)) else { continue };
-            r.queued = false;
             r.since = now;
             let (from_host, matrices) = (r.from_host, r.matrices);
             self.actions.push_back(Action::LoadParams { circuit: id, to: loc, bytes: params, from_host });
@@ -464,6 +455,11 @@ impl Engine {
                 self.actions.push_back(Action::MatricesReserved { circuit: id, device, bytes: m });
             }
         }
+    }
+
+    /// The load of `id` onto `device` is decided but not asked for yet (in the load queue).
+    pub(crate) fn queued(&self, id: CircuitId, device: DeviceId) -> bool {
+        self.load_queue.contains(&(id, device))
     }
 
     /// Gives back what a queued load reserved (it was never asked for).
@@ -521,14 +517,12 @@ impl Engine {
         if !self.make_room_keeping(loc, m, critical, rule, Some(id)) {
             return false;
         }
-        let mut queued = false;
         if let Some(r) = self.circuits.get_mut(&id).and_then(|c| c.devices.get_mut(d)) {
             r.matrices = true;
-            queued = r.queued;
         }
         self.pool_take(loc, m);
         // A queued load reports its matrices when it is asked for.
-        if !queued {
+        if !self.queued(id, dev(d)) {
             self.actions.push_back(Action::MatricesReserved { circuit: id, device: dev(d), bytes: m });
         }
         true
@@ -662,8 +656,7 @@ impl Engine {
         if from_host {
             c.host.users = c.host.users.saturating_sub(1);
         }
-        self.host.used = self.host.used.saturating_sub(query);
-        self.host.transient = self.host.transient.saturating_sub(query);
+        self.host.give_load(query);
         self.timeline.span(Span { kind: SpanKind::LoadParams, partition: None, circuit: id, location: loc, slot: 0, start: since, end: now, failed: !ok });
         if !ok {
             self.pool_give(loc, bytes);
@@ -682,6 +675,6 @@ fn host_freed(c: &CircuitState, at: Location) -> u64 {
     }
 }
 
-pub(crate) fn dev(d: usize) -> super::types::DeviceId {
-    super::types::DeviceId(d as u32)
+pub(crate) fn dev(d: usize) -> DeviceId {
+    DeviceId(d as u32)
 }
