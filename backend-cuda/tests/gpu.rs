@@ -468,15 +468,22 @@ fn pinned_pool_reuses_buffers() {
     assert!(b.download_scalars(&up).unwrap().iter().all(|x| *x == Scalar::ONE));
 }
 
-// ---- EIP-2537 MSM vectors (geth's G2 file has the G2 cases).
+// ---- EIP-2537 MSM vectors (and go-ethereum's G2 MSMs when present).
 
-fn vectors_dir() -> Option<std::path::PathBuf> {
+/// EIP-2537's vectors (CC0) as the repository keeps them (`tests/data/README.md`).
+const EIP2537_MSM_G1: &str = include_str!("../../tests/data/eip2537/msm_G1_bls.json");
+const EIP2537_MUL_G1: &str = include_str!("../../tests/data/eip2537/mul_G1_bls.json");
+const EIP2537_MUL_G2: &str = include_str!("../../tests/data/eip2537/mul_G2_bls.json");
+
+/// go-ethereum's G2 MSM file (LGPL, kept out of the repository): in `CUZK_VECTORS`, beside the
+/// repository, or beside the binaries on a GPU host; `None` when absent.
+fn geth_g2_msm() -> Option<std::path::PathBuf> {
     let candidates = [
         std::env::var("CUZK_VECTORS").ok().map(std::path::PathBuf::from),
         Some(std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors"))),
         Some(std::path::PathBuf::from("gpu-bin/vectors")),
     ];
-    candidates.into_iter().flatten().find(|p| p.join("eip2537/msm_G1_bls.json").exists())
+    candidates.into_iter().flatten().map(|d| d.join("geth-bls-precompiles/blsG2MultiExp.json")).find(|p| p.exists())
 }
 
 fn fp_be(b: &[u8]) -> blstrs::Fp {
@@ -510,13 +517,9 @@ fn eip2537_msm_vectors_batch_affine() {
 
 /// Every EIP-2537 G1 and geth G2 MSM vector under every configuration of `cfgs`.
 fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
-    let Some(dir) = vectors_dir() else {
-        skip("SKIPPED: EIP-2537 vectors not found (set CUZK_VECTORS)");
-        return;
-    };
-    let read = |p: std::path::PathBuf| -> Vec<serde_json::Value> { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let parse = |text: &str| -> Vec<serde_json::Value> { serde_json::from_str(text).unwrap() };
     let mut cases = 0;
-    for case in read(dir.join("eip2537/msm_G1_bls.json")) {
+    for case in parse(EIP2537_MSM_G1).into_iter().chain(parse(EIP2537_MUL_G1)) {
         let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
         let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
         let (mut pts, mut sc) = (Vec::new(), Vec::new());
@@ -535,9 +538,13 @@ fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
         }
         cases += 1;
     }
-    let g2file = dir.join("geth-bls-precompiles/blsG2MultiExp.json");
+    let mut g2 = parse(EIP2537_MUL_G2);
+    match geth_g2_msm() {
+        Some(f) => g2.extend(parse(&std::fs::read_to_string(f).unwrap())),
+        None => skip("SKIPPED: go-ethereum's G2 MSM vectors not found (set CUZK_VECTORS); G2 runs EIP-2537's multiplications only"),
+    }
     let fp2 = |b: &[u8]| blstrs::Fp2::new(fp_be(&b[..64]), fp_be(&b[64..128]));
-    for case in read(g2file) {
+    for case in g2 {
         let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
         let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
         let (mut pts, mut sc) = (Vec::new(), Vec::new());

@@ -19,16 +19,34 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-/// The external test vectors (`../shared/vectors` beside the repository), or `CUZK_VECTORS`.
-pub fn vectors_dir() -> PathBuf {
-    if let Ok(p) = std::env::var("CUZK_VECTORS") {
-        return PathBuf::from(p);
-    }
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidate = here.join("../../shared/vectors");
-    assert!(candidate.is_dir(), "external vectors not found at {} (set CUZK_VECTORS)", candidate.display());
-    candidate
+/// EIP-2537's MSM vectors (CC0), kept in the repository (`tests/data/eip2537`, source and
+/// commit in `tests/data/README.md`) and built into the test binaries, so that a plain clone
+/// runs them wherever its binaries run.
+pub mod eip2537 {
+    /// `msm_G1_bls.json`: 163 G1 MSMs of 1 to 149 pairs.
+    pub const MSM_G1: &str = include_str!("../data/eip2537/msm_G1_bls.json");
+    /// `mul_G1_bls.json`: 11 G1 scalar multiplications (MSMs of one pair).
+    pub const MUL_G1: &str = include_str!("../data/eip2537/mul_G1_bls.json");
+    /// `mul_G2_bls.json`: 11 G2 scalar multiplications (MSMs of one pair).
+    pub const MUL_G2: &str = include_str!("../data/eip2537/mul_G2_bls.json");
 }
+
+/// The folder of the optional vectors whose licence keeps them out of the repository
+/// (go-ethereum's BLS precompile files, LGPL): `CUZK_VECTORS`, else `../shared/vectors` beside
+/// the repository when it holds them. `Err` says why they are absent.
+pub fn optional_vectors_dir() -> Result<PathBuf, String> {
+    let (dir, from) = match std::env::var("CUZK_VECTORS") {
+        Ok(p) => (PathBuf::from(p), "CUZK_VECTORS"),
+        Err(_) => (PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors"), "the default place beside the repository"),
+    };
+    if dir.join(GETH_DIR).is_dir() {
+        Ok(dir)
+    } else {
+        Err(format!("no {GETH_DIR}/ in {} ({from}; set CUZK_VECTORS to a folder holding go-ethereum's precompile vectors)", dir.display()))
+    }
+}
+
+const GETH_DIR: &str = "geth-bls-precompiles";
 
 /// Random scalars with a share of zeros and ones, as real circuits have.
 pub fn random_scalars(n: usize, rng: &mut ChaCha8Rng) -> Vec<Scalar> {
@@ -199,10 +217,8 @@ pub fn scalar_from_be_unreduced(b: &[u8]) -> Scalar {
     b.iter().fold(Scalar::ZERO, |acc, &x| acc * base + Scalar::from(x as u64))
 }
 
-fn load_cases<P>(file: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<MsmCase<P>> {
-    let path = vectors_dir().join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let json: serde_json::Value = serde_json::from_str(&text).expect("vector JSON");
+fn parse_cases<P>(text: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<MsmCase<P>> {
+    let json: serde_json::Value = serde_json::from_str(text).expect("vector JSON");
     json.as_array()
         .expect("array of cases")
         .iter()
@@ -217,23 +233,38 @@ fn load_cases<P>(file: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<Ms
         .collect()
 }
 
-/// The G1 MSM success cases: EIP-2537's `msm_G1_bls.json` and geth's `blsG1MultiExp.json`.
-pub fn eip2537_g1_cases() -> Vec<MsmCase<G1Affine>> {
-    let mut v = load_cases("eip2537/msm_G1_bls.json", 128, eip_g1);
-    v.extend(load_cases("geth-bls-precompiles/blsG1MultiExp.json", 128, eip_g1));
-    v
+/// MSM success cases of both groups.
+#[derive(Debug, Default)]
+pub struct MsmCases {
+    /// G1 cases.
+    pub g1: Vec<MsmCase<G1Affine>>,
+    /// G2 cases.
+    pub g2: Vec<MsmCase<G2Affine>>,
 }
 
-/// The G2 MSM success cases: geth's `blsG2MultiExp.json` (EIP-2537's own G2 MSM file is not
-/// in the vector set).
-pub fn eip2537_g2_cases() -> Vec<MsmCase<G2Affine>> {
-    load_cases("geth-bls-precompiles/blsG2MultiExp.json", 256, eip_g2)
+/// EIP-2537's cases, from the repository: every G1 MSM and the G1 and G2 multiplications
+/// (EIP-2537's G2 MSM file is larger than its snapshot kept; geth's holds G2 MSMs).
+pub fn eip2537_cases() -> MsmCases {
+    let mut g1 = parse_cases(eip2537::MSM_G1, 128, eip_g1);
+    g1.extend(parse_cases(eip2537::MUL_G1, 128, eip_g1));
+    MsmCases { g1, g2: parse_cases(eip2537::MUL_G2, 256, eip_g2) }
 }
 
-/// Runs every EIP-2537 MSM success case through `backend`; returns how many ran.
-pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
+/// go-ethereum's G1 and G2 MSM cases (`blsG1MultiExp.json`, `blsG2MultiExp.json`) from
+/// [`optional_vectors_dir`]; `Err` says why they are absent.
+pub fn geth_cases() -> Result<MsmCases, String> {
+    let dir = optional_vectors_dir()?.join(GETH_DIR);
+    let read = |f: &str| {
+        let path = dir.join(f);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    Ok(MsmCases { g1: parse_cases(&read("blsG1MultiExp.json"), 128, eip_g1), g2: parse_cases(&read("blsG2MultiExp.json"), 256, eip_g2) })
+}
+
+/// Runs every case of `cases` through `backend` (G2 only `with_g2`); returns how many ran.
+pub fn check_msm_cases<B: Backend>(backend: &B, cases: &MsmCases, with_g2: bool) -> usize {
     let mut count = 0;
-    for case in eip2537_g1_cases() {
+    for case in &cases.g1 {
         let bases = backend.load_g1(case.points.clone()).unwrap();
         let buf = upload(backend, &case.scalars);
         let got = backend.msm_g1(&bases, 0, MsmScalars { buf: &buf, len: case.scalars.len(), density: None }).unwrap();
@@ -241,13 +272,24 @@ pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
         count += 1;
     }
     if with_g2 {
-        for case in eip2537_g2_cases() {
+        for case in &cases.g2 {
             let bases = backend.load_g2(case.points.clone()).unwrap();
             let buf = upload(backend, &case.scalars);
             let got = backend.msm_g2(&bases, 0, MsmScalars { buf: &buf, len: case.scalars.len(), density: None }).unwrap();
             assert_eq!(got.to_affine(), case.expected, "{}: G2 case {}", backend.name(), case.name);
             count += 1;
         }
+    }
+    count
+}
+
+/// Runs EIP-2537's cases, and go-ethereum's when present (else prints `SKIPPED` and why),
+/// through `backend`; returns how many ran.
+pub fn check_eip2537<B: Backend>(backend: &B, with_g2: bool) -> usize {
+    let mut count = check_msm_cases(backend, &eip2537_cases(), with_g2);
+    match geth_cases() {
+        Ok(geth) => count += check_msm_cases(backend, &geth, with_g2),
+        Err(why) => eprintln!("SKIPPED: go-ethereum's MSM vectors: {why}"),
     }
     count
 }

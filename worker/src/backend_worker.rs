@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use blstrs::Scalar;
+use cuzk_circuits_filecoin::PartitionCircuit;
+use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::backend::Backend;
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, Stage};
@@ -156,14 +158,8 @@ impl<B: Backend> BackendWorker<B> {
 
     /// Records (or loads) the matrices of `shape` from `circuit` and returns the query lengths
     /// of its timing-only parameters (bench mode's registration needs their size).
-    pub fn timing_query_lengths<C>(&self, shape: CircuitShape, circuit: &C) -> Result<cuzk_setup::timing::QueryLengths, WorkError>
-    where
-        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send + Sync,
-    {
-        let cache = self.matrices.as_ref().ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
-        let m =
-            cache.get_or_record_fast(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
-        cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
+    pub fn timing_query_lengths(&self, shape: CircuitShape, circuit: &PartitionCircuit) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
+        timing_query_lengths(self.matrices.as_ref(), shape, circuit)
     }
 
     /// Synthesizes every circuit in full instead of recording matrices (a single proof, where
@@ -296,64 +292,83 @@ impl<B: Backend> BackendWorker<B> {
         lock(&self.device_matrices).contains_key(&(shape, d))
     }
 
-    /// Synthesizes `c`. With recorded matrices (or ones it can record) the witness is written
-    /// in parallel parts where the circuit allows; a backend that evaluates the matrices on the
-    /// device then takes only the witness, else `a, b, c` are the host's sparse products.
-    fn synthesize_circuit<C>(&self, shape: CircuitShape, c: C, backend: &B) -> Result<Synthesis, WorkError>
-    where
-        C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send,
-    {
-        let alloc = backend.host_allocator();
-        Ok(match self.matrices.as_ref().and_then(|cache| cache.get_or_record_fast(shape, &c)) {
-            Some(matrices) => {
-                let witness = matrices.witness_parallel(&c, alloc.clone())?;
-                if self.device_evaluation && backend.evaluates_constraints_on_device() {
-                    Synthesis::Witness(witness, matrices)
-                } else {
-                    Synthesis::Record(Box::new(crate::matrices::evaluate(&matrices, witness, alloc)?))
-                }
-            }
-            None => Synthesis::Record(Box::new(synthesize(c, alloc, SizeHint::default())?)),
-        })
-    }
-
     fn synthesize(&self, work: Work, backend: &B) -> Result<StageOutput<PartData<B>>, WorkError> {
         let shape = work.shape();
-        let witness_only = |witness, matrices, public| Ok(StageOutput::Synthesized { data: PartData::Witness { witness, matrices, shape }, public });
-        let (synth, public) = match work {
-            Work::Builtin(s, seed) => {
-                let c = s.kind.instance(s.log_size, seed)?;
-                let public = c.public_inputs();
-                match self.synthesize_circuit(shape, c, backend)? {
-                    Synthesis::Witness(witness, matrices) => return witness_only(witness, matrices, public),
-                    Synthesis::Record(synth) => (*synth, public),
-                }
-            }
-            Work::Filecoin(_, c) => {
-                let public = c.public_inputs()?;
-                // A Filecoin witness comes from a request and may be wrong: its public inputs
-                // are checked here, its constraints here on a record, else at the upload.
-                match self.synthesize_circuit(shape, c, backend)? {
-                    Synthesis::Witness(witness, matrices) => {
-                        if witness.input.get(1..) != Some(&public[..]) && !self.bench {
-                            return Err(WorkError::PublicInputsDiffer);
-                        }
-                        return witness_only(witness, matrices, public);
-                    }
+        let witness_only = self.device_evaluation && backend.evaluates_constraints_on_device();
+        let (synth, public) = synthesize_work(work, self.matrices.as_ref(), backend.host_allocator(), witness_only, self.bench)?;
+        let data = match synth {
+            Synthesis::Witness(witness, matrices) => PartData::Witness { witness, matrices, shape },
+            Synthesis::Record(synth) => PartData::Synthesized(*synth),
+        };
+        Ok(StageOutput::Synthesized { data, public })
+    }
+}
+
+// Synthesis is the same for every backend. It lives in these free functions, not in
+// `BackendWorker<B>`, so that the circuits' synthesis (Filecoin's gadgets through every
+// constraint system) is compiled once, in this crate, instead of once per backend in every
+// crate and test that names a `BackendWorker<B>`.
+
+/// Records (or loads) the matrices of `shape` from `circuit`; the query lengths of its
+/// timing-only parameters.
+fn timing_query_lengths(matrices: Option<&MatrixCache>, shape: CircuitShape, circuit: &PartitionCircuit) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
+    let cache = matrices.ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
+    let m = cache.get_or_record_fast(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
+    cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
+}
+
+/// Synthesizes one partition: the witness alone (`witness_only`: the backend evaluates
+/// `a, b, c` on the device) or the whole record, and its public inputs. A Filecoin witness
+/// comes from a request and may be wrong: its public inputs are checked here, and its
+/// constraints here on a record (else at the upload), unless `bench`.
+fn synthesize_work(work: Work, matrices: Option<&MatrixCache>, alloc: SharedAllocator, witness_only: bool, bench: bool) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
+    let shape = work.shape();
+    match work {
+        Work::Builtin(s, seed) => {
+            let c = s.kind.instance(s.log_size, seed)?;
+            let public = c.public_inputs();
+            Ok((synthesize_circuit(matrices, shape, c, alloc, witness_only)?, public))
+        }
+        Work::Filecoin(_, c) => {
+            let public = c.public_inputs()?;
+            let synth = synthesize_circuit(matrices, shape, c, alloc, witness_only)?;
+            if !bench {
+                let input = match &synth {
+                    Synthesis::Witness(witness, _) => &witness.input,
                     Synthesis::Record(synth) => {
-                        if let Some(constraint) = first_unsatisfied(&synth).filter(|_| !self.bench) {
+                        if let Some(constraint) = first_unsatisfied(synth) {
                             return Err(WorkError::Unsatisfied { constraint });
                         }
-                        if synth.input.get(1..) != Some(&public[..]) && !self.bench {
-                            return Err(WorkError::PublicInputsDiffer);
-                        }
-                        (*synth, public)
+                        &synth.input
                     }
+                };
+                if input.get(1..) != Some(&public[..]) {
+                    return Err(WorkError::PublicInputsDiffer);
                 }
             }
-        };
-        Ok(StageOutput::Synthesized { data: PartData::Synthesized(synth), public })
+            Ok((synth, public))
+        }
     }
+}
+
+/// Synthesizes `c`. With recorded matrices (or ones it can record) the witness is written in
+/// parallel parts where the circuit allows; with `witness_only` that is all, else `a, b, c`
+/// are the host's sparse products.
+fn synthesize_circuit<C>(matrices: Option<&MatrixCache>, shape: CircuitShape, c: C, alloc: SharedAllocator, witness_only: bool) -> Result<Synthesis, WorkError>
+where
+    C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send,
+{
+    Ok(match matrices.and_then(|cache| cache.get_or_record_fast(shape, &c)) {
+        Some(matrices) => {
+            let witness = matrices.witness_parallel(&c, alloc.clone())?;
+            if witness_only {
+                Synthesis::Witness(witness, matrices)
+            } else {
+                Synthesis::Record(Box::new(crate::matrices::evaluate(&matrices, witness, alloc)?))
+            }
+        }
+        None => Synthesis::Record(Box::new(synthesize(c, alloc, SizeHint::default())?)),
+    })
 }
 
 /// What synthesis produced: the witness alone (for evaluation on the device), or the record.

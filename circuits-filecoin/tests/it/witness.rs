@@ -3,9 +3,8 @@
 //! thread) equals `ConstraintMatrices::witness`, sequential synthesis, index for index; every
 //! kind's partitions do split.
 
-mod common;
 
-use common::fixtures;
+use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind};
 use cuzk_core::alloc::heap;
 use cuzk_core::matrices::ConstraintMatrices;

@@ -3,9 +3,8 @@
 //! the C1 output in its three layouts and Curio's wrapper, and every malformed variant refused
 //! with an error naming what is wrong. None of this needs parameters.
 
-mod common;
 
-use common::{fixture, fixtures};
+use crate::common::{fixture, fixtures};
 use cuzk_circuits_filecoin::{
     commitment_cid, decode_request_parts, ffi_layout, prepare, supraseal_layout, wrap_c1_like_curio, CommitmentKind, FilError, FilKind, FilRequest,
 };

@@ -5,11 +5,10 @@
 //! WinningPoSt partition (shape-only). SnapDeals names no blocks (each challenge uses other
 //! header bits).
 
-mod common;
 
 use std::time::Instant;
 
-use common::fixtures;
+use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind, PartitionCircuit};
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::witness::ParallelWitness;

@@ -1,9 +1,8 @@
 //! WindowPoSt and WinningPoSt at 2 KiB: cuzk's proofs pass Filecoin's verifiers; tampered
 //! vanilla proofs and wrong randomness are refused before proving.
 
-mod common;
 
-use common::{cache, cuzk_prove, fixture};
+use crate::common::{cache, cuzk_prove, fixture};
 use cuzk_circuits_filecoin::{prepare, verify::verify, FilError, FilKind};
 
 #[test]

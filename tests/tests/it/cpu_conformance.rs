@@ -1,4 +1,4 @@
-//! The CPU backend (the oracle) against naive references and the external vectors.
+//! The CPU backend (the oracle) against naive references and external vectors.
 
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_tests::*;
@@ -21,9 +21,21 @@ fn msm_matches_naive() {
 
 #[test]
 fn eip2537_msm_vectors() {
-    let n = check_eip2537(&CpuBackend::new(), true);
-    assert!(n > 400, "only {n} vector cases ran");
+    let n = check_msm_cases(&CpuBackend::new(), &eip2537_cases(), true);
+    assert_eq!(n, 163 + 11 + 11, "EIP-2537: G1 MSMs, G1 and G2 multiplications");
     eprintln!("{n} EIP-2537 MSM cases passed");
+}
+
+#[test]
+fn geth_msm_vectors_when_present() {
+    match geth_cases() {
+        Ok(cases) => {
+            let n = check_msm_cases(&CpuBackend::new(), &cases, true);
+            assert_eq!(n, 154 + 153, "go-ethereum: G1 and G2 MSMs");
+            eprintln!("{n} go-ethereum MSM cases passed");
+        }
+        Err(why) => eprintln!("SKIPPED: go-ethereum's MSM vectors: {why}"),
+    }
 }
 
 #[test]

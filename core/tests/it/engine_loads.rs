@@ -7,7 +7,6 @@ use cuzk_core::engine::{
     Presence, Stage,
 };
 
-mod strategies;
 
 const GB: u64 = 1 << 30;
 const A: CircuitId = CircuitId(1);
@@ -223,7 +222,7 @@ mod late {
     use cuzk_core::engine::Priority;
     use proptest::prelude::*;
 
-    use super::strategies::{self, dur, priority, MB};
+    use crate::strategies::{self, dur, priority, MB};
 
     #[derive(Debug, Clone)]
     struct Scenario {

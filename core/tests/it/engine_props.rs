@@ -8,9 +8,8 @@ use cuzk_core::engine::{
     CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, JobId, JobKind, JobSpec, Location, Nanos, Outcome, Priority, SpanKind, Stage,
 };
 use proptest::prelude::*;
-use strategies::{dur, priority, MB};
+use crate::strategies::{self, dur, priority, MB};
 
-mod strategies;
 
 const MAX_EVENTS: u64 = 2_000_000;
 

@@ -11,9 +11,8 @@ use cuzk_core::engine::{
     Nanos, Outcome, Presence, Priority, Stage,
 };
 use proptest::prelude::*;
-use strategies::{dur, priority, MB};
+use crate::strategies::{self, dur, priority, MB};
 
-mod strategies;
 
 const MAX_EVENTS: u64 = 2_000_000;
 

@@ -11,9 +11,8 @@ use cuzk_core::engine::{
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use strategies::{dur, priority, MB};
+use crate::strategies::{self, dur, priority, MB};
 
-mod strategies;
 
 const GB: u64 = 1 << 30;
 const A: CircuitId = CircuitId(1);
