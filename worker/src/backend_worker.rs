@@ -311,7 +311,11 @@ impl<B: Backend> BackendWorker<B> {
 
 /// Records (or loads) the matrices of `shape` from `circuit`; the query lengths of its
 /// timing-only parameters.
-fn timing_query_lengths(matrices: Option<&MatrixCache>, shape: CircuitShape, circuit: &PartitionCircuit) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
+fn timing_query_lengths(
+    matrices: Option<&MatrixCache>,
+    shape: CircuitShape,
+    circuit: &PartitionCircuit,
+) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
     let cache = matrices.ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
     let m = cache.get_or_record_fast(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
     cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
@@ -321,7 +325,13 @@ fn timing_query_lengths(matrices: Option<&MatrixCache>, shape: CircuitShape, cir
 /// `a, b, c` on the device) or the whole record, and its public inputs. A Filecoin witness
 /// comes from a request and may be wrong: its public inputs are checked here, and its
 /// constraints here on a record (else at the upload), unless `bench`.
-fn synthesize_work(work: Work, matrices: Option<&MatrixCache>, alloc: SharedAllocator, witness_only: bool, bench: bool) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
+fn synthesize_work(
+    work: Work,
+    matrices: Option<&MatrixCache>,
+    alloc: SharedAllocator,
+    witness_only: bool,
+    bench: bool,
+) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
     let shape = work.shape();
     match work {
         Work::Builtin(s, seed) => {

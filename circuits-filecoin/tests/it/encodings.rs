@@ -3,7 +3,6 @@
 //! the C1 output in its three layouts and Curio's wrapper, and every malformed variant refused
 //! with an error naming what is wrong. None of this needs parameters.
 
-
 use crate::common::{fixture, fixtures};
 use cuzk_circuits_filecoin::{
     commitment_cid, decode_request_parts, ffi_layout, prepare, supraseal_layout, wrap_c1_like_curio, CommitmentKind, FilError, FilKind, FilRequest,

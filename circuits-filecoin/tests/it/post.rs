@@ -1,7 +1,6 @@
 //! WindowPoSt and WinningPoSt at 2 KiB: cuzk's proofs pass Filecoin's verifiers; tampered
 //! vanilla proofs and wrong randomness are refused before proving.
 
-
 use crate::common::{cache, cuzk_prove, fixture};
 use cuzk_circuits_filecoin::{prepare, verify::verify, FilError, FilKind};
 

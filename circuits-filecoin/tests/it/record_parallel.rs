@@ -2,7 +2,6 @@
 //! same file bytes as sequential recording on Filecoin partitions: the 2 KiB partitions of
 //! every kind and a shape-only 32 GiB PoRep partition of two challenges.
 
-
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, FilKind, PartitionCircuit};
 use cuzk_core::matrices::ConstraintMatrices;

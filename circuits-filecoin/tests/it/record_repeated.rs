@@ -5,7 +5,6 @@
 //! WinningPoSt partition (shape-only). SnapDeals names no blocks (each challenge uses other
 //! header bits).
 
-
 use std::time::Instant;
 
 use crate::common::fixtures;

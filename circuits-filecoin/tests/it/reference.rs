@@ -4,7 +4,6 @@
 //! on the CPU) run in the slow tier: `CUZK_SLOW_TESTS=1 cargo test --release -p
 //! cuzk-circuits-filecoin --test reference`.
 
-
 use crate::common::{cache, ensure_params, fixtures};
 use cuzk_circuits_filecoin::{ffi_layout, reference, supraseal_layout, verify::verify, wrap_c1_like_curio, FilKind};
 

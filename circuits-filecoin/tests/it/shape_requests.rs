@@ -11,12 +11,11 @@
 //!
 //! Sizes are counted by `cuzk_core::synth::ShapeCounter`, the same way for both sides.
 
-
 use std::time::Instant;
 
+use crate::common::{fixture, KIB2};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use crate::common::{fixture, KIB2};
 use cuzk_circuits_filecoin::{decode_request_parts, prepare, prepare_unchecked, shape_request, wrap_c1_like_curio, FilError, FilKind, FilRequest};
 use cuzk_core::synth::ShapeCounter;
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};

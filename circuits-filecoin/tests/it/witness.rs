@@ -3,7 +3,6 @@
 //! thread) equals `ConstraintMatrices::witness`, sequential synthesis, index for index; every
 //! kind's partitions do split.
 
-
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind};
 use cuzk_core::alloc::heap;

@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::strategies::{self, dur, priority, MB};
 use cuzk_core::engine::sim::{CircuitModel, Faults, Model, Sim, Trace};
 use cuzk_core::engine::{
     Action, CircuitId, CircuitProfile, DeviceConfig, DeviceId, Engine, EngineConfig, EngineError, Footprint, JobFailure, JobId, JobKind, JobSpec, Location,
     Nanos, Outcome, Presence, Priority, Stage,
 };
 use proptest::prelude::*;
-use crate::strategies::{self, dur, priority, MB};
-
 
 const MAX_EVENTS: u64 = 2_000_000;
 

@@ -7,7 +7,6 @@ use cuzk_core::engine::{
     Presence, Stage,
 };
 
-
 const GB: u64 = 1 << 30;
 const A: CircuitId = CircuitId(1);
 const B: CircuitId = CircuitId(2);

@@ -4,6 +4,7 @@
 //! path), and, in random job mixes with matrices and parameters near or over the budgets, no
 //! budget is ever exceeded and every job ends.
 
+use crate::strategies::{self, dur, priority, MB};
 use cuzk_core::engine::sim::{CircuitModel, Dur, Model, Sim};
 use cuzk_core::engine::{
     Action, CircuitId, CircuitProfile, DeviceConfig, DeviceId, Engine, EngineConfig, Footprint, JobId, JobKind, JobSpec, Location, Nanos, Outcome, PartitionId,
@@ -11,8 +12,6 @@ use cuzk_core::engine::{
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use crate::strategies::{self, dur, priority, MB};
-
 
 const GB: u64 = 1 << 30;
 const A: CircuitId = CircuitId(1);

@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::strategies::{self, dur, priority, MB};
 use cuzk_core::engine::sim::{CircuitModel, Faults, Model, Sim};
 use cuzk_core::engine::{
     CircuitId, CircuitProfile, DeviceConfig, DeviceId, EngineConfig, EngineError, JobId, JobKind, JobSpec, Location, Nanos, Outcome, Priority, SpanKind, Stage,
 };
 use proptest::prelude::*;
-use crate::strategies::{self, dur, priority, MB};
-
 
 const MAX_EVENTS: u64 = 2_000_000;
 
