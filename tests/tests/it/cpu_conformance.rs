@@ -34,7 +34,7 @@ fn geth_msm_vectors_when_present() {
             assert_eq!(n, 154 + 153, "go-ethereum: G1 and G2 MSMs");
             eprintln!("{n} go-ethereum MSM cases passed");
         }
-        Err(why) => eprintln!("SKIPPED: go-ethereum's MSM vectors: {why}"),
+        Err(why) => skipped(&format!("go-ethereum's MSM vectors: {why}")),
     }
 }
 
