@@ -234,7 +234,7 @@ fn parse_cases<P>(text: &str, point_len: usize, decode: fn(&[u8]) -> P) -> Vec<M
 }
 
 /// MSM success cases of both groups.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MsmCases {
     /// G1 cases.
     pub g1: Vec<MsmCase<G1Affine>>,

@@ -1,4 +1,5 @@
-//! The engine's integration tests, in one test binary (each binary links the crate and proptest again).
+//! The core's integration tests (the engine, recorded matrices, parameter errors), in one test
+//! binary: each binary links the crate and proptest again.
 //! Run one group with a filter, e.g. `cargo test --release -p cuzk-core --test it engine_basic::`.
 
 mod strategies;
