@@ -5,6 +5,7 @@ use cuzk_backend_cpu::CpuBackend;
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_backend_wgpu::WgpuBackend;
 
+use crate::any_backend::AnyBackend;
 use crate::config::DeviceSelection;
 
 /// Why the selected devices could not be opened.
@@ -46,20 +47,12 @@ fn present(count: usize) -> String {
     }
 }
 
-/// The opened backends, all of one kind, with the ordinal each one drives.
-pub enum Opened {
-    /// CUDA devices.
-    Cuda(Vec<CudaBackend>),
-    /// CPU backends (one, or one per listed entry for tests of several devices).
-    Cpu(Vec<CpuBackend>),
-    /// One wgpu adapter.
-    Wgpu(WgpuBackend),
-}
-
-/// What [`open`] opened: the backends and, per backend, the ordinal it drives.
+/// What [`open`] opened: the backends, all of one kind (CUDA devices, one wgpu adapter, or
+/// CPU backends: one, or one per listed entry for tests of several devices), and per backend
+/// the ordinal it drives.
 pub struct Devices {
     /// The backends, engine device `i` first.
-    pub opened: Opened,
+    pub backends: Vec<AnyBackend>,
     /// The ordinal of engine device `i` (a CUDA ordinal; for the CPU, the entry's number).
     pub ordinals: Vec<u32>,
 }
@@ -75,7 +68,7 @@ pub fn open(backend: &str, selection: &DeviceSelection) -> Result<Devices, Devic
         "cpu" => Ok(cpu(selection)),
         "wgpu" => {
             let gpu = WgpuBackend::from_env().map_err(|e| DeviceError::NoWgpu(e.to_string()))?;
-            Ok(Devices { opened: Opened::Wgpu(gpu), ordinals: vec![0] })
+            Ok(Devices { backends: vec![AnyBackend::Wgpu(gpu)], ordinals: vec![0] })
         }
         "cuda" | "auto" => {
             let count = cuzk_backend_cuda::device::device_count();
@@ -101,9 +94,9 @@ pub fn open(backend: &str, selection: &DeviceSelection) -> Result<Devices, Devic
                 if ordinals[..i].contains(&ordinal) {
                     tracing::warn!(ordinal, "CUDA device {ordinal} is listed more than once: its backends share the GPU and split its memory (a test setup)");
                 }
-                backends.push(CudaBackend::new(ordinal as usize).map_err(|source| DeviceError::Open { ordinal, source })?);
+                backends.push(AnyBackend::Cuda(CudaBackend::new(ordinal as usize).map_err(|source| DeviceError::Open { ordinal, source })?));
             }
-            Ok(Devices { opened: Opened::Cuda(backends), ordinals })
+            Ok(Devices { backends, ordinals })
         }
         other => Err(DeviceError::UnknownBackend(other.into())),
     }
@@ -114,7 +107,7 @@ fn cpu(selection: &DeviceSelection) -> Devices {
         DeviceSelection::All => 1,
         DeviceSelection::List(l) => l.len().max(1),
     };
-    Devices { opened: Opened::Cpu((0..n).map(|_| CpuBackend::new()).collect()), ordinals: (0..n as u32).collect() }
+    Devices { backends: (0..n).map(|_| AnyBackend::Cpu(CpuBackend::new())).collect(), ordinals: (0..n as u32).collect() }
 }
 
 /// How many backends drive the same memory as each backend: those listing the same ordinal
@@ -132,12 +125,16 @@ pub fn sharing(ordinals: &[u32], reports_memory: &[bool]) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    fn all_cpu(d: &Devices, n: usize) -> bool {
+        d.backends.len() == n && d.backends.iter().all(|b| matches!(b, AnyBackend::Cpu(_)))
+    }
+
     #[test]
     fn cpu_backends_one_per_listed_entry() {
         let d = open("cpu", &DeviceSelection::List(vec![0, 1, 2])).unwrap();
-        assert!(matches!(&d.opened, Opened::Cpu(b) if b.len() == 3));
+        assert!(all_cpu(&d, 3));
         assert_eq!(d.ordinals, vec![0, 1, 2]);
-        assert!(matches!(open("cpu", &DeviceSelection::All).unwrap().opened, Opened::Cpu(b) if b.len() == 1));
+        assert!(all_cpu(&open("cpu", &DeviceSelection::All).unwrap(), 1));
     }
 
     #[test]
@@ -155,7 +152,7 @@ mod tests {
             eprintln!("SKIPPED: this host has a CUDA device, so \"all\" opens it");
             return;
         }
-        assert!(matches!(open("auto", &DeviceSelection::All).unwrap().opened, Opened::Cpu(b) if b.len() == 1));
+        assert!(all_cpu(&open("auto", &DeviceSelection::All).unwrap(), 1));
         let e = open("cuda", &DeviceSelection::All).err().expect("cuda without a device");
         assert!(matches!(e, DeviceError::NoCuda(_)), "{e}");
     }

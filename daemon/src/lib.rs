@@ -13,6 +13,7 @@
 // gRPC handlers return `tonic::Status` (176 bytes) by design; boxing it everywhere buys nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod any_backend;
 pub mod auth;
 pub mod circuits;
 pub mod client;
@@ -21,7 +22,6 @@ pub mod compare_bellperson;
 pub mod config;
 pub mod devices;
 pub mod driver;
-pub mod fallback;
 pub mod filecoin;
 pub mod http;
 pub mod metrics;

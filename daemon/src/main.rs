@@ -12,10 +12,10 @@ use cuzk_circuits::CircuitKind;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::Validation;
+use cuzk_daemon::any_backend::AnyBackend;
 use cuzk_daemon::client::commands::{self, Conn, SubmitArgs};
 use cuzk_daemon::client::loadgen::BenchArgs;
 use cuzk_daemon::config::{Config, DeviceSelection, LogFormat, ShutdownMode};
-use cuzk_daemon::devices::Opened;
 use cuzk_daemon::{compare_bellperson, data_dir, server, setup, CliError};
 use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
 use ff::Field;
@@ -277,7 +277,7 @@ struct ProvedPartition {
     total: Duration,
 }
 
-fn run_prove<B: Backend + 'static>(backends: Vec<B>, run: ProveRun) -> Result<(), CliError> {
+fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliError> {
     let names: Vec<String> = backends.iter().map(|b| b.name()).collect();
     let n_dev = backends.len();
     // One partition: recording the constraint matrices would cost a second synthesis; with
@@ -498,11 +498,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             let opened = cuzk_daemon::devices::open(choice, &selection)?;
             let run = ProveRun { shape, seed, partitions, path, validation, ordinals: opened.ordinals };
-            match opened.opened {
-                Opened::Cuda(b) => run_prove(b, run),
-                Opened::Cpu(b) => run_prove(b, run),
-                Opened::Wgpu(b) => run_prove(vec![b], run),
-            }
+            run_prove(opened.backends, run)
         }
         Command::CompareBellperson { circuits, log_sizes, reps } => compare_bellperson::compare_bellperson(&dir, &circuits, &log_sizes, reps),
         Command::Serve(args) => {

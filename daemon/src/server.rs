@@ -10,7 +10,6 @@ use cuzk_backend_cpu::CpuBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, EngineError, Stage};
 use cuzk_core::params::Validation;
-use cuzk_faults::FaultyBackend;
 use cuzk_worker::BackendWorker;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
@@ -18,12 +17,12 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::service::interceptor::InterceptedService;
 
+use crate::any_backend::AnyBackend;
 use crate::auth::RequireToken;
 use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, EngineSection, ShutdownMode};
-use crate::devices::{self, DeviceError, Devices, Opened};
+use crate::devices::{self, DeviceError, Devices};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
-use crate::fallback::OrCpu;
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
 
@@ -128,36 +127,22 @@ pub fn default_socket(data_dir: &Path) -> PathBuf {
 /// fallback device.
 pub async fn start(mut cfg: Config, data_dir: PathBuf) -> Result<Server, ServeError> {
     cfg.validate()?;
-    let Devices { opened, ordinals } = devices::open(&cfg.engine.backend, &cfg.engine.device_selection())?;
-    let fallback = cfg.engine.cpu_fallback;
-    match opened {
-        Opened::Cuda(b) if fallback => launch(cfg, data_dir, with_cpu(b), with_cpu_ordinal(ordinals)).await,
-        Opened::Cuda(b) => launch(cfg, data_dir, b, ordinals).await,
-        Opened::Wgpu(b) if fallback => launch(cfg, data_dir, with_cpu(vec![b]), with_cpu_ordinal(ordinals)).await,
-        Opened::Wgpu(b) => launch(cfg, data_dir, vec![b], ordinals).await,
-        Opened::Cpu(b) => {
-            if fallback {
-                tracing::warn!("engine.cpu_fallback has no effect on the CPU backend");
-                cfg.engine.cpu_fallback = false;
-            }
-            launch(cfg, data_dir, b, ordinals).await
+    let Devices { mut backends, mut ordinals } = devices::open(&cfg.engine.backend, &cfg.engine.device_selection())?;
+    if cfg.engine.cpu_fallback {
+        if matches!(backends[..], [AnyBackend::Cpu(_), ..]) {
+            tracing::warn!("engine.cpu_fallback has no effect on the CPU backend");
+            cfg.engine.cpu_fallback = false;
+        } else {
+            // The GPUs, then the CPU backend as their fallback (ordinal 0: the host's one CPU).
+            backends.push(AnyBackend::CpuFallback(CpuBackend::new()));
+            ordinals.push(0);
         }
     }
-}
-
-/// The GPU backends, then the CPU backend as their fallback.
-fn with_cpu<G: Backend>(gpus: Vec<G>) -> Vec<OrCpu<G>> {
-    gpus.into_iter().map(OrCpu::Gpu).chain([OrCpu::Cpu(CpuBackend::new())]).collect()
-}
-
-/// The GPUs' ordinals, then the CPU fallback's (0: the host's one CPU backend).
-fn with_cpu_ordinal(mut ordinals: Vec<u32>) -> Vec<u32> {
-    ordinals.push(0);
-    ordinals
+    launch(cfg, data_dir, backends, ordinals).await
 }
 
 /// Starts over `backends`, each wrapped in a fault injector when `[faults]` is enabled.
-async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
+async fn launch(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
     if !cfg.faults.enabled {
         return start_devices(cfg, data_dir, backends, ordinals).await;
     }
@@ -170,12 +155,12 @@ async fn launch<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: 
             seed = plan.seed,
             "FAULT INJECTION IS ON ([faults] enabled): this daemon fails, corrupts and delays backend calls on purpose; test use only"
         );
-        wrapped.push(FaultyBackend::new(b, plan));
+        wrapped.push(AnyBackend::faulty(b, plan));
     }
     start_devices(cfg, data_dir, wrapped, ordinals).await
 }
 
-fn engine_config<B: Backend>(cfg: &Config, backends: &[B], ordinals: &[u32]) -> EngineConfig {
+fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> EngineConfig {
     let e = &cfg.engine;
     let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
     let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
@@ -287,13 +272,13 @@ async fn stopped(mut rx: watch::Receiver<bool>) {
 
 /// Starts the daemon over the given backends (one per device, ordinals 0, 1, ...); with
 /// `engine.cpu_fallback` the last one is the fallback device.
-pub async fn start_with<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>) -> Result<Server, ServeError> {
+pub async fn start_with(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>) -> Result<Server, ServeError> {
     let ordinals = (0..backends.len() as u32).collect();
     start_devices(cfg, data_dir, backends, ordinals).await
 }
 
 /// Starts the daemon over `backends`; engine device `i` drives ordinal `ordinals[i]`.
-async fn start_devices<B: Backend + 'static>(cfg: Config, data_dir: PathBuf, backends: Vec<B>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
+async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordinals: Vec<u32>) -> Result<Server, ServeError> {
     cfg.validate()?;
     if backends.is_empty() || backends.len() != ordinals.len() {
         return Err(ConfigError::Invalid(format!("{} backends for {} device ordinals", backends.len(), ordinals.len())).into());

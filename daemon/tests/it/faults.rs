@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use common::*;
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits_filecoin::{verify, FilKind};
+use cuzk_daemon::any_backend::AnyBackend;
 use cuzk_daemon::circuits::{BuiltinShape, CircuitShape};
 use cuzk_daemon::client::{http_get, verify_result};
 use cuzk_daemon::config::{Config, SelfCheck};
-use cuzk_daemon::fallback::OrCpu;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
 use cuzk_daemon::server::start_with;
 use cuzk_faults::{FaultPlan, FaultProbe, FaultyBackend};
@@ -40,8 +40,9 @@ async fn faulty(plans: Vec<FaultPlan>, f: impl FnOnce(&mut Config)) -> (Daemon, 
     cfg.engine.device_memory_bytes = 6 << 30;
     cfg.engine.self_check = SelfCheck::All;
     f(&mut cfg);
-    let backends: Vec<_> = plans.into_iter().map(|p| FaultyBackend::new(CpuBackend::new(), p)).collect();
-    let probes = backends.iter().map(FaultyBackend::probe).collect();
+    let faulty: Vec<_> = plans.into_iter().map(|p| FaultyBackend::new(AnyBackend::Cpu(CpuBackend::new()), p)).collect();
+    let probes = faulty.iter().map(FaultyBackend::probe).collect();
+    let backends = faulty.into_iter().map(|f| AnyBackend::Faulty(Box::new(f))).collect();
     let socket = cfg.server.socket.clone().unwrap_or_default();
     let server = start_with(cfg, params_dir(), backends).await.expect("daemon starts");
     (Daemon { server, tmp, socket }, probes)
@@ -254,9 +255,9 @@ async fn with_fallback(gpu: FaultPlan, f: impl FnOnce(&mut Config)) -> (Daemon, 
     cfg.engine.device_memory_bytes = 6 << 30;
     cfg.engine.cpu_fallback = true;
     f(&mut cfg);
-    let gpu = FaultyBackend::new(CpuBackend::new(), gpu);
+    let gpu = FaultyBackend::new(AnyBackend::Cpu(CpuBackend::new()), gpu);
     let probe = gpu.probe();
-    let backends = vec![OrCpu::Gpu(gpu), OrCpu::Cpu(CpuBackend::new())];
+    let backends = vec![AnyBackend::Faulty(Box::new(gpu)), AnyBackend::CpuFallback(CpuBackend::new())];
     let socket = cfg.server.socket.clone().unwrap_or_default();
     let server = start_with(cfg, params_dir(), backends).await.expect("daemon starts");
     (Daemon { server, tmp, socket }, probe)
