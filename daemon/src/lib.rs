@@ -16,6 +16,7 @@
 pub mod any_backend;
 pub mod auth;
 pub mod circuits;
+pub mod cli;
 pub mod client;
 pub mod codec;
 pub mod compare_bellperson;
@@ -27,6 +28,7 @@ pub mod http;
 pub mod metrics;
 pub mod names;
 pub mod proto;
+pub mod prove;
 pub mod request;
 pub mod server;
 pub mod service;

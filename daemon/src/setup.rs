@@ -23,7 +23,7 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     eprintln!("generating parameters for {} at 2^{log_size} (once; cached in {})", kind.name(), path.display());
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let params = cuzk_setup::generate_parameters(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
+    let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
     let parent = path.parent().expect("params path has a parent");
     std::fs::create_dir_all(parent).map_err(|source| CliError::Io { path: parent.into(), source })?;
     // Write to a temporary name and rename, so an interrupted setup never leaves a partial file.

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod backend_worker;
+pub mod compiled;
 mod error;
 pub mod matrices;
 pub mod params;

@@ -105,7 +105,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
     static PARAMS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     let bytes = PARAMS.get_or_init(|| {
         let circuit = CircuitKind::SquaringChain.instance(10, 0).unwrap();
-        let params = cuzk_setup::generate_parameters(circuit, &mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
+        let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
         params.to_bytes()
     });
     let dir = tempfile::tempdir().unwrap();
