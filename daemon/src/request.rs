@@ -52,6 +52,9 @@ pub enum RequestError {
     /// The request id could be taken for a job id.
     #[error("request_id {0:?} is a bare number, which this daemon uses for its own job ids: add a prefix")]
     RequestIdNumeric(String),
+    /// The request id holds control characters (a newline would forge lines in a text log).
+    #[error("request_id {0:?} holds control characters (newlines, escapes): printable text only")]
+    RequestIdControl(String),
 }
 
 impl RequestError {
@@ -86,6 +89,9 @@ pub fn priority(p: i32, kind: proto::ProofKind) -> Result<Priority, RequestError
 pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestError> {
     if req.request_id.len() > MAX_REQUEST_ID {
         return Err(RequestError::RequestIdTooLong);
+    }
+    if req.request_id.chars().any(char::is_control) {
+        return Err(RequestError::RequestIdControl(req.request_id.clone()));
     }
     if !req.request_id.is_empty() && req.request_id.bytes().all(|b| b.is_ascii_digit()) {
         return Err(RequestError::RequestIdNumeric(req.request_id.clone()));

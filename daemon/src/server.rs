@@ -266,6 +266,23 @@ fn check_dir(what: &'static str, path: &Path) -> Result<(), ServeError> {
     }
 }
 
+/// Refuses a directory of the daemon's own files (parameters it generated, validation records,
+/// recorded matrices) that others may write to: a file planted or changed there would be
+/// trusted. A directory not there yet is created later, owner-only.
+fn check_private(what: &'static str, path: &Path) -> Result<(), ServeError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() && m.permissions().mode() & 0o022 != 0 => Err(ServeError::BadPath {
+            what,
+            path: path.into(),
+            reason: format!(
+                "writable by other users (mode {:o}): a file planted or changed there would be trusted; make it the daemon's own (chmod go-w)",
+                m.permissions().mode() & 0o7777
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 async fn stopped(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|s| *s).await;
 }
@@ -298,6 +315,10 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     let token = cfg.token()?;
     let data_dir = cfg.params.data_dir.clone().unwrap_or(data_dir);
     check_dir("the data directory (params.data_dir)", &data_dir)?;
+    check_private("the data directory (params.data_dir)", &data_dir)?;
+    if let Some(m) = cfg.params.matrices_dir.as_deref().filter(|m| !m.as_os_str().is_empty()) {
+        check_private("the matrices directory (params.matrices_dir)", m)?;
+    }
     check_dir("the Filecoin parameter cache (params.filecoin_dir)", &cfg.filecoin_dir())?;
     let ec = engine_config(&cfg, &backends, &ordinals);
     let threads = (ec.synth_workers + ec.finalize_workers) as usize;

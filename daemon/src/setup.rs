@@ -1,6 +1,7 @@
 //! Parameter generation for the built-in circuits, cached in the data directory.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use cuzk_circuits::CircuitKind;
@@ -14,25 +15,46 @@ pub fn params_path(dir: &Path, kind: CircuitKind, log_size: u32) -> PathBuf {
 }
 
 /// Returns the cached parameter file, generating it first if needed (or if `force`).
+///
+/// One generator per file at a time, threads and processes alike (an advisory lock on
+/// `<file>.lock`): the others wait and then find the file made. The generator writes a
+/// temporary file of its own, syncs it to disk and renames it into place, so no reader ever
+/// sees a partial file or one mixed from two generations.
 pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) -> Result<PathBuf, CliError> {
     let path = params_path(dir, kind, log_size);
     if path.exists() && !force {
         return Ok(path);
     }
     let circuit = kind.instance(log_size, 0)?;
+    let parent = path.parent().expect("params path has a parent");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CliError::Io { path, source }
+    };
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let lock_path = path.with_extension("params.lock");
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io(&lock_path))?;
+    lock.lock().map_err(io(&lock_path))?;
+    if path.exists() && !force {
+        return Ok(path);
+    }
     eprintln!("generating parameters for {} at 2^{log_size} (once; cached in {})", kind.name(), path.display());
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
-    let parent = path.parent().expect("params path has a parent");
-    std::fs::create_dir_all(parent).map_err(|source| CliError::Io { path: parent.into(), source })?;
-    // Write to a temporary name and rename, so an interrupted setup never leaves a partial file.
-    let tmp = path.with_extension("params.partial");
-    let file = std::fs::File::create(&tmp).map_err(|source| CliError::Io { path: tmp.clone(), source })?;
-    let mut w = std::io::BufWriter::new(file);
-    params.write_to(&mut w).and_then(|_| std::io::Write::flush(&mut w)).map_err(|source| CliError::Io { path: tmp.clone(), source })?;
-    drop(w);
-    std::fs::rename(&tmp, &path).map_err(|source| CliError::Io { path: path.clone(), source })?;
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!("params.partial.{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
+    let written = (|| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        params.write_to(&mut w)?;
+        w.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(source) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CliError::Io { path: tmp, source });
+    }
+    drop(lock);
     eprintln!("parameters written in {:.1} s", t.elapsed().as_secs_f64());
     Ok(path)
 }

@@ -158,8 +158,8 @@ pub struct EngineSection {
     /// Check every proof, of every kind, with the verifying key before returning it (the same
     /// as `self_check = "all"`; kept for older configuration files).
     pub verify_proofs: bool,
-    /// Which proofs are checked with the verifying key before they are returned: `filecoin`
-    /// (the four Filecoin kinds), `all`, or `off`.
+    /// Which proofs are checked with the verifying key before they are returned: `all` (the
+    /// default), `filecoin` (the four Filecoin kinds), or `off`.
     pub self_check: SelfCheck,
     /// Further attempts of a partition after a device fault (a device error, out of memory,
     /// a stage past the watchdog).
@@ -271,7 +271,7 @@ impl Default for EngineSection {
             critical_device_reserve: None,
             timeline_capacity: 100_000,
             verify_proofs: false,
-            self_check: SelfCheck::Filecoin,
+            self_check: SelfCheck::All,
             fault_retries: 3,
             stage_timeout_ms: 600_000,
             device_fault_limit: 3,
@@ -471,7 +471,7 @@ impl Default for LogSection {
 impl Config {
     /// Reads a TOML file: this daemon's schema, or a Curio `cuzk.toml` ([`curio::is_curio`]).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let text = read_regular_file(path)?;
         let parse_err = |source| ConfigError::Parse { path: path.into(), source: Box::new(source) };
         let value: toml::Table = toml::from_str(&text).map_err(parse_err)?;
         if curio::is_curio(&value) {
@@ -491,7 +491,7 @@ impl Config {
             return Ok(Some(t.clone()).filter(|t| !t.is_empty()));
         }
         if let Some(p) = &self.server.token_file {
-            let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.clone(), source })?;
+            let text = read_regular_file(p)?;
             let t = text.lines().next().unwrap_or("").trim().to_string();
             return Ok(Some(t).filter(|t| !t.is_empty()));
         }
@@ -500,6 +500,11 @@ impl Config {
 
     /// Checks consistency: TCP needs a token (or `tcp_insecure`), sizes are positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.server.tcp_insecure && self.token()?.is_some() {
+            return Err(ConfigError::Invalid(
+                "server.tcp_insecure and a token (server.token, server.token_file or --token) contradict each other: drop the token to let TCP clients in without one, or tcp_insecure to require it".into(),
+            ));
+        }
         if self.server.tcp.is_some() && !self.server.tcp_insecure && self.token()?.is_none() {
             return Err(ConfigError::Invalid(
                 "server.tcp is set but no server.token or server.token_file: TCP needs a bearer token (or server.tcp_insecure = true for a trusted network, as Curio's client connects without credentials)".into(),
@@ -523,6 +528,32 @@ impl Config {
             }
             if self.engine.backend == "wgpu" && l.len() > 1 {
                 return Err(ConfigError::Invalid("engine.backend = \"wgpu\" drives one adapter: list one device or \"all\"".into()));
+            }
+        }
+        let limit = thread_limit();
+        let e = &self.engine;
+        for (key, n) in [
+            ("engine.cpu_threads", e.cpu_threads),
+            ("engine.synth_workers", e.synth_workers),
+            ("engine.finalize_workers", e.finalize_workers),
+            ("engine.gpu_workers", e.gpu_workers),
+            ("engine.kernel_lanes", e.kernel_lanes),
+        ] {
+            if n > limit {
+                return Err(ConfigError::Invalid(format!(
+                    "{key} = {n} is more threads than this machine runs: at most {limit} (4 per logical CPU, at least 64)"
+                )));
+            }
+        }
+        let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
+        if let Some(total) = crate::driver::admission::mem_total(&meminfo) {
+            for (key, bytes) in [("engine.host_memory_bytes", e.host_memory_bytes), ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes)] {
+                if bytes > total {
+                    return Err(ConfigError::Invalid(format!(
+                        "{key} = {bytes} is more than this machine's memory: at most {total} (MemTotal of {})",
+                        meminfo.display()
+                    )));
+                }
             }
         }
         if self.engine.queue_limit == 0 {
@@ -557,6 +588,22 @@ impl Config {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
         (cores / 2).max(1)
     }
+}
+
+/// The most threads a count in `[engine]` may ask for: 4 per logical CPU, at least 64.
+pub fn thread_limit() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    cpus.saturating_mul(4).max(64)
+}
+
+/// A configuration or token file's text; anything but a regular file (a FIFO, a device, a
+/// directory) is refused before it is opened, so reading it cannot block the start.
+fn read_regular_file(path: &Path) -> Result<String, ConfigError> {
+    let meta = std::fs::metadata(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+    if !meta.is_file() {
+        return Err(ConfigError::Invalid(format!("{} is not a regular file", path.display())));
+    }
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })
 }
 
 #[cfg(test)]

@@ -13,9 +13,20 @@ pub fn mem_available(path: &Path) -> Option<u64> {
     parse_mem_available(&text)
 }
 
+/// `MemTotal` of a `/proc/meminfo`-format file, bytes; `None` when it cannot be read.
+pub fn mem_total(path: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    parse_meminfo(&text, "MemTotal:")
+}
+
 /// `MemAvailable` of `/proc/meminfo` text, bytes.
 pub fn parse_mem_available(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    parse_meminfo(text, "MemAvailable:")
+}
+
+/// The field `key` (with its colon) of `/proc/meminfo` text, bytes.
+fn parse_meminfo(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
     let mut it = line.split_whitespace().skip(1);
     let n: u64 = it.next()?.parse().ok()?;
     match it.next() {

@@ -38,7 +38,6 @@ async fn faulty(plans: Vec<FaultPlan>, f: impl FnOnce(&mut Config)) -> (Daemon, 
     cfg.params.filecoin_dir = Some(cache());
     cfg.engine.host_memory_bytes = 6 << 30;
     cfg.engine.device_memory_bytes = 6 << 30;
-    cfg.engine.self_check = SelfCheck::All;
     f(&mut cfg);
     let faulty: Vec<_> = plans.into_iter().map(|p| FaultyBackend::new(AnyBackend::Cpu(CpuBackend::new()), p)).collect();
     let probes = faulty.iter().map(FaultyBackend::probe).collect();

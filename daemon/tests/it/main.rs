@@ -12,6 +12,7 @@ mod devices;
 mod faults;
 mod filecoin;
 mod grpc;
+mod hostile;
 mod http_metrics;
 mod restart;
 mod status_page;
