@@ -162,7 +162,7 @@ async fn launch(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordin
 
 fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> EngineConfig {
     let e = &cfg.engine;
-    let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
+    let meminfo = e.meminfo();
     let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
     let free: Vec<Option<u64>> = backends.iter().map(|b| b.free_memory()).collect();
     let sharing = devices::sharing(ordinals, &free.iter().map(Option::is_some).collect::<Vec<_>>());
@@ -341,7 +341,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         },
         queue_limit: cfg.engine.queue_limit,
         memory_margin: cfg.engine.host_memory_margin_bytes,
-        meminfo: cfg.engine.meminfo_path.clone().unwrap_or_else(|| PathBuf::from("/proc/meminfo")),
+        meminfo: cfg.engine.meminfo(),
         keep_results: cfg.server.keep_results,
         engine: ec,
         preload,

@@ -38,18 +38,10 @@ fn native_equals_sequential(c: &cuzk_circuits_filecoin::PartitionCircuit, what: 
         input[0] = blstrs::Scalar::ONE;
         (input, vec![blstrs::Scalar::ZERO; n.aux])
     };
-    // The gadgets' sequential pass on a thread of its own, beside the native writer's parallel
-    // one: on a machine of few cores the sequential pass is the whole test's time.
-    let ((input, aux), (seq_input, seq_aux)) = std::thread::scope(|s| {
-        let sequential = s.spawn(|| {
-            let (mut input, mut aux) = fresh();
-            c.witness_sequential(&mut input, &mut aux).expect("sequential witness");
-            (input, aux)
-        });
-        let (mut input, mut aux) = fresh();
-        assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{what}: not written natively");
-        ((input, aux), sequential.join().expect("sequential witness thread"))
-    });
+    let (mut input, mut aux) = fresh();
+    assert!(c.witness_in_parts(&mut input, &mut aux).expect("native witness"), "{what}: not written natively");
+    let (mut seq_input, mut seq_aux) = fresh();
+    c.witness_sequential(&mut seq_input, &mut seq_aux).expect("sequential witness");
     assert!(input == seq_input, "{what}: inputs differ");
     if let Some(i) = (0..n.aux).find(|&i| aux[i] != seq_aux[i]) {
         panic!("{what}: aux {i} of {} differs", n.aux);

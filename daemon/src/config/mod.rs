@@ -296,6 +296,12 @@ const MIN_BUDGET: u64 = 1 << 30;
 const SHARED_DEVICE_BUDGET: u64 = 16 << 30;
 
 impl EngineSection {
+    /// The `/proc/meminfo`-format file the host's memory is read from (`meminfo_path`, a test
+    /// setting; `/proc/meminfo` by default).
+    pub fn meminfo(&self) -> PathBuf {
+        self.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into())
+    }
+
     /// The host budget: `host_memory_bytes` when set, else 90% of the host's available memory
     /// (`available`, from `/proc/meminfo`) less `host_memory_margin_bytes`, at least 1 GiB;
     /// 16 GiB when the available memory is unknown.
@@ -500,12 +506,13 @@ impl Config {
 
     /// Checks consistency: TCP needs a token (or `tcp_insecure`), sizes are positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.server.tcp_insecure && self.token()?.is_some() {
+        let token = self.token()?;
+        if self.server.tcp_insecure && token.is_some() {
             return Err(ConfigError::Invalid(
                 "server.tcp_insecure and a token (server.token, server.token_file or --token) contradict each other: drop the token to let TCP clients in without one, or tcp_insecure to require it".into(),
             ));
         }
-        if self.server.tcp.is_some() && !self.server.tcp_insecure && self.token()?.is_none() {
+        if self.server.tcp.is_some() && !self.server.tcp_insecure && token.is_none() {
             return Err(ConfigError::Invalid(
                 "server.tcp is set but no server.token or server.token_file: TCP needs a bearer token (or server.tcp_insecure = true for a trusted network, as Curio's client connects without credentials)".into(),
             ));
@@ -545,7 +552,7 @@ impl Config {
                 )));
             }
         }
-        let meminfo = e.meminfo_path.clone().unwrap_or_else(|| "/proc/meminfo".into());
+        let meminfo = e.meminfo();
         if let Some(total) = crate::driver::admission::mem_total(&meminfo) {
             for (key, bytes) in [("engine.host_memory_bytes", e.host_memory_bytes), ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes)] {
                 if bytes > total {

@@ -19,10 +19,9 @@ pub fn params_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cuzk-daemon-test-data")
 }
 
-/// Ensures the squaring-chain parameters at `log_size` exist (generated once).
+/// Ensures the squaring-chain parameters at `log_size` exist (generated once: `ensure_params`
+/// locks the file against other generators).
 pub fn ensure(log_size: u32) -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     cuzk_daemon::setup::ensure_params(&params_dir(), CircuitKind::SquaringChain, log_size, false).expect("setup")
 }
 
