@@ -31,7 +31,9 @@ use crate::shape::{comm_r_of, path, tree_levels};
 type TreeRDomain = <TreeRHasher as Hasher>::Domain;
 
 /// A fabricated sector update: the public parameters and inputs and partition proofs `0..n`
-/// (`n`: `partitions`, `None` for the real count).
+/// (`n`: `partitions`, `None` for the real count) of `challenges` challenges each (`None`: the
+/// real count; a smaller count is set in the public parameters, which the circuit and the
+/// native witness both read).
 struct SnapFabric<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
     params: PublicParams,
     inputs: PublicInputs,
@@ -41,9 +43,16 @@ struct SnapFabric<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
 fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     registered_proof: u64,
     partitions: Option<usize>,
+    challenges: Option<usize>,
     rng: &mut impl Rng,
 ) -> Result<SnapFabric<Tree>, FilError> {
-    let (params, config) = SnapJob::<Tree>::compound(registered_proof)?;
+    let (mut params, config) = SnapJob::<Tree>::compound(registered_proof)?;
+    if let Some(n) = challenges {
+        if n == 0 || n > params.challenge_count {
+            return Err(FilError::BadField { field: "challenges", reason: format!("{n}: a partition of this size takes 1 to {}", params.challenge_count) });
+        }
+        params.challenge_count = n;
+    }
     let (nodes, cbl, pbl) = (params.sector_nodes, params.challenge_bit_len, params.partition_bit_len);
     let comm_c = TreeRDomain::random(&mut *rng);
     let (root_r_old, root_r_new) = (TreeRDomain::random(&mut *rng), TreeRDomain::random(&mut *rng));
@@ -86,20 +95,25 @@ fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 /// A shape-only SnapDeals job of `sector_size` (2 KiB, 32 GiB or 64 GiB, by tree shape): one
-/// partition (`k = 0`) of the real challenge count, fabricated from `seed`. It synthesizes like
-/// a real partition of that size; the proofs made from it are not valid.
-pub fn snap(sector_size: u64, seed: u64) -> Result<Prepared, FilError> {
+/// partition (`k = 0`) of `challenges` challenges (`None`: the real count), fabricated from
+/// `seed`. It synthesizes like a real partition of that size; the proofs made from it are not
+/// valid.
+pub fn snap(sector_size: u64, challenges: Option<usize>, seed: u64) -> Result<Prepared, FilError> {
     let circuit = FilShape::new(FilKind::SnapDeals, sector_size)?;
     let registered_proof = circuit.default_registered_proof();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(registered_proof: u64, rng: &mut impl Rng) -> Result<SnapJob<Tree>, FilError> {
-        let f = fabricate::<Tree>(registered_proof, Some(1), rng)?;
+    fn build<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        registered_proof: u64,
+        challenges: Option<usize>,
+        rng: &mut impl Rng,
+    ) -> Result<SnapJob<Tree>, FilError> {
+        let f = fabricate::<Tree>(registered_proof, Some(1), challenges, rng)?;
         Ok(SnapJob::unchecked(f.params, f.inputs, f.proofs))
     }
     let job = match sector_size {
-        s if s <= 1 << 29 => AnyJob::Snap8(build::<SectorShape2KiB>(registered_proof, &mut rng)?),
-        s if s == 1 << 35 => AnyJob::Snap88(build::<SectorShape32GiB>(registered_proof, &mut rng)?),
-        _ => AnyJob::Snap882(build::<SectorShape64GiB>(registered_proof, &mut rng)?),
+        s if s <= 1 << 29 => AnyJob::Snap8(build::<SectorShape2KiB>(registered_proof, challenges, &mut rng)?),
+        s if s == 1 << 35 => AnyJob::Snap88(build::<SectorShape32GiB>(registered_proof, challenges, &mut rng)?),
+        _ => AnyJob::Snap882(build::<SectorShape64GiB>(registered_proof, challenges, &mut rng)?),
     };
     Ok(Prepared::from_job(circuit, Arc::new(job), 1))
 }
@@ -114,7 +128,7 @@ pub fn snap_request(sector_size: u64, seed: u64) -> Result<FilRequest, FilError>
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut req = blank(FilKind::SnapDeals, registered_proof);
     crate::decode::with_tree!(sector_size, T => {
-        let f = fabricate::<T>(registered_proof, None, &mut rng)?;
+        let f = fabricate::<T>(registered_proof, None, None, &mut rng)?;
         req.vanilla_proofs = f.proofs.iter().map(bincode::serialize).collect::<Result<_, _>>().map_err(|e| FilError::Decode(format!("bincode: {e}")))?;
         req.comm_r_old = <[u8; 32]>::from(f.inputs.comm_r_old).to_vec();
         req.comm_r_new = <[u8; 32]>::from(f.inputs.comm_r_new).to_vec();

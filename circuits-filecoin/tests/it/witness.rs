@@ -61,28 +61,36 @@ fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
     }
 }
 
-/// The native SnapDeals witness of a shape-only partition of `sector_size` equals Filecoin's
-/// gadgets run sequentially, index for index.
-fn native_snap_witness_equals_the_gadgets(sector_size: u64) {
-    let p = cuzk_circuits_filecoin::snap_shape::snap(sector_size, 3).expect("shape-only job");
-    native_equals_sequential(&p.partition(0), &format!("snap, {sector_size} bytes"));
+/// The native SnapDeals witness of a shape-only partition of `sector_size` with `challenges`
+/// challenges (`None`: the real count) equals Filecoin's gadgets run sequentially, index for
+/// index.
+fn native_snap_witness_equals_the_gadgets(sector_size: u64, challenges: Option<usize>) {
+    let p = cuzk_circuits_filecoin::snap_shape::snap(sector_size, challenges, 3).expect("shape-only job");
+    native_equals_sequential(&p.partition(0), &format!("snap, {sector_size} bytes, {challenges:?} challenges"));
 }
 
-/// SnapDeals at 32 GiB (replica trees 8-8-0, 30 challenge bits, 16 partitions, 128 apex leaves,
-/// 86 challenges: 81 M constraints).
+/// SnapDeals on the production tree shapes (32 GiB: replica trees 8-8-0, 30 challenge bits, 16
+/// partitions, 128 apex leaves; 64 GiB: 8-8-2, the top level's insert and hash) with ten
+/// challenges a partition, one past the nine a digest's bits give, so challenge generation
+/// takes a second digest: every part of the circuit (challenge bits, both replica paths, the
+/// data path, apex leaves, the encoding) and the stride between challenges, in 9 M constraints
+/// each.
 #[test]
-fn native_snap_witness_equals_the_gadgets_at_32_gib() {
-    native_snap_witness_equals_the_gadgets(32 << 30);
+fn native_snap_witness_equals_the_gadgets_at_production_shapes() {
+    for sector_size in [32u64 << 30, 64 << 30] {
+        native_snap_witness_equals_the_gadgets(sector_size, Some(10));
+    }
 }
 
-/// SnapDeals at 64 GiB (replica trees 8-8-2: the top level's insert and hash; 85 M
-/// constraints). The top level's writer is also checked against the gadget in
-/// `gadget-witness/tests/por_no_challenge.rs`; this whole partition takes about 75 s on two
-/// cores, so it runs with `--ignored` (on the GPU host).
+/// Whole SnapDeals partitions at 32 GiB and 64 GiB (86 challenges: 81 M and 85 M constraints).
+/// The gadgets take about 70 s and 75 s on two cores, so this runs with `--ignored` (on the
+/// GPU host).
 #[test]
-#[ignore = "an 85 M-constraint partition through the gadgets: run with --ignored"]
-fn native_snap_witness_equals_the_gadgets_at_64_gib() {
-    native_snap_witness_equals_the_gadgets(64 << 30);
+#[ignore = "81 M- and 85 M-constraint partitions through the gadgets: run with --ignored"]
+fn native_snap_witness_equals_the_gadgets_on_whole_production_partitions() {
+    for sector_size in [32u64 << 30, 64 << 30] {
+        native_snap_witness_equals_the_gadgets(sector_size, None);
+    }
 }
 
 /// The native PoSt witness on the production tree shapes (32 GiB: 8-8-0; 64 GiB: 8-8-2), from

@@ -314,7 +314,7 @@ pub fn shape_recording(sector_size: u64) {
 /// threads.
 pub fn snap_shape_witness(sector_size: u64) {
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::SnapDeals, sector_size).expect("a SnapDeals sector size").id();
-    let c = cuzk_circuits_filecoin::snap_shape::snap(sector_size, 3).expect("shape-only job").partition(0);
+    let c = cuzk_circuits_filecoin::snap_shape::snap(sector_size, None, 3).expect("shape-only job").partition(0);
     let n = c.size().expect("size");
     let (gadgets, native) = gadgets_against_native(&c, n, &id);
     let (mut input, mut aux) = zeros(n.inputs, n.aux);
