@@ -1,5 +1,6 @@
 //! The HTTP listener: `GET /` (status page), `/status` (JSON), `/metrics` (Prometheus text),
-//! `/trace` (Chrome trace-event JSON of the timeline).
+//! `/trace` (Chrome trace-event JSON of the timeline). HTTP/1.1 only; a request's headers must
+//! come within the handshake timeout.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::driver::DriverHandle;
+use crate::listen::{Guarded, Listeners};
 
 /// The status page.
 pub const STATUS_PAGE: &str = include_str!("status.html");
@@ -20,11 +22,13 @@ struct AppState {
     handle: DriverHandle,
     /// When set, every request must carry it (`Authorization: Bearer`, or `?token=`).
     token: Option<Arc<str>>,
+    /// The daemon's listeners, reported with the status.
+    listeners: Listeners,
 }
 
 /// The router; `token` is required on every request when set.
-pub fn router(handle: DriverHandle, token: Option<String>) -> Router {
-    let state = AppState { handle, token: token.map(Into::into) };
+pub fn router(handle: DriverHandle, token: Option<String>, listeners: Listeners) -> Router {
+    let state = AppState { handle, token: token.map(Into::into), listeners };
     Router::new().route("/", get(page)).route("/status", get(status)).route("/metrics", get(metrics)).route("/trace", get(trace)).with_state(state)
 }
 
@@ -55,7 +59,10 @@ async fn status(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<
         return unauthorized();
     }
     match st.handle.snapshot().await {
-        Ok(s) => axum::Json(s).into_response(),
+        Ok(mut s) => {
+            s.listeners = st.listeners.status();
+            axum::Json(s).into_response()
+        }
         Err(e) => unavailable(e),
     }
 }
@@ -65,7 +72,10 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap, Query(q): Query
         return unauthorized();
     }
     match st.handle.snapshot().await {
-        Ok(s) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&s)).into_response(),
+        Ok(mut s) => {
+            s.listeners = st.listeners.status();
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&s)).into_response()
+        }
         Err(e) => unavailable(e),
     }
 }
@@ -78,4 +88,44 @@ async fn trace(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<H
         Ok(t) => ([(header::CONTENT_TYPE, "application/json")], t).into_response(),
         Err(e) => unavailable(e),
     }
+}
+
+/// Serves `router` on the connections of `incoming` (HTTP/1.1; headers within
+/// `header_timeout`) until `stop` turns true, then lets each connection finish its request.
+pub async fn serve(
+    mut incoming: tokio_stream::wrappers::ReceiverStream<std::io::Result<Guarded<tokio::net::TcpStream>>>,
+    router: Router,
+    header_timeout: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), crate::server::ServeError> {
+    use tokio_stream::StreamExt;
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let io = tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            io = incoming.next() => match io {
+                Some(Ok(io)) => io,
+                Some(Err(_)) => continue,
+                None => break,
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut stop = stop.clone();
+        connections.spawn(async move {
+            let mut http1 = hyper::server::conn::http1::Builder::new();
+            http1.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(header_timeout);
+            let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = async { stop.wait_for(|s| *s).await.map(|_| ()) } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
+    Ok(())
 }

@@ -25,6 +25,7 @@ pub mod devices;
 pub mod driver;
 pub mod filecoin;
 pub mod http;
+pub mod listen;
 pub mod metrics;
 pub mod names;
 pub mod proto;

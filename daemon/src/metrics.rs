@@ -18,6 +18,26 @@ pub fn render(s: &Snapshot) -> String {
     let mut o = String::new();
     head(&mut o, "cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.");
     let _ = writeln!(o, "cuzk_uptime_seconds {}", s.uptime_s);
+    head(&mut o, "cuzk_listener_up", "gauge", "1 while a listener accepts connections, 0 while it backs off or has stopped.");
+    for l in &s.listeners {
+        let up = u8::from(l.state == crate::status::ListenerState::Serving);
+        let _ = writeln!(o, "cuzk_listener_up{{listener=\"{}\"}} {up}", l.name);
+    }
+    head(&mut o, "cuzk_listener_connections", "gauge", "Connections open per listener.");
+    for l in &s.listeners {
+        let _ = writeln!(o, "cuzk_listener_connections{{listener=\"{}\"}} {}", l.name, l.open);
+    }
+    head(
+        &mut o,
+        "cuzk_listener_closed_total",
+        "counter",
+        "Connections a listener closed: full (refused), silent too long (timed_out); and accepts that failed (accept_error).",
+    );
+    for l in &s.listeners {
+        for (why, n) in [("refused", l.refused), ("timed_out", l.timed_out), ("accept_error", l.accept_errors)] {
+            let _ = writeln!(o, "cuzk_listener_closed_total{{listener=\"{}\",reason=\"{why}\"}} {n}", l.name);
+        }
+    }
     head(&mut o, "cuzk_jobs_submitted_total", "counter", "Jobs accepted.");
     let _ = writeln!(o, "cuzk_jobs_submitted_total {}", s.jobs.submitted);
     head(&mut o, "cuzk_jobs_ended_total", "counter", "Jobs ended, by outcome.");

@@ -14,7 +14,6 @@ use cuzk_worker::BackendWorker;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::service::interceptor::InterceptedService;
 
 use crate::any_backend::AnyBackend;
@@ -23,6 +22,7 @@ use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, EngineSection, ShutdownMode};
 use crate::devices::{self, DeviceError, Devices};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
+use crate::listen::{self, Limits, ListenerStats, Listeners};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
 
@@ -429,22 +429,46 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     );
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let limits = |max_connections| Limits {
+        max_connections,
+        handshake: Duration::from_millis(cfg.server.handshake_timeout_ms),
+        idle: Duration::from_millis(cfg.server.idle_timeout_ms),
+    };
+    let (grpc_limits, http_limits) = (limits(cfg.server.max_connections), limits(cfg.server.http_max_connections));
+    let files = listen::raise_file_limit();
+    let held =
+        cfg.server.max_connections * (usize::from(uds.is_some()) + usize::from(tcp.is_some())) + usize::from(http.is_some()) * cfg.server.http_max_connections;
+    if let Some(n) = files.filter(|&n| n < (held + FILES_OF_OUR_OWN) as u64) {
+        tracing::warn!(
+            "the open-file limit is {n}, below the {held} connections the listeners may hold plus {FILES_OF_OUR_OWN} for the daemon's own files: accepts will back off when it runs out (raise LimitNOFILE, or lower server.max_connections)"
+        );
+    }
+    // The gRPC listeners ping their clients every third of the idle timeout and drop one that
+    // does not answer within another third.
+    let ping = Duration::from_millis(cfg.server.idle_timeout_ms / 3);
+    let grpc = || tonic::transport::Server::builder().http2_keepalive_interval(Some(ping)).http2_keepalive_timeout(Some(ping));
+    let mut listeners = Listeners::default();
     let mut servers: Vec<JoinHandle<Result<(), ServeError>>> = Vec::new();
     if let Some(l) = uds {
+        let stats = ListenerStats::new("grpc-unix", socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), grpc_limits);
+        listeners.push(stats.clone());
         let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
-        let stop = stopped(stop_rx.clone());
+        let (stop, incoming) = (stopped(stop_rx.clone()), listen::incoming(l, stats, stop_rx.clone()));
+        let mut server = grpc();
         servers.push(tokio::spawn(async move {
-            tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(UnixListenerStream::new(l), stop).await?;
+            server.add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
             Ok(())
         }));
     }
     if let Some(l) = tcp {
+        let stats = ListenerStats::new("grpc-tcp", listening.tcp.map(|a| a.to_string()).unwrap_or_default(), grpc_limits);
+        listeners.push(stats.clone());
         let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
-        let stop = stopped(stop_rx.clone());
-        let incoming = TcpListenerStream::new(l);
+        let (stop, incoming) = (stopped(stop_rx.clone()), listen::incoming(l, stats, stop_rx.clone()));
+        let mut server = grpc();
         if cfg.server.tcp_insecure {
             servers.push(tokio::spawn(async move {
-                tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
+                server.add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
                 Ok(())
             }));
         } else {
@@ -453,19 +477,18 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             };
             let svc = InterceptedService::new(svc, RequireToken(t.into()));
             servers.push(tokio::spawn(async move {
-                tonic::transport::Server::builder().add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
+                server.add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
                 Ok(())
             }));
         }
     }
     if let Some(l) = http {
         let local = l.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(false);
-        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() });
-        let stop = stopped(stop_rx.clone());
-        servers.push(tokio::spawn(async move {
-            axum::serve(l, router).with_graceful_shutdown(stop).await.map_err(io("HTTP server"))?;
-            Ok(())
-        }));
+        let stats = ListenerStats::new("http", listening.http.map(|a| a.to_string()).unwrap_or_default(), http_limits);
+        listeners.push(stats.clone());
+        let incoming = listen::incoming(l, stats, stop_rx.clone());
+        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() }, listeners.clone());
+        servers.push(tokio::spawn(crate::http::serve(incoming, router, http_limits.handshake, stop_rx.clone())));
     }
     tracing::info!(socket = ?listening.socket, tcp = ?listening.tcp, http = ?listening.http, data_dir = %data_dir.display(), "cuzk daemon listening");
 
@@ -490,6 +513,10 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     });
     Ok(Server { listening, handle, shutdown: cfg.shutdown.clone(), task })
 }
+
+/// Descriptors the daemon keeps for itself beyond its connections (parameter and matrices
+/// files, pipes, the devices).
+const FILES_OF_OUR_OWN: usize = 256;
 
 /// Runs the daemon until SIGTERM or SIGINT (a second signal cancels whatever is left).
 pub async fn serve(cfg: Config, data_dir: PathBuf) -> Result<(), ServeError> {

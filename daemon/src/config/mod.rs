@@ -93,6 +93,16 @@ pub struct ServerConfig {
     pub max_request_bytes: usize,
     /// Finished jobs whose results are kept for AwaitProof.
     pub keep_results: usize,
+    /// Connections each gRPC listener (unix socket, TCP) holds at once; one more is closed on
+    /// accept.
+    pub max_connections: usize,
+    /// Connections the HTTP status listener holds at once.
+    pub http_max_connections: usize,
+    /// A new connection's first bytes (and an HTTP request's headers) must come within this, ms.
+    pub handshake_timeout_ms: u64,
+    /// A connection whose client sends nothing for this long is closed, ms. The gRPC listeners
+    /// ping their clients every third of it, so a live client always answers in time.
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +116,10 @@ impl Default for ServerConfig {
             http: "127.0.0.1:9821".into(),
             max_request_bytes: 256 << 20,
             keep_results: 10_000,
+            max_connections: 512,
+            http_max_connections: 64,
+            handshake_timeout_ms: 10_000,
+            idle_timeout_ms: 90_000,
         }
     }
 }
@@ -519,6 +533,12 @@ impl Config {
         }
         if self.server.max_request_bytes < 1024 {
             return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));
+        }
+        if self.server.max_connections == 0 || self.server.http_max_connections == 0 {
+            return Err(ConfigError::Invalid("server.max_connections and server.http_max_connections must be at least 1".into()));
+        }
+        if self.server.handshake_timeout_ms < 100 || self.server.idle_timeout_ms < 1_000 {
+            return Err(ConfigError::Invalid("server.handshake_timeout_ms must be at least 100 and server.idle_timeout_ms at least 1000".into()));
         }
         if !["auto", "cpu", "cuda", "wgpu"].contains(&self.engine.backend.as_str()) {
             return Err(ConfigError::Invalid(format!("engine.backend {:?} is not one of auto, cpu, cuda, wgpu", self.engine.backend)));

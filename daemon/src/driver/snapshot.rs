@@ -227,6 +227,7 @@ impl<W: Worker> Driver<W> {
                     MatricesEntry { circuit: m.circuit, entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes, reserved_bytes }
                 })
                 .collect(),
+            listeners: Vec::new(),
         }
     }
 }

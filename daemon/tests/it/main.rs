@@ -14,6 +14,7 @@ mod filecoin;
 mod grpc;
 mod hostile;
 mod http_metrics;
+mod listeners;
 mod restart;
 mod status_page;
 mod wire;
