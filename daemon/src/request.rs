@@ -55,6 +55,9 @@ pub enum RequestError {
     /// The request id holds control characters (a newline would forge lines in a text log).
     #[error("request_id {0:?} holds control characters (newlines, escapes): printable text only")]
     RequestIdControl(String),
+    /// The request id holds `#`, which job ids of a request id's later payloads use.
+    #[error("request_id {0:?} holds '#', which this daemon uses in the job ids of a request id's later payloads (\"<id>#2\"): use another character")]
+    RequestIdHash(String),
 }
 
 impl RequestError {
@@ -95,6 +98,9 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
     }
     if !req.request_id.is_empty() && req.request_id.bytes().all(|b| b.is_ascii_digit()) {
         return Err(RequestError::RequestIdNumeric(req.request_id.clone()));
+    }
+    if req.request_id.contains('#') {
+        return Err(RequestError::RequestIdHash(req.request_id.clone()));
     }
     let payload = payload_digest(req);
     let kind = proto::ProofKind::try_from(req.proof_kind).map_err(|_| RequestError::UnknownKind(req.proof_kind))?;

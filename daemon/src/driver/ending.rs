@@ -288,6 +288,12 @@ impl<W: Worker> Driver<W> {
                 self.results.remove(&old);
                 if self.request_ids.get(&rid).map(|e| e.0) == Some(old) {
                     self.request_ids.remove(&rid);
+                    // The request id's count of payloads goes once none of its jobs is known.
+                    let base = rid.split('#').next().unwrap_or(&rid).to_string();
+                    let seen = self.payloads.get(&base).copied().unwrap_or(0);
+                    if !(1..=seen).any(|n| self.request_ids.contains_key(&super::payload_job_id(&base, n))) {
+                        self.payloads.remove(&base);
+                    }
                 }
             }
         }

@@ -26,7 +26,8 @@ pub struct FilecoinJob {
 /// A validated proof job.
 #[derive(Debug, Clone)]
 pub struct JobRequest {
-    /// Caller's idempotency key (may be empty).
+    /// Caller's idempotency key (may be empty); once submitted, the job id it names (`<id>#n`
+    /// for the request id's n-th payload).
     pub request_id: String,
     /// The proof kind as the API names it.
     pub kind: proto::ProofKind,

@@ -138,8 +138,11 @@ pub struct Driver<W: Worker> {
     jobs: HashMap<JobId, LiveJob>,
     results: HashMap<JobId, watch::Sender<Option<Arc<JobResult>>>>,
     ended: VecDeque<(JobId, String)>,
-    /// Per request id, its newest job and that job's payload digest.
+    /// Per job id of a request (the request id for its first payload, `<id>#n` for its n-th),
+    /// the newest job of that payload and the payload's digest.
     request_ids: HashMap<String, (JobId, [u8; 32])>,
+    /// Per request id, how many payloads it has named.
+    payloads: HashMap<String, u32>,
     /// Per API proof kind: completed, failed, and the summed seconds of the completed.
     kind_totals: HashMap<&'static str, KindTotals>,
     parts: HashMap<PartitionId, W::Data>,
@@ -175,7 +178,17 @@ pub(crate) struct KindTotals {
     pub(crate) seconds: f64,
 }
 
-/// A job's API id: its request id, or its number when it has none.
+/// The job id of a request id's `n`-th payload (from 1): the request id itself, then `<id>#n`.
+fn payload_job_id(request_id: &str, n: u32) -> String {
+    if n <= 1 {
+        request_id.to_string()
+    } else {
+        format!("{request_id}#{n}")
+    }
+}
+
+/// A job's API id: its request id (`<id>#n` for a later payload), or its number when it has
+/// none.
 fn api_id(job: JobId, req: &JobRequest) -> String {
     if req.request_id.is_empty() {
         job.0.to_string()
@@ -215,6 +228,7 @@ pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPo
         results: HashMap::new(),
         ended: VecDeque::new(),
         request_ids: HashMap::new(),
+        payloads: HashMap::new(),
         kind_totals: HashMap::new(),
         parts: HashMap::new(),
         running: HashMap::new(),
@@ -709,25 +723,41 @@ impl<W: Worker> Driver<W> {
         self.drain();
     }
 
-    fn submit(&mut self, req: JobRequest) -> Result<Submitted, DriverError> {
+    fn submit(&mut self, mut req: JobRequest) -> Result<Submitted, DriverError> {
         if self.draining.is_some() {
             return Err(DriverError::ShuttingDown);
         }
-        if let Some(&(job, payload)) = self.request_ids.get(&req.request_id).filter(|_| !req.request_id.is_empty()) {
-            // Curio reuses a request id on every retry: the same payload joins a live or
-            // completed job; a failed or cancelled one, or another payload, is proved again.
-            if payload != req.payload {
-                tracing::warn!(job = job.0, request_id = %req.request_id, "another payload under a used request id: proving it as a new job");
-            } else if let Some(tx) = self.results.get(&job) {
-                match tx.borrow().as_ref().map(|r| r.status) {
-                    None | Some(FinalStatus::Completed) => {
-                        tracing::info!(job = job.0, request_id = %req.request_id, "joined the job of the same request id and payload");
-                        return Ok(Submitted { job, job_id: req.request_id.clone(), queue_position: 0, watch: tx.subscribe() });
+        // Curio reuses a request id on every retry: the same payload joins a live or completed
+        // job; after a failed or cancelled one it is proved again under the same job id. Another
+        // payload is proved as a job of its own, `<id>#n`, so no caller awaiting the first
+        // payload's job id is ever handed the proof of another statement.
+        let mut new_payload = None;
+        if !req.request_id.is_empty() {
+            let seen = self.payloads.get(&req.request_id).copied().unwrap_or(0);
+            let same = (1..=seen).map(|n| payload_job_id(&req.request_id, n)).find(|id| self.request_ids.get(id).is_some_and(|e| e.1 == req.payload));
+            match same {
+                Some(id) => {
+                    let job = self.request_ids[&id].0;
+                    if let Some(tx) = self.results.get(&job) {
+                        match tx.borrow().as_ref().map(|r| r.status) {
+                            None | Some(FinalStatus::Completed) => {
+                                tracing::info!(job = job.0, job_id = %id, "joined the job of the same request id and payload");
+                                return Ok(Submitted { job, job_id: id, queue_position: 0, watch: tx.subscribe() });
+                            }
+                            Some(status) => {
+                                tracing::info!(job = job.0, job_id = %id, previous = ?status, "request id retried after its job ended {status:?}: proving again")
+                            }
+                        }
                     }
-                    Some(status) => {
-                        tracing::info!(job = job.0, request_id = %req.request_id, previous = ?status, "request id retried after its job ended {status:?}: proving again");
-                    }
+                    req.request_id = id;
                 }
+                None if seen > 0 => {
+                    let id = payload_job_id(&req.request_id, seen + 1);
+                    tracing::warn!(request_id = %req.request_id, job_id = %id, "another payload under a used request id: proved as a job of its own");
+                    new_payload = Some((req.request_id.clone(), seen + 1));
+                    req.request_id = id;
+                }
+                None => new_payload = Some((req.request_id.clone(), 1)),
             }
         }
         if let Some(why) = self.no_device_reason() {
@@ -756,6 +786,9 @@ impl<W: Worker> Driver<W> {
         self.results.insert(job, tx);
         if !req.request_id.is_empty() {
             self.request_ids.insert(req.request_id.clone(), (job, req.payload));
+        }
+        if let Some((rid, n)) = new_payload {
+            self.payloads.insert(rid, n);
         }
         let job_id = api_id(job, &req);
         tracing::info!(job = job.0, circuit = %req.circuit.id(), priority = priority_name(req.priority), partitions = req.partitions, "job accepted");

@@ -161,13 +161,16 @@ async fn request_ids_join_live_and_completed_jobs_and_retry_ended_ones() {
     let again = c.prove(proto::ProveRequest { submit: Some(r.clone()), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
     assert_eq!(again.proof, first.proof);
     assert_eq!(submitted().await, 1);
-    // Another payload under the used id: proved anew, for its own witness.
+    // Another payload under the used id: proved anew, for its own witness, as a job of its own
+    // (`abc-1#2`); `abc-1` still names the first payload's job.
     let mut other = job(8, 8, 16, P::Normal);
     other.request_id = "abc-1".into();
     let res = c.prove(proto::ProveRequest { submit: Some(other), timeout_ms: 0 }).await.unwrap().into_inner().result.unwrap();
     check_completed(&res, 8, 8, 16);
+    assert_eq!(res.job_id, "abc-1#2");
     assert_ne!(res.proof, first.proof);
     assert_eq!(submitted().await, 2);
+    assert_eq!(await_id("abc-1").await.proof, first.proof);
 
     // Failed (deadline), then retried with the same payload: proved again.
     let mut r = job(4, 9, 8, P::Low);

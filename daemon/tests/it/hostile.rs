@@ -195,3 +195,40 @@ async fn futures_join(d: &crate::common::Daemon, reqs: Vec<cuzk_daemon::proto::S
     }
     out
 }
+
+/// The same request id with another payload while the first payload's job is still running
+/// (the case: the first caller's AwaitProof was handed the second payload's proof):
+/// the second payload becomes job `<id>#2`; awaiting `<id>` gives the first payload's own
+/// proof, `<id>#2` the second's, each verified against its own statement; retries of either
+/// payload join their own job; and a request id with `#` in it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_payload_under_a_live_request_id_never_gets_the_first_ones_proof() {
+    use crate::common::{check_completed, daemon_with, job, stop};
+    use cuzk_daemon::proto::{self, Priority};
+    let d = daemon_with(&[8], |_| {}).await;
+    let mut c = d.client().await;
+    let mut first = job(8, 21, 16, Priority::Normal);
+    first.request_id = "porep-1000-7".into();
+    let mut second = job(8, 121, 16, Priority::Normal);
+    second.request_id = first.request_id.clone();
+    let a = c.submit_proof(first.clone()).await.unwrap().into_inner();
+    let b = c.submit_proof(second.clone()).await.unwrap().into_inner();
+    assert_eq!((a.job_id.as_str(), b.job_id.as_str()), ("porep-1000-7", "porep-1000-7#2"));
+    let waiter = |id: String| {
+        let mut c = c.clone();
+        async move { c.await_proof(proto::AwaitProofRequest { job_id: id, timeout_ms: 120_000 }).await.unwrap().into_inner() }
+    };
+    let (ra, rb) = tokio::join!(waiter(a.job_id.clone()), waiter(b.job_id.clone()));
+    check_completed(&ra, 8, 21, 16);
+    check_completed(&rb, 8, 121, 16);
+    assert_ne!(ra.proof, rb.proof);
+    // Retries join their own payload's job, whichever order they come in.
+    assert_eq!(c.submit_proof(second).await.unwrap().into_inner().job_id, "porep-1000-7#2");
+    assert_eq!(c.submit_proof(first).await.unwrap().into_inner().job_id, "porep-1000-7");
+    assert_eq!(d.server.handle().snapshot().await.unwrap().jobs.submitted, 2);
+    let mut hashed = job(8, 23, 1, Priority::Normal);
+    hashed.request_id = "porep-1000-7#3".into();
+    let e = c.submit_proof(hashed).await.expect_err("a request id with '#'");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
+    stop(d).await;
+}
