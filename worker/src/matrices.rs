@@ -124,20 +124,15 @@ impl MatrixCache {
 
     fn load(&self, shape: CircuitShape) -> Stored {
         let Some(path) = self.file_of(shape) else { return Stored::Absent };
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
+        // Read into memory of the daemon's own, checked there: a file changed, truncated or
+        // replaced afterwards cannot reach the matrices in use (a map of it could: a truncated
+        // file faults its reader with SIGBUS, a byte written in place changes the next proofs).
+        let image = match read_aligned(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Stored::Absent,
             Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
         };
-        // SAFETY: a read-only map, which the matrices read from keep for as long as they live,
-        // of a file this cache replaces only by renaming a new one over it, never by writing
-        // into it (an outside writer that truncated it in place would fault the reader; the
-        // daemon's docs say to delete or replace these files, never to edit them).
-        let map = match unsafe { memmap2::Mmap::map(&file) } {
-            Ok(m) => m,
-            Err(e) => return Stored::Unusable(format!("{}: {e}", path.display())),
-        };
-        match ConstraintMatrices::from_file_image(FileImage(Arc::new(map)), &Self::file_key(shape)) {
+        match ConstraintMatrices::from_file_image(FileImage(Arc::new(image)), &Self::file_key(shape)) {
             Ok(m) => Stored::Loaded(Box::new(m)),
             Err(e) => Stored::Unusable(format!("{}: {e}", path.display())),
         }
@@ -231,15 +226,8 @@ impl MatrixCache {
                     }
                 };
                 tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
-                if !self.save(shape, &m) {
-                    return Some(m);
-                }
-                // Kept from here on as the file's image, whose pages the system can drop and
-                // read again, instead of the recording's own memory.
-                match self.load(shape) {
-                    Stored::Loaded(mapped) => Some(Arc::new(*mapped)),
-                    Stored::Absent | Stored::Unusable(_) => Some(m),
-                }
+                self.save(shape, &m);
+                Some(m)
             })
             .clone();
         if recorded.is_none() {
@@ -281,6 +269,33 @@ impl MatrixCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CircuitShape, Slot>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A file's bytes in memory aligned to 8 bytes (the matrices' arrays are read in place).
+struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AsRef<[u8]> for AlignedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+}
+
+/// Reads the whole file at `path` into 8-byte-aligned memory.
+fn read_aligned(path: &std::path::Path) -> std::io::Result<AlignedBytes> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let len = usize::try_from(f.metadata()?.len()).map_err(std::io::Error::other)?;
+    let mut words = vec![0u64; len.div_ceil(8)];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+    f.read_exact(&mut bytes[..len])?;
+    // A file that grew since its length was read is not the one measured: read it as changed.
+    if f.read(&mut [0u8; 1])? != 0 {
+        return Err(std::io::Error::other("the file changed while it was read"));
+    }
+    Ok(AlignedBytes { words, len })
 }
 
 #[cfg(test)]
@@ -325,7 +340,7 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         let file = first.file_of(shape).unwrap();
         assert!(file.exists());
-        assert!(recorded.in_file_image(), "once saved, the recording is kept as the file's image");
+        assert!(!recorded.in_file_image(), "once saved, the recording is kept as it is");
         assert!(!MatrixCache::default().get_or_record(shape, &circuit).unwrap().in_file_image(), "without a file, in memory");
 
         // A second cache (a restart) loads the file: no recording, the same matrices.
@@ -334,7 +349,7 @@ mod tests {
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the file was not used");
         let same = |m: &ConstraintMatrices| m.to_file_bytes("k");
         assert!(same(&loaded) == same(&recorded));
-        assert!(loaded.in_file_image(), "a loaded file is read in place");
+        assert!(loaded.in_file_image(), "a loaded file is read in place from the daemon's copy");
         let w = loaded.witness(circuit.clone(), cuzk_core::alloc::heap()).unwrap();
         let full = cuzk_core::synth::synthesize(circuit.clone(), cuzk_core::alloc::heap(), Default::default()).unwrap();
         let via_file = evaluate(&loaded, w, cuzk_core::alloc::heap()).unwrap();

@@ -232,3 +232,40 @@ async fn a_second_payload_under_a_live_request_id_never_gets_the_first_ones_proo
     assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e}");
     stop(d).await;
 }
+
+/// A recorded matrices file changed in place and truncated under a running daemon (a map of
+/// it faulted the daemon with SIGBUS, and a byte changed in place changed its proofs): the
+/// matrices in use are the daemon's own copy, so the next proofs verify and the daemon lives;
+/// a daemon started on the damaged file records the matrices again and proves right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_matrices_file_changed_and_truncated_under_the_daemon_changes_nothing() {
+    use crate::common::{check_completed, daemon_with, job, stop};
+    use cuzk_daemon::proto::{self, Priority};
+    use std::io::{Seek, SeekFrom, Write};
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().join("matrices");
+    async fn prove(d: &crate::common::Daemon, seed: u64) -> proto::AwaitProofResponse {
+        let mut c = d.client().await;
+        let r = c.prove(proto::ProveRequest { submit: Some(job(8, seed, 4, Priority::Normal)), timeout_ms: 120_000 }).await.expect("Prove");
+        r.into_inner().result.expect("result")
+    }
+    let m = dir.clone();
+    let d = daemon_with(&[8], move |c| c.params.matrices_dir = Some(m)).await;
+    check_completed(&prove(&d, 1).await, 8, 1, 4);
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "matrices")).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let len = std::fs::metadata(&files[0]).unwrap().len();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&files[0]).unwrap();
+    f.seek(SeekFrom::Start(len / 4)).unwrap();
+    f.write_all(&[0xa5; 8]).unwrap();
+    f.set_len(len / 2).unwrap();
+    drop(f);
+    check_completed(&prove(&d, 2).await, 8, 2, 4);
+    stop(d).await;
+
+    let m = dir.clone();
+    let again = daemon_with(&[8], move |c| c.params.matrices_dir = Some(m)).await;
+    check_completed(&prove(&again, 3).await, 8, 3, 4);
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().len(), len, "the damaged file was not recorded again");
+    stop(again).await;
+}
