@@ -68,8 +68,9 @@ fn write_atomic(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs:
 
 /// Generates random (test) parameters for `circuit` with `cuzk-setup` and writes the
 /// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` file exists and
-/// `force` is off). Returns the files.
-pub fn generate(dir: &Path, circuit: FilShape, force: bool, rng: &mut impl RngCore) -> Result<ParamFiles, FilError> {
+/// `force` is off). Returns the files. The random source is dynamic so that the generator is
+/// compiled once, here, not in every crate that calls it.
+pub fn generate(dir: &Path, circuit: FilShape, force: bool, mut rng: &mut dyn RngCore) -> Result<ParamFiles, FilError> {
     let f = files(dir, circuit)?;
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);
@@ -90,7 +91,7 @@ pub fn generate(dir: &Path, circuit: FilShape, force: bool, rng: &mut impl RngCo
     }
     let blank = Prepared::blank_of(circuit)?.blank();
     let params =
-        cuzk_setup::generate_parameters(blank, rng).map_err(|e| FilError::Params { path: f.params.clone(), reason: format!("generation failed: {e}") })?;
+        cuzk_setup::generate_parameters(blank, &mut rng).map_err(|e| FilError::Params { path: f.params.clone(), reason: format!("generation failed: {e}") })?;
     write_atomic(&f.params, |w| params.write_to(w))?;
     write_atomic(&f.vk, |w| std::io::Write::write_all(w, &params.vk.to_bytes()))?;
     write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;

@@ -477,14 +477,40 @@ pub fn check_satisfaction<B: Backend>(backend: &B, lens: impl IntoIterator<Item 
     }
 }
 
-/// Constraint evaluation on the recorded matrices of `circuit` equals what full synthesis
+/// What a circuit's constraint evaluation is checked against: its recorded matrices, what full
+/// synthesis records as `a, b, c`, and its witness written through the matrices.
+pub struct Recorded {
+    matrices: std::sync::Arc<ConstraintMatrices>,
+    full: cuzk_core::synth::Synthesized,
+    witness: cuzk_core::matrices::WitnessCs,
+}
+
+impl Recorded {
+    fn of<C: bellpepper_core::Circuit<Scalar> + Clone>(circuit: C) -> Self {
+        use cuzk_core::synth::{synthesize, SizeHint};
+        let matrices = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
+        let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
+        let witness = matrices.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
+        Recorded { matrices, full, witness }
+    }
+
+    /// A built-in circuit, recorded and synthesized here (compiled once, not in every test
+    /// binary that checks a backend).
+    pub fn builtin(kind: cuzk_circuits::CircuitKind, log_size: u32, seed: u64) -> Self {
+        Self::of(kind.instance(log_size, seed).expect("circuit"))
+    }
+
+    /// A Filecoin partition, likewise.
+    pub fn partition(circuit: &cuzk_circuits_filecoin::PartitionCircuit) -> Self {
+        Self::of(circuit.clone())
+    }
+}
+
+/// Constraint evaluation on the recorded matrices of a circuit equals what full synthesis
 /// records as `a, b, c`, zero-padded to the domain.
-pub fn check_circuit_matrices<B: Backend, C: bellpepper_core::Circuit<Scalar> + Clone>(backend: &B, name: &str, circuit: C) {
-    use cuzk_core::synth::{synthesize, SizeHint};
-    let m = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
-    let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
-    let w = m.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
-    let resident = backend.load_matrices(&m).expect("load matrices");
+pub fn check_circuit_matrices<B: Backend>(backend: &B, name: &str, recorded: &Recorded) {
+    let Recorded { matrices: m, full, witness: w } = recorded;
+    let resident = backend.load_matrices(m).expect("load matrices");
     let domain = Domain::for_len(m.num_constraints()).expect("domain");
     let got = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &w.aux), &domain).expect("evaluate");
     for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip([&full.a, &full.b, &full.c])) {
@@ -515,24 +541,35 @@ pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<I
     for kind in cuzk_circuits::CircuitKind::ALL {
         for k in logs.clone() {
             if k >= kind.min_log_size() {
-                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), kind.instance(k, seed).expect("circuit"));
+                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), &Recorded::builtin(kind, k, seed));
             }
         }
     }
 }
 
-/// [`check_circuit_matrices`] on partition 0 of each Filecoin proof kind at 2 KiB, from a
-/// sector sealed for the test (PoRep, SnapDeals, WindowPoSt, WinningPoSt). Returns the kinds run.
-pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
+/// Partition 0 of each Filecoin proof kind at 2 KiB, recorded, from a sector sealed for the
+/// test (PoRep, SnapDeals, WindowPoSt, WinningPoSt), with the kind's name.
+pub fn filecoin_partitions_recorded() -> Vec<(String, Recorded)> {
     let work = std::env::temp_dir().join(format!("cuzk-filecoin-matrices-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work dir");
     let requests = cuzk_circuits_filecoin::fixtures::generate(&work, 2048, 7).expect("2 KiB fixtures");
-    for r in &requests {
-        let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
-        check_circuit_matrices(backend, &format!("{:?} 2 KiB", r.kind), prepared.partition(0));
-    }
     let _ = std::fs::remove_dir_all(&work);
-    requests.len()
+    requests
+        .iter()
+        .map(|r| {
+            let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
+            (format!("{:?} 2 KiB", r.kind), Recorded::partition(&prepared.partition(0)))
+        })
+        .collect()
+}
+
+/// [`check_circuit_matrices`] on [`filecoin_partitions_recorded`]. Returns the kinds run.
+pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
+    let recorded = filecoin_partitions_recorded();
+    for (name, r) in &recorded {
+        check_circuit_matrices(backend, name, r);
+    }
+    recorded.len()
 }
 
 /// `B` with the trait's default [`Backend::first_unsatisfied`] (download, check on the host)

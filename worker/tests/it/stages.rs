@@ -106,23 +106,16 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
         let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rng).unwrap();
         std::fs::write(&path, params.to_bytes()).unwrap();
-        let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>| {
-            w(LoadTask {
-                circuit: CircuitId(0),
-                at: Location::Device(DeviceId(0)),
-                path: path.clone(),
-                validation: Validation::Full,
-                from_host: false,
-                streamed: false,
-            })
-            .unwrap()
+        // The file is checked in full once; the other two workers take the same bytes as trusted.
+        let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>, validation| {
+            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), path: path.clone(), validation, from_host: false, streamed: false }).unwrap()
         };
         let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
-        load(&|t| full.load_params(t));
+        load(&|t| full.load_params(t), Validation::Full);
         let on_device = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]);
-        load(&|t| on_device.load_params(t));
+        load(&|t| on_device.load_params(t), Validation::Trusted);
         let host_products = BackendWorker::new(vec![Arc::new(DeviceEvaluatingCpu(CpuBackend::new()))]).with_device_evaluation(false);
-        load(&|t| host_products.load_params(t));
+        load(&|t| host_products.load_params(t), Validation::Trusted);
         assert!(on_device.witness_only(shape.into()) && !host_products.witness_only(shape.into()) && !full.witness_only(shape.into()));
 
         let wants: Vec<_> = [1u64, 2]
