@@ -171,6 +171,10 @@ impl Circuit<Scalar> for PartitionCircuit {
     }
 }
 
+// Recording, synthesis and witnesses of Filecoin's partitions (every kind at every tree shape),
+// compiled here once rather than in every crate and test binary that runs them.
+cuzk_core::compiled_synthesis!(PartitionCircuit);
+
 impl PartitionCircuit {
     /// Writes the assignment into `input` (`input[0]` is `ONE`) and `aux`, each as long as the
     /// recorded shape says, in parallel parts (a PoRep partition: one per challenge); `Ok(false)`

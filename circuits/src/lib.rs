@@ -122,6 +122,9 @@ impl Circuit<Scalar> for BuiltinCircuit {
     }
 }
 
+// Recording, synthesis and witnesses of the built-in circuits, compiled here once.
+cuzk_core::compiled_synthesis!(BuiltinCircuit);
+
 pub use cuzk_core::synth::ShapeCounter;
 
 /// Total constraints the prover will see for `circuit` (its own plus one per public input,

@@ -13,6 +13,7 @@
 
 pub mod alloc;
 pub mod backend;
+pub mod compiled;
 pub mod density;
 pub mod domain;
 pub mod engine;

@@ -486,23 +486,13 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    fn of<C: bellpepper_core::Circuit<Scalar> + Clone>(circuit: C) -> Self {
-        use cuzk_core::synth::{synthesize, SizeHint};
-        let matrices = std::sync::Arc::new(ConstraintMatrices::record(circuit.clone()).expect("record"));
-        let full = synthesize(circuit.clone(), cuzk_core::alloc::heap(), SizeHint::default()).expect("synthesize");
-        let witness = matrices.witness(circuit, cuzk_core::alloc::heap()).expect("witness");
+    /// `circuit` recorded, synthesized in full, and its witness written through the matrices
+    /// (each compiled once, in the circuit's crate).
+    pub fn of<C: cuzk_core::compiled::CompiledSynthesis>(circuit: &C) -> Self {
+        let matrices = std::sync::Arc::new(circuit.record().expect("record"));
+        let full = circuit.synthesize_in_full(cuzk_core::alloc::heap(), cuzk_core::synth::SizeHint::default()).expect("synthesize");
+        let witness = circuit.witness_through(&matrices, cuzk_core::alloc::heap()).expect("witness");
         Recorded { matrices, full, witness }
-    }
-
-    /// A built-in circuit, recorded and synthesized here (compiled once, not in every test
-    /// binary that checks a backend).
-    pub fn builtin(kind: cuzk_circuits::CircuitKind, log_size: u32, seed: u64) -> Self {
-        Self::of(kind.instance(log_size, seed).expect("circuit"))
-    }
-
-    /// A Filecoin partition, likewise.
-    pub fn partition(circuit: &cuzk_circuits_filecoin::PartitionCircuit) -> Self {
-        Self::of(circuit.clone())
     }
 }
 
@@ -541,7 +531,7 @@ pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<I
     for kind in cuzk_circuits::CircuitKind::ALL {
         for k in logs.clone() {
             if k >= kind.min_log_size() {
-                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), &Recorded::builtin(kind, k, seed));
+                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), &Recorded::of(&kind.instance(k, seed).expect("circuit")));
             }
         }
     }
@@ -558,7 +548,7 @@ pub fn filecoin_partitions_recorded() -> Vec<(String, Recorded)> {
         .iter()
         .map(|r| {
             let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
-            (format!("{:?} 2 KiB", r.kind), Recorded::partition(&prepared.partition(0)))
+            (format!("{:?} 2 KiB", r.kind), Recorded::of(&prepared.partition(0)))
         })
         .collect()
 }

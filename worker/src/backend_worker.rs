@@ -14,7 +14,7 @@ use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
 use cuzk_core::params::{Parameters, Section, VerifyingKey};
 use cuzk_core::proof::verify;
 use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, MsmResults, ProveError, ProvingKey, Uploaded, Witness};
-use cuzk_core::synth::{synthesize, SizeHint, Synthesized};
+use cuzk_core::synth::{SizeHint, Synthesized};
 use cuzk_setup::timing::TimingQueries;
 use ff::Field;
 
@@ -366,7 +366,7 @@ fn synthesize_work(
 /// are the host's sparse products.
 fn synthesize_circuit<C>(matrices: Option<&MatrixCache>, shape: CircuitShape, c: C, alloc: SharedAllocator, witness_only: bool) -> Result<Synthesis, WorkError>
 where
-    C: bellpepper_core::Circuit<Scalar> + cuzk_core::witness::ParallelWitness + Clone + Send,
+    C: cuzk_core::compiled::CompiledSynthesis + cuzk_core::witness::ParallelWitness,
 {
     Ok(match matrices.and_then(|cache| cache.get_or_record_fast(shape, &c)) {
         Some(matrices) => {
@@ -377,7 +377,7 @@ where
                 Synthesis::Record(Box::new(crate::matrices::evaluate(&matrices, witness, alloc)?))
             }
         }
-        None => Synthesis::Record(Box::new(synthesize(c, alloc, SizeHint::default())?)),
+        None => Synthesis::Record(Box::new(c.synthesize_in_full(alloc, SizeHint::default())?)),
     })
 }
 

@@ -1,10 +1,12 @@
-//! cuzk-core's and cuzk-setup's generic entry points for the circuits cuzk runs (the built-in
-//! circuits and Filecoin's partitions), compiled once here: a crate above calls these instead
-//! of instantiating every circuit's synthesis again for each constraint system.
+//! Entry points for the circuits cuzk runs (the built-in circuits and Filecoin's partitions)
+//! that a crate above calls instead of instantiating their synthesis again: cuzk-setup's
+//! generator compiled here once, and the circuits' own compiled synthesis
+//! ([`cuzk_core::compiled::CompiledSynthesis`]).
 
 use cuzk_circuits::BuiltinCircuit;
 use cuzk_circuits_filecoin::PartitionCircuit;
 use cuzk_core::alloc::heap;
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::Parameters;
 use cuzk_core::synth::{SizeHint, SynthesizeError, Synthesized};
@@ -19,12 +21,12 @@ pub fn builtin_parameters(circuit: BuiltinCircuit, mut rng: &mut dyn RngCore) ->
 /// A partition synthesized in full, constraint by constraint ([`cuzk_core::synth::synthesize`]),
 /// into heap memory.
 pub fn synthesize_in_full(c: &PartitionCircuit) -> Result<Synthesized, SynthesizeError> {
-    cuzk_core::synth::synthesize(c.clone(), heap(), SizeHint::default())
+    c.synthesize_in_full(heap(), SizeHint::default())
 }
 
 /// A partition's constraint matrices, recorded on one thread ([`ConstraintMatrices::record`]).
 pub fn record_matrices(c: &PartitionCircuit) -> Result<ConstraintMatrices, SynthesizeError> {
-    ConstraintMatrices::record(c.clone())
+    c.record()
 }
 
 /// A partition synthesized from its recorded matrices ([`crate::matrices::synthesize`]): its

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
 
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::matrices::{ConstraintMatrices, FileImage, WitnessCs};
 use cuzk_core::synth::{SynthesizeError, Synthesized};
 use cuzk_core::witness::ParallelWitness;
@@ -23,8 +23,8 @@ const ROWS_PER_TASK: usize = 1 << 13;
 
 /// Witness generation on the calling thread, then `a, b, c` as sparse products on all threads.
 /// Produces exactly what `cuzk_core::synth::synthesize` produces.
-pub fn synthesize<C: Circuit<Scalar>>(m: &ConstraintMatrices, circuit: C, alloc: SharedAllocator) -> Result<Synthesized, SynthesizeError> {
-    let w = m.witness(circuit, alloc.clone())?;
+pub fn synthesize<C: CompiledSynthesis>(m: &ConstraintMatrices, circuit: C, alloc: SharedAllocator) -> Result<Synthesized, SynthesizeError> {
+    let w = circuit.witness_through(m, alloc.clone())?;
     evaluate(m, w, alloc)
 }
 
@@ -50,16 +50,16 @@ const RECORD_STACK_BYTES: usize = 32 << 20;
 /// [`cuzk_core::matrices::DEFAULT_CHUNK_ROWS`] rows), merged; byte-identical to `record`. The
 /// threads are its own, not rayon's, so callers blocked on the pool cannot stall it. `parts` of
 /// 0 or 1 records sequentially.
-pub fn record_parallel<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+pub fn record_parallel<C: CompiledSynthesis>(circuit: &C, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     record_parallel_chunked(circuit, parts, cuzk_core::matrices::DEFAULT_CHUNK_ROWS)
 }
 
 /// [`record_parallel`] with chunks of `chunk_rows` rows.
-pub fn record_parallel_chunked<C: Circuit<Scalar> + Clone + Send>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+pub fn record_parallel_chunked<C: CompiledSynthesis>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     if parts <= 1 {
-        return ConstraintMatrices::record(circuit.clone());
+        return circuit.record();
     }
-    let share = |c: C, p: usize| ConstraintMatrices::record_share(c, p, parts, chunk_rows);
+    let share = |c: C, p: usize| c.record_share(p, parts, chunk_rows);
     let shares: Vec<Result<_, SynthesizeError>> = std::thread::scope(|s| {
         let threads: Vec<_> = (1..parts)
             .map(|p| {
@@ -170,14 +170,14 @@ impl MatrixCache {
     /// `None` when the circuit cannot be recorded (then plain synthesis reports why, and a
     /// later call tries again). Records on the calling thread; a circuit that can be sent to
     /// other threads is recorded faster by [`MatrixCache::get_or_record_parallel`].
-    pub fn get_or_record<C: Circuit<Scalar> + Clone>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
-        self.get_or_insert_with(shape, || ConstraintMatrices::record(circuit.clone()))
+    pub fn get_or_record<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+        self.get_or_insert_with(shape, || circuit.record())
     }
 
     /// [`MatrixCache::get_or_record`], recording on as many threads as rayon's pool has
     /// ([`record_parallel`]: the same matrices, byte for byte). The threads
     /// are its own, not the pool's, so callers blocked on the pool cannot stall it.
-    pub fn get_or_record_parallel<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+    pub fn get_or_record_parallel<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_record_in_parts(shape, circuit, rayon::current_num_threads())
     }
 
@@ -185,10 +185,10 @@ impl MatrixCache {
     /// block ([`ParallelWitness::repeats`]): then recorded from its header and two blocks
     /// ([`ConstraintMatrices::record_repeated`]), else (or when it does not repeat as it says)
     /// in parallel.
-    pub fn get_or_record_fast<C: Circuit<Scalar> + ParallelWitness + Clone + Send>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+    pub fn get_or_record_fast<C: CompiledSynthesis + ParallelWitness>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_insert_with(shape, || {
             if let Some(r) = circuit.repeats() {
-                match ConstraintMatrices::record_repeated(circuit.clone(), &r)? {
+                match circuit.record_repeated(&r)? {
                     Some(m) => return Ok(m),
                     None => tracing::warn!(circuit = %shape.id(), "the circuit does not repeat as it says: recording it whole"),
                 }
@@ -198,7 +198,7 @@ impl MatrixCache {
     }
 
     /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.
-    fn get_or_record_in_parts<C: Circuit<Scalar> + Clone + Send>(&self, shape: CircuitShape, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
+    fn get_or_record_in_parts<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_insert_with(shape, || record_parallel(circuit, parts))
     }
 
@@ -303,7 +303,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use bellpepper_core::{ConstraintSystem, SynthesisError};
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
     use cuzk_circuits::CircuitKind;
 
     use crate::shape::BuiltinShape;
@@ -327,6 +327,8 @@ mod tests {
             Ok(())
         }
     }
+
+    cuzk_core::compiled_synthesis!(Counted<'_>);
 
     #[test]
     fn a_persistent_cache_loads_instead_of_recording_and_rebuilds_a_damaged_file() {
@@ -382,6 +384,8 @@ mod tests {
             self.inner.synthesize(cs)
         }
     }
+
+    cuzk_core::compiled_synthesis!(Counting<'_, cuzk_circuits::BuiltinCircuit>);
 
     #[test]
     fn concurrent_first_parallel_recordings_record_once_and_failures_are_retried() {

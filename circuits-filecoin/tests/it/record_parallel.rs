@@ -1,16 +1,16 @@
-//! Parallel recording of constraint matrices (`cuzk_worker::matrices::record_parallel`; here its shares one after another, `ConstraintMatrices::record_in_shares`) gives the
+//! Parallel recording of constraint matrices (`cuzk_worker::matrices::record_parallel`; here its shares one after another, `cuzk_core::compiled::record_in_shares`) gives the
 //! same file bytes as sequential recording on Filecoin partitions: the 2 KiB partitions of
 //! every kind and a shape-only 32 GiB PoRep partition of two challenges.
 
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, FilKind, PartitionCircuit};
-use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::compiled::{record_in_shares, CompiledSynthesis};
 
 /// Records `c` sequentially, then in `parts` parts for each of `parts`, and compares the bytes.
 fn parallel_equals_sequential(c: &PartitionCircuit, parts: &[usize], what: &str) {
-    let want = ConstraintMatrices::record(c.clone()).expect("record").to_file_bytes(what);
+    let want = c.record().expect("record").to_file_bytes(what);
     for &k in parts {
-        let got = ConstraintMatrices::record_in_shares(c, k, cuzk_core::matrices::DEFAULT_CHUNK_ROWS).expect("record_in_shares").to_file_bytes(what);
+        let got = record_in_shares(c, k, cuzk_core::matrices::DEFAULT_CHUNK_ROWS).expect("record_in_shares").to_file_bytes(what);
         assert!(got == want, "{what}: {k} parts differ from sequential recording");
     }
     eprintln!("{what}: {} bytes, equal in {parts:?} parts", want.len());

@@ -9,17 +9,17 @@ use std::time::Instant;
 
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind, PartitionCircuit};
-use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::witness::ParallelWitness;
 
 /// Records `c` whole and from its blocks; compares the bytes; returns the two times.
 fn repeated_equals_whole(c: &PartitionCircuit, what: &str) -> (f64, f64) {
     let t = Instant::now();
-    let want = ConstraintMatrices::record(c.clone()).expect("record").to_file_bytes(what);
+    let want = c.record().expect("record").to_file_bytes(what);
     let whole = t.elapsed().as_secs_f64();
     let r = c.repeats().unwrap_or_else(|| panic!("{what}: names no repeated blocks"));
     let t = Instant::now();
-    let got = ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").unwrap_or_else(|| panic!("{what}: does not repeat"));
+    let got = c.record_repeated(&r).expect("record_repeated").unwrap_or_else(|| panic!("{what}: does not repeat"));
     let repeated = t.elapsed().as_secs_f64();
     assert!(got.to_file_bytes(what) == want, "{what}: recorded from {} blocks, differs from the whole recording", r.count);
     eprintln!("{what}: {} blocks, {} bytes; whole {whole:.2} s, from two blocks {repeated:.2} s", r.count, want.len());
@@ -34,7 +34,7 @@ fn repeated_recording_equals_whole_on_2_kib_partitions() {
             (FilKind::SnapDeals, r) => assert!(r.is_none(), "SnapDeals names blocks"),
             // Fewer than three blocks: nothing to copy, recorded whole.
             (k, Some(r)) if r.count < 3 => {
-                assert!(ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").is_none(), "{k:?}: {} blocks", r.count)
+                assert!(c.record_repeated(&r).expect("record_repeated").is_none(), "{k:?}: {} blocks", r.count)
             }
             (k, _) => {
                 repeated_equals_whole(&c, &format!("{k:?} 2 KiB"));

@@ -6,15 +6,15 @@
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind};
 use cuzk_core::alloc::heap;
-use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::compiled::CompiledSynthesis;
 use ff::Field;
 
 #[test]
 fn parallel_witnesses_equal_sequential_synthesis() {
     for req in fixtures() {
         let c = prepare(&req).expect("prepare").partition(0);
-        let m = ConstraintMatrices::record(c.clone()).expect("record");
-        let sequential = m.witness(c.clone(), heap()).expect("sequential witness");
+        let m = c.record().expect("record");
+        let sequential = c.witness_through(&m, heap()).expect("sequential witness");
         let parallel = m.witness_parallel(&c, heap()).expect("parallel witness");
         assert!(parallel.input[..] == sequential.input[..], "{:?}: inputs differ", req.kind);
         if let Some(i) = (0..m.num_aux).find(|&i| parallel.aux[i] != sequential.aux[i]) {

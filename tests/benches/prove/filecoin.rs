@@ -18,6 +18,7 @@ use std::time::Instant;
 use blstrs::Scalar;
 use cuzk_circuits_filecoin::{fixtures, params, prepare, verify as fil_verify, FilRequest, FilShape};
 use cuzk_core::backend::Backend;
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::Validation;
 use cuzk_core::prover::{compute_h, finalize, msms, upload, upload_witness, ProvingKey};
@@ -64,7 +65,7 @@ pub fn run<B: Backend>(backend: &B, name: &str, shape: FilShape, dir: &Path, fx:
     let c = prepared.partition(0);
     let public = c.public_inputs().expect("public inputs");
     let t = Instant::now();
-    let m = std::sync::Arc::new(ConstraintMatrices::record(c.clone()).expect("record"));
+    let m = std::sync::Arc::new(c.record().expect("record"));
     let record = secs(t);
     let resident = backend.load_matrices(&m).expect("matrices resident");
     let rows = m.num_constraints();
@@ -284,7 +285,7 @@ pub fn shape_recording(sector_size: u64) {
     let counted = cuzk_core::synth::ShapeCounter::of(c.clone()).expect("count");
     let skip = secs(t);
     let t = Instant::now();
-    let seq = ConstraintMatrices::record(c.clone()).expect("record");
+    let seq = c.record().expect("record");
     let sequential = secs(t);
     let (rows, entries, want) = (seq.num_constraints(), seq.num_entries(), file_digest(&seq));
     assert_eq!(rows, counted.constraints, "{id}: the counter and the recorder disagree");
@@ -296,7 +297,7 @@ pub fn shape_recording(sector_size: u64) {
     drop(par);
     let r = cuzk_core::witness::ParallelWitness::repeats(&c).expect("a PoRep partition repeats its challenges");
     let t = Instant::now();
-    let rep = ConstraintMatrices::record_repeated(c.clone(), &r).expect("record_repeated").expect("the challenges repeat");
+    let rep = c.record_repeated(&r).expect("record_repeated").expect("the challenges repeat");
     let repeated = secs(t);
     assert!(file_digest(&rep) == want, "{id}: recording from two challenges differs from sequential recording");
     println!(
@@ -352,7 +353,7 @@ pub fn shape_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
     let job = shape::porep(sector_size, None, None, 5).expect("shape-only job");
     let parts = job.partitions();
     let t = Instant::now();
-    let m = std::sync::Arc::new(ConstraintMatrices::record(job.partition(0)).expect("record"));
+    let m = std::sync::Arc::new(job.partition(0).record().expect("record"));
     let record = secs(t);
     let rows = m.num_constraints();
     println!(

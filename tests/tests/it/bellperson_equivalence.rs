@@ -68,6 +68,8 @@ impl RandomCircuit {
     }
 }
 
+cuzk_core::compiled_synthesis!(RandomCircuit);
+
 impl Circuit<Scalar> for RandomCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         // Deterministic coefficients: the same circuit shape for setup and proving.
@@ -140,7 +142,7 @@ fn circuit() -> impl Strategy<Value = (RandomCircuit, u64)> {
 }
 
 /// Proves `circuit` with bellperson and with cuzk's CPU backend; checks everything.
-fn check_against_bellperson<C: Circuit<Scalar> + Clone + Send>(circuit: C, public: &[Scalar], seed: u64) {
+fn check_against_bellperson<C: cuzk_core::compiled::CompiledSynthesis>(circuit: C, public: &[Scalar], seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let params = groth16::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng).expect("setup");
     let mut bytes = Vec::new();

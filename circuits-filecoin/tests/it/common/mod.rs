@@ -8,9 +8,10 @@ use std::sync::{Mutex, OnceLock};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits_filecoin::{params, prepare, FilKind, FilRequest, FilShape};
 use cuzk_core::backend::Backend;
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::params::{Parameters, Validation};
 use cuzk_core::prover::{prove, ProvingKey};
-use cuzk_core::synth::{synthesize, SizeHint};
+use cuzk_core::synth::SizeHint;
 use ff::Field;
 
 pub const KIB2: u64 = 2048;
@@ -64,7 +65,7 @@ pub fn cuzk_prove(req: &FilRequest) -> Vec<u8> {
     for k in 0..p.partitions() {
         let c = p.partition(k);
         let public = c.public_inputs().expect("inputs");
-        let s = synthesize(c, b.host_allocator(), SizeHint::default()).expect("synthesize");
+        let s = c.synthesize_in_full(b.host_allocator(), SizeHint::default()).expect("synthesize");
         assert_eq!(&s.input[1..], &public[..], "public inputs");
         let mut rng = rand::rngs::OsRng;
         let proof = prove(&b, &key, s, blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng), &mut |_| {}).expect("prove");
