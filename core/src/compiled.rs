@@ -84,7 +84,5 @@ macro_rules! compiled_synthesis {
 /// what a parallel recording computes ([`ConstraintMatrices::record_in_shares`] through
 /// [`CompiledSynthesis::record_share`]).
 pub fn record_in_shares<C: CompiledSynthesis>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
-    let parts = parts.max(1);
-    let shares = (0..parts).map(|p| circuit.record_share(p, parts, chunk_rows)).collect::<Result<Vec<_>, _>>()?;
-    ConstraintMatrices::merge_shares(shares)
+    ConstraintMatrices::merge_shares_one_by_one(parts, |p, parts| circuit.record_share(p, parts, chunk_rows))
 }

@@ -138,7 +138,9 @@ pub fn reference_prove(dir: &Path, request: &Path, out: Option<&Path>) -> Result
 /// (our `RecordingCs`) against the constraint-matrix cache (witness generation plus sparse
 /// products); the median of `reps` runs each. Checks the two records are identical.
 pub fn synth_times(request: &Path, reps: usize) -> Result<String, CliError> {
-    use cuzk_worker::compiled::{record_matrices, synthesize_from_matrices, synthesize_in_full};
+    use cuzk_core::alloc::heap;
+    use cuzk_core::compiled::CompiledSynthesis;
+    use cuzk_core::synth::SizeHint;
     let req = read_request(request)?;
     let p = cuzk_circuits_filecoin::prepare(&req).map_err(fil)?;
     let c = p.partition(0);
@@ -151,19 +153,19 @@ pub fn synth_times(request: &Path, reps: usize) -> Result<String, CliError> {
     let mut last = None;
     for _ in 0..reps {
         let t = Instant::now();
-        let s = synthesize_in_full(&c)?;
+        let s = c.synthesize_in_full(heap(), SizeHint::default())?;
         plain.push(t.elapsed().as_secs_f64());
         last = Some(s);
     }
     let s = last.ok_or_else(|| CliError::Usage("no run".into()))?;
     let t = Instant::now();
-    let m = record_matrices(&c)?;
+    let m = c.record()?;
     let record = t.elapsed().as_secs_f64();
     let mut cached = Vec::new();
     let mut same = true;
     for _ in 0..reps {
         let t = Instant::now();
-        let q = synthesize_from_matrices(&m, &c)?;
+        let q = cuzk_worker::matrices::synthesize(&m, c.clone(), heap())?;
         cached.push(t.elapsed().as_secs_f64());
         same &= q.a[..] == s.a[..] && q.b[..] == s.b[..] && q.c[..] == s.c[..] && q.aux[..] == s.aux[..];
     }

@@ -10,6 +10,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_backend_cpu::{ntt::naive_dft, CpuBackend};
 use cuzk_core::alloc::PinnedVec;
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
+use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::density::DensityBitmap;
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::{Column, ConstraintMatrices};
@@ -477,30 +478,14 @@ pub fn check_satisfaction<B: Backend>(backend: &B, lens: impl IntoIterator<Item 
     }
 }
 
-/// What a circuit's constraint evaluation is checked against: its recorded matrices, what full
-/// synthesis records as `a, b, c`, and its witness written through the matrices.
-pub struct Recorded {
-    matrices: std::sync::Arc<ConstraintMatrices>,
-    full: cuzk_core::synth::Synthesized,
-    witness: cuzk_core::matrices::WitnessCs,
-}
-
-impl Recorded {
-    /// `circuit` recorded, synthesized in full, and its witness written through the matrices
-    /// (each compiled once, in the circuit's crate).
-    pub fn of<C: cuzk_core::compiled::CompiledSynthesis>(circuit: &C) -> Self {
-        let matrices = std::sync::Arc::new(circuit.record().expect("record"));
-        let full = circuit.synthesize_in_full(cuzk_core::alloc::heap(), cuzk_core::synth::SizeHint::default()).expect("synthesize");
-        let witness = circuit.witness_through(&matrices, cuzk_core::alloc::heap()).expect("witness");
-        Recorded { matrices, full, witness }
-    }
-}
-
-/// Constraint evaluation on the recorded matrices of a circuit equals what full synthesis
-/// records as `a, b, c`, zero-padded to the domain.
-pub fn check_circuit_matrices<B: Backend>(backend: &B, name: &str, recorded: &Recorded) {
-    let Recorded { matrices: m, full, witness: w } = recorded;
-    let resident = backend.load_matrices(m).expect("load matrices");
+/// Constraint evaluation on the recorded matrices of `circuit` equals what full synthesis
+/// records as `a, b, c`, zero-padded to the domain. The circuit is recorded and synthesized
+/// through its [`CompiledSynthesis`] methods, compiled in its own crate.
+pub fn check_circuit_matrices<B: Backend, C: CompiledSynthesis>(backend: &B, name: &str, circuit: &C) {
+    let m = std::sync::Arc::new(circuit.record().expect("record"));
+    let full = circuit.synthesize_in_full(cuzk_core::alloc::heap(), cuzk_core::synth::SizeHint::default()).expect("synthesize");
+    let w = circuit.witness_through(&m, cuzk_core::alloc::heap()).expect("witness");
+    let resident = backend.load_matrices(&m).expect("load matrices");
     let domain = Domain::for_len(m.num_constraints()).expect("domain");
     let got = backend.evaluate_constraints(&resident, &upload(backend, &w.input), &upload(backend, &w.aux), &domain).expect("evaluate");
     for (which, (got, want)) in ["a", "b", "c"].iter().zip(got.iter().zip([&full.a, &full.b, &full.c])) {
@@ -531,35 +516,24 @@ pub fn check_builtin_matrices<B: Backend>(backend: &B, logs: impl IntoIterator<I
     for kind in cuzk_circuits::CircuitKind::ALL {
         for k in logs.clone() {
             if k >= kind.min_log_size() {
-                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), &Recorded::of(&kind.instance(k, seed).expect("circuit")));
+                check_circuit_matrices(backend, &format!("{}-2^{k}", kind.name()), &kind.instance(k, seed).expect("circuit"));
             }
         }
     }
 }
 
-/// Partition 0 of each Filecoin proof kind at 2 KiB, recorded, from a sector sealed for the
-/// test (PoRep, SnapDeals, WindowPoSt, WinningPoSt), with the kind's name.
-pub fn filecoin_partitions_recorded() -> Vec<(String, Recorded)> {
+/// [`check_circuit_matrices`] on partition 0 of each Filecoin proof kind at 2 KiB, from a
+/// sector sealed for the test (PoRep, SnapDeals, WindowPoSt, WinningPoSt). Returns the kinds run.
+pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
     let work = std::env::temp_dir().join(format!("cuzk-filecoin-matrices-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work dir");
     let requests = cuzk_circuits_filecoin::fixtures::generate(&work, 2048, 7).expect("2 KiB fixtures");
-    let _ = std::fs::remove_dir_all(&work);
-    requests
-        .iter()
-        .map(|r| {
-            let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
-            (format!("{:?} 2 KiB", r.kind), Recorded::of(&prepared.partition(0)))
-        })
-        .collect()
-}
-
-/// [`check_circuit_matrices`] on [`filecoin_partitions_recorded`]. Returns the kinds run.
-pub fn check_filecoin_matrices<B: Backend>(backend: &B) -> usize {
-    let recorded = filecoin_partitions_recorded();
-    for (name, r) in &recorded {
-        check_circuit_matrices(backend, name, r);
+    for r in &requests {
+        let prepared = cuzk_circuits_filecoin::prepare(r).unwrap_or_else(|e| panic!("{:?}: {e}", r.kind));
+        check_circuit_matrices(backend, &format!("{:?} 2 KiB", r.kind), &prepared.partition(0));
     }
-    recorded.len()
+    let _ = std::fs::remove_dir_all(&work);
+    requests.len()
 }
 
 /// `B` with the trait's default [`Backend::first_unsatisfied`] (download, check on the host)

@@ -346,8 +346,17 @@ impl ConstraintMatrices {
     /// [`ConstraintMatrices::record_share`] for every share, one after the other on the calling
     /// thread, merged: what a parallel recording computes (for tests of the merge).
     pub fn record_in_shares<C: Circuit<Scalar> + Clone>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<Self, SynthesizeError> {
+        Self::merge_shares_one_by_one(parts, |p, parts| Self::record_share(circuit.clone(), p, parts, chunk_rows))
+    }
+
+    /// `share(p, parts)` for every share `p` of `parts` (at least 1), one after the other,
+    /// merged.
+    pub(crate) fn merge_shares_one_by_one(
+        parts: usize,
+        mut share: impl FnMut(usize, usize) -> Result<RecordedShare, SynthesizeError>,
+    ) -> Result<Self, SynthesizeError> {
         let parts = parts.max(1);
-        let shares = (0..parts).map(|p| Self::record_share(circuit.clone(), p, parts, chunk_rows)).collect::<Result<Vec<_>, _>>()?;
+        let shares = (0..parts).map(|p| share(p, parts)).collect::<Result<Vec<_>, _>>()?;
         Self::merge_shares(shares)
     }
 }
