@@ -12,7 +12,8 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::driver::DriverHandle;
-use crate::listen::{Guarded, Listeners};
+use crate::listen::Guarded;
+use crate::status::Outside;
 
 /// The status page.
 pub const STATUS_PAGE: &str = include_str!("status.html");
@@ -22,13 +23,13 @@ struct AppState {
     handle: DriverHandle,
     /// When set, every request must carry it (`Authorization: Bearer`, or `?token=`).
     token: Option<Arc<str>>,
-    /// The daemon's listeners, reported with the status.
-    listeners: Listeners,
+    /// What the listeners, the request budget and the journal add to the status.
+    outside: Outside,
 }
 
 /// The router; `token` is required on every request when set.
-pub fn router(handle: DriverHandle, token: Option<String>, listeners: Listeners) -> Router {
-    let state = AppState { handle, token: token.map(Into::into), listeners };
+pub fn router(handle: DriverHandle, token: Option<String>, outside: Outside) -> Router {
+    let state = AppState { handle, token: token.map(Into::into), outside };
     Router::new().route("/", get(page)).route("/status", get(status)).route("/metrics", get(metrics)).route("/trace", get(trace)).with_state(state)
 }
 
@@ -60,7 +61,7 @@ async fn status(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<
     }
     match st.handle.snapshot().await {
         Ok(mut s) => {
-            s.listeners = st.listeners.status();
+            st.outside.fill(&mut s);
             axum::Json(s).into_response()
         }
         Err(e) => unavailable(e),
@@ -73,7 +74,7 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap, Query(q): Query
     }
     match st.handle.snapshot().await {
         Ok(mut s) => {
-            s.listeners = st.listeners.status();
+            st.outside.fill(&mut s);
             ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&s)).into_response()
         }
         Err(e) => unavailable(e),

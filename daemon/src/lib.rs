@@ -25,6 +25,8 @@ pub mod devices;
 pub mod driver;
 pub mod filecoin;
 pub mod http;
+pub mod intake;
+pub mod journal;
 pub mod listen;
 pub mod metrics;
 pub mod names;

@@ -38,6 +38,23 @@ pub fn render(s: &Snapshot) -> String {
             let _ = writeln!(o, "cuzk_listener_closed_total{{listener=\"{}\",reason=\"{why}\"}} {n}", l.name);
         }
     }
+    head(&mut o, "cuzk_request_budget_bytes", "gauge", "The budget for request bytes in flight ([server] request_budget_bytes).");
+    let _ = writeln!(o, "cuzk_request_budget_bytes {}", s.requests.budget_bytes);
+    head(&mut o, "cuzk_request_bytes_in_flight", "gauge", "Bytes charged to requests being received or decoded, until their job is accepted.");
+    let _ = writeln!(o, "cuzk_request_bytes_in_flight {}", s.requests.in_flight_bytes);
+    head(&mut o, "cuzk_requests_over_budget_total", "counter", "Requests refused with RESOURCE_EXHAUSTED because the request budget was spent.");
+    let _ = writeln!(o, "cuzk_requests_over_budget_total {}", s.requests.refused);
+    if let Some(j) = &s.journal {
+        head(&mut o, "cuzk_journal_jobs", "gauge", "Jobs in the journal: accepted and not ended (open), ended with their results kept (ended).");
+        let _ = writeln!(o, "cuzk_journal_jobs{{state=\"open\"}} {}", j.open);
+        let _ = writeln!(o, "cuzk_journal_jobs{{state=\"ended\"}} {}", j.ended);
+        head(&mut o, "cuzk_journal_bytes", "gauge", "Bytes the journal's records take on disk.");
+        let _ = writeln!(o, "cuzk_journal_bytes {}", j.bytes);
+        head(&mut o, "cuzk_journal_write_errors_total", "counter", "Journal writes that failed (a job refused, or a result not kept).");
+        let _ = writeln!(o, "cuzk_journal_write_errors_total {}", j.write_errors);
+        head(&mut o, "cuzk_journal_damaged_total", "counter", "Damaged journal files found and removed at the start.");
+        let _ = writeln!(o, "cuzk_journal_damaged_total {}", j.damaged);
+    }
     head(&mut o, "cuzk_jobs_submitted_total", "counter", "Jobs accepted.");
     let _ = writeln!(o, "cuzk_jobs_submitted_total {}", s.jobs.submitted);
     head(&mut o, "cuzk_jobs_ended_total", "counter", "Jobs ended, by outcome.");

@@ -55,6 +55,16 @@ pub enum RequestError {
     /// The request id holds control characters (a newline would forge lines in a text log).
     #[error("request_id {0:?} holds control characters (newlines, escapes): printable text only")]
     RequestIdControl(String),
+    /// A field the proof kind does not read is set.
+    #[error("{kind} does not use {field} (set to {value}): leave it unset")]
+    UnusedField {
+        /// The proof kind.
+        kind: &'static str,
+        /// The field.
+        field: &'static str,
+        /// What it holds.
+        value: String,
+    },
     /// The request id holds `#`, which job ids of a request id's later payloads use.
     #[error("request_id {0:?} holds '#', which this daemon uses in the job ids of a request id's later payloads (\"<id>#2\"): use another character")]
     RequestIdHash(String),
@@ -88,22 +98,77 @@ pub fn priority(p: i32, kind: proto::ProofKind) -> Result<Priority, RequestError
     })
 }
 
-/// Validates a submission.
-pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestError> {
-    if req.request_id.len() > MAX_REQUEST_ID {
+/// The fields of a submission each proof kind reads, beside the request id, the kind, the
+/// priority and the deadline; any other field set is refused, not ignored.
+fn fields_used(kind: proto::ProofKind) -> &'static [&'static str] {
+    use proto::ProofKind as K;
+    match kind {
+        K::PorepSealCommit => &["sector_size", "registered_proof", "vanilla_proof", "sector_number", "miner_id"],
+        K::SnapDealsUpdate => &["sector_size", "registered_proof", "vanilla_proofs", "sector_number", "miner_id", "comm_r_old", "comm_r_new", "comm_d_new"],
+        K::WindowPostPartition => &["sector_size", "registered_proof", "vanilla_proofs", "miner_id", "randomness", "partition_index"],
+        K::WinningPost => &["sector_size", "registered_proof", "vanilla_proofs", "miner_id", "randomness"],
+        K::Generic => &["generic"],
+        K::Unspecified => &[],
+    }
+}
+
+/// Validates a submission (taking its payload, which the job then holds).
+pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestError> {
+    let payload = payload_digest(&req);
+    let proto::SubmitProofRequest {
+        request_id,
+        proof_kind,
+        sector_size,
+        registered_proof,
+        priority: api_priority,
+        vanilla_proof,
+        vanilla_proofs,
+        sector_number,
+        miner_id,
+        randomness,
+        partition_index,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+        generic,
+        deadline_ms,
+    } = req;
+    if request_id.len() > MAX_REQUEST_ID {
         return Err(RequestError::RequestIdTooLong);
     }
-    if req.request_id.chars().any(char::is_control) {
-        return Err(RequestError::RequestIdControl(req.request_id.clone()));
+    if request_id.chars().any(char::is_control) {
+        return Err(RequestError::RequestIdControl(request_id));
     }
-    if !req.request_id.is_empty() && req.request_id.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(RequestError::RequestIdNumeric(req.request_id.clone()));
+    if !request_id.is_empty() && request_id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(RequestError::RequestIdNumeric(request_id));
     }
-    if req.request_id.contains('#') {
-        return Err(RequestError::RequestIdHash(req.request_id.clone()));
+    if request_id.contains('#') {
+        return Err(RequestError::RequestIdHash(request_id));
     }
-    let payload = payload_digest(req);
-    let kind = proto::ProofKind::try_from(req.proof_kind).map_err(|_| RequestError::UnknownKind(req.proof_kind))?;
+    let kind = proto::ProofKind::try_from(proof_kind).map_err(|_| RequestError::UnknownKind(proof_kind))?;
+    let bytes = |b: &[u8]| format!("{} bytes", b.len());
+    let set: [(&str, Option<String>); 11] = [
+        ("sector_size", (sector_size != 0).then(|| sector_size.to_string())),
+        ("registered_proof", (registered_proof != 0).then(|| registered_proof.to_string())),
+        ("vanilla_proof", (!vanilla_proof.is_empty()).then(|| bytes(&vanilla_proof))),
+        ("vanilla_proofs", (!vanilla_proofs.is_empty()).then(|| format!("{} entries", vanilla_proofs.len()))),
+        ("sector_number", (sector_number != 0).then(|| sector_number.to_string())),
+        ("miner_id", (miner_id != 0).then(|| miner_id.to_string())),
+        ("randomness", (!randomness.is_empty()).then(|| bytes(&randomness))),
+        ("partition_index", (partition_index != 0).then(|| partition_index.to_string())),
+        ("comm_r_old", (!comm_r_old.is_empty()).then(|| bytes(&comm_r_old))),
+        ("comm_r_new", (!comm_r_new.is_empty()).then(|| bytes(&comm_r_new))),
+        ("comm_d_new", (!comm_d_new.is_empty()).then(|| bytes(&comm_d_new))),
+    ];
+    let generic_set = generic.as_ref().map(|_| "set".to_string());
+    if kind != proto::ProofKind::Unspecified {
+        let used = fields_used(kind);
+        for (field, value) in set.into_iter().chain([("generic", generic_set)]) {
+            if let Some(value) = value.filter(|_| !used.contains(&field)) {
+                return Err(RequestError::UnusedField { kind: kind.as_str_name(), field, value });
+            }
+        }
+    }
     let fil_kind = match kind {
         proto::ProofKind::Unspecified => return Err(RequestError::NoKind),
         proto::ProofKind::Generic => None,
@@ -112,20 +177,32 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
         proto::ProofKind::WindowPostPartition => Some(FilKind::WindowPoSt),
         proto::ProofKind::WinningPost => Some(FilKind::WinningPoSt),
     };
-    let priority = priority(req.priority, kind)?;
-    let deadline = (req.deadline_ms > 0).then(|| Duration::from_millis(req.deadline_ms));
+    let priority = priority(api_priority, kind)?;
+    let deadline = (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms));
     if let Some(fk) = fil_kind {
         let fail = |source| RequestError::Filecoin { kind: kind.as_str_name(), source };
-        let request = filecoin_request(req, fk);
-        let circuit = cuzk_circuits_filecoin::circuit_of(fk, req.registered_proof).map_err(fail)?;
-        if req.sector_size != 0 && req.sector_size != circuit.sector_size {
+        let circuit = cuzk_circuits_filecoin::circuit_of(fk, registered_proof).map_err(fail)?;
+        if sector_size != 0 && sector_size != circuit.sector_size {
             return Err(fail(FilError::BadField {
                 field: "sector_size",
-                reason: format!("{} does not match registered proof {} ({} bytes)", req.sector_size, req.registered_proof, circuit.sector_size),
+                reason: format!("{sector_size} does not match registered proof {registered_proof} ({} bytes)", circuit.sector_size),
             }));
         }
+        let request = FilRequest {
+            kind: fk,
+            registered_proof,
+            vanilla_proof,
+            vanilla_proofs,
+            sector_number,
+            miner_id,
+            randomness,
+            partition_index,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+        };
         return Ok(JobRequest {
-            request_id: req.request_id.clone(),
+            request_id,
             kind,
             priority,
             circuit: CircuitShape::Filecoin(circuit),
@@ -134,44 +211,65 @@ pub fn validate(req: &proto::SubmitProofRequest) -> Result<JobRequest, RequestEr
             partitions: 1,
             deadline,
             payload,
+            restored: false,
         });
     }
-    let g = req.generic.as_ref().ok_or(RequestError::MissingGeneric)?;
+    let g = generic.ok_or(RequestError::MissingGeneric)?;
     let circuit = BuiltinShape::new(CircuitKind::from_name(&g.circuit)?, g.log_size)?;
     let partitions = g.partitions.max(1);
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
     }
-    Ok(JobRequest { request_id: req.request_id.clone(), kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline, payload })
-}
-
-/// The Filecoin fields of a submission.
-pub fn filecoin_request(req: &proto::SubmitProofRequest, kind: FilKind) -> FilRequest {
-    FilRequest {
-        kind,
-        registered_proof: req.registered_proof,
-        vanilla_proof: req.vanilla_proof.clone(),
-        vanilla_proofs: req.vanilla_proofs.clone(),
-        sector_number: req.sector_number,
-        miner_id: req.miner_id,
-        randomness: req.randomness.clone(),
-        partition_index: req.partition_index,
-        comm_r_old: req.comm_r_old.clone(),
-        comm_r_new: req.comm_r_new.clone(),
-        comm_d_new: req.comm_d_new.clone(),
-    }
+    Ok(JobRequest { request_id, kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline, payload, restored: false })
 }
 
 /// What identifies a submission's work: a digest of every field except the request id, the
-/// priority and the deadline. Two submissions under one request id with the same payload are
-/// the same job.
+/// priority and the deadline, each with its length (no copy of the payload is made). Two
+/// submissions under one request id with the same payload are the same job.
 pub fn payload_digest(req: &proto::SubmitProofRequest) -> [u8; 32] {
     use sha2::Digest;
-    let mut r = req.clone();
-    r.request_id.clear();
-    r.priority = 0;
-    r.deadline_ms = 0;
-    sha2::Sha256::digest(r.encode_to_vec()).into()
+    // Naming every field: a field added to the message must be placed here.
+    let proto::SubmitProofRequest {
+        request_id: _,
+        priority: _,
+        deadline_ms: _,
+        proof_kind,
+        sector_size,
+        registered_proof,
+        vanilla_proof,
+        vanilla_proofs,
+        sector_number,
+        miner_id,
+        randomness,
+        partition_index,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+        generic,
+    } = req;
+    let mut h = sha2::Sha256::new();
+    let mut put = |b: &[u8]| {
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+    };
+    put(&proof_kind.to_le_bytes());
+    put(&sector_size.to_le_bytes());
+    put(&registered_proof.to_le_bytes());
+    put(vanilla_proof);
+    put(&(vanilla_proofs.len() as u64).to_le_bytes());
+    for v in vanilla_proofs {
+        put(v);
+    }
+    put(&sector_number.to_le_bytes());
+    put(&miner_id.to_le_bytes());
+    put(randomness);
+    put(&partition_index.to_le_bytes());
+    put(comm_r_old);
+    put(comm_r_new);
+    put(comm_d_new);
+    put(&generic.as_ref().map(|g| g.encode_to_vec()).unwrap_or_default());
+    put(&[u8::from(generic.is_some())]);
+    h.finalize().into()
 }
 
 /// Parses a Filecoin job's vanilla proofs, verifies them against its public data and builds
@@ -195,15 +293,13 @@ pub fn prepare_filecoin(job: &mut JobRequest, unchecked: bool) -> Result<(), Req
 /// Decodes the body of a call to `method` (a `ProvingEngine` method name) and validates it as
 /// the server would; the fuzz target's entry point. Never panics.
 pub fn decode_request(method: &str, body: &[u8]) -> Result<(), Status> {
-    use crate::codec::decode_error;
+    use crate::codec::{decode, decode_error};
     match method {
         "SubmitProof" => {
-            let r = proto::SubmitProofRequest::decode(body).map_err(decode_error)?;
-            validate(&r)?;
+            validate(decode::<proto::SubmitProofRequest>(body)?)?;
         }
         "Prove" => {
-            let r = proto::ProveRequest::decode(body).map_err(decode_error)?;
-            validate(&r.submit.unwrap_or_default())?;
+            validate(decode::<proto::ProveRequest>(body)?.submit.unwrap_or_default())?;
         }
         "AwaitProof" => {
             let r = proto::AwaitProofRequest::decode(body).map_err(decode_error)?;

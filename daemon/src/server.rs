@@ -22,9 +22,11 @@ use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, EngineSection, ShutdownMode};
 use crate::devices::{self, DeviceError, Devices};
 use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
+use crate::journal::{Journal, OpenJob};
 use crate::listen::{self, Limits, ListenerStats, Listeners};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
+use crate::status::Outside;
 
 /// Why the daemon could not start or stopped badly.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +65,9 @@ pub enum ServeError {
         /// What is wrong.
         reason: String,
     },
+    /// The journal could not be opened.
+    #[error(transparent)]
+    Journal(#[from] crate::journal::JournalError),
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -160,10 +165,15 @@ async fn launch(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordin
     start_devices(cfg, data_dir, wrapped, ordinals).await
 }
 
-fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> EngineConfig {
+/// The engine's configuration, and the budget for request bytes in flight (taken out of the
+/// host budget before the engine gets it).
+fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> (EngineConfig, u64) {
     let e = &cfg.engine;
     let meminfo = e.meminfo();
-    let host = e.host_budget(crate::driver::admission::mem_available(&meminfo));
+    let whole = e.host_budget(crate::driver::admission::mem_available(&meminfo));
+    let requests = cfg.server.request_budget(whole);
+    let host = whole.saturating_sub(requests).max(whole / 2);
+    tracing::info!(budget = requests, sized = cfg.server.request_budget_bytes == 0, "request bytes in flight budget (out of the host budget)");
     let free: Vec<Option<u64>> = backends.iter().map(|b| b.free_memory()).collect();
     let sharing = devices::sharing(ordinals, &free.iter().map(Option::is_some).collect::<Vec<_>>());
     let fallback = e.cpu_fallback.then(|| backends.len().saturating_sub(1));
@@ -199,7 +209,7 @@ fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> Eng
     if backends.first().is_some_and(|b| b.name().starts_with("cpu")) {
         ec.release_host_abc_after = Stage::Ntt;
     }
-    ec
+    (ec, requests)
 }
 
 /// The lock file beside a socket: `cuzk.sock` → `cuzk.sock.lock`.
@@ -320,7 +330,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         check_private("the matrices directory (params.matrices_dir)", m)?;
     }
     check_dir("the Filecoin parameter cache (params.filecoin_dir)", &cfg.filecoin_dir())?;
-    let ec = engine_config(&cfg, &backends, &ordinals);
+    let (ec, request_budget) = engine_config(&cfg, &backends, &ordinals);
+    let request_budget = crate::intake::RequestBudget::new(request_budget);
     let threads = (ec.synth_workers + ec.finalize_workers) as usize;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -328,7 +339,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         .build()
         .map_err(|e| ServeError::Io { what: "starting the CPU pool".into(), source: std::io::Error::other(e) })?;
     let preload = cfg.params.preload.iter().filter_map(|p| CircuitShape::parse(p).ok()).collect();
-    let dcfg = DriverConfig {
+    let mut dcfg = DriverConfig {
         data_dir: data_dir.clone(),
         fil_dir: cfg.filecoin_dir(),
         validation: if cfg.params.trusted { Validation::Trusted } else { Validation::Full },
@@ -348,6 +359,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         linger: Duration::from_millis(cfg.shutdown.linger_ms),
         ordinals: ordinals.clone(),
         bench: cfg.bench.enabled,
+        first_job_id: 0,
     };
     if cfg.bench.enabled {
         tracing::error!(
@@ -390,6 +402,9 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         }
         Some(TcpListener::bind(a).await.map_err(io(format!("binding HTTP {a}")))?)
     };
+    // The journal after the socket: a second daemon on the same socket is told so first.
+    let (journal, reopened) = open_journal(&cfg, &data_dir)?;
+    dcfg.first_job_id = journal.as_ref().map_or(0, |j| j.next_job_number());
     let listening =
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 
@@ -416,6 +431,22 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         }))
     });
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
+    let max = cfg.server.max_request_bytes;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let limits = |max_connections| Limits {
+        max_connections,
+        handshake: Duration::from_millis(cfg.server.handshake_timeout_ms),
+        idle: Duration::from_millis(cfg.server.idle_timeout_ms),
+    };
+    let (grpc_limits, http_limits) = (limits(cfg.server.max_connections), limits(cfg.server.http_max_connections));
+    let uds_stats = uds.as_ref().map(|_| ListenerStats::new("grpc-unix", socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), grpc_limits));
+    let tcp_stats = tcp.as_ref().map(|_| ListenerStats::new("grpc-tcp", listening.tcp.map(|a| a.to_string()).unwrap_or_default(), grpc_limits));
+    let http_stats = http.as_ref().map(|_| ListenerStats::new("http", listening.http.map(|a| a.to_string()).unwrap_or_default(), http_limits));
+    let mut listeners = Listeners::default();
+    for s in [&uds_stats, &tcp_stats, &http_stats].into_iter().flatten() {
+        listeners.push(s.clone());
+    }
+    let outside = Outside { listeners, requests: Some(request_budget.clone()), journal: journal.clone() };
     let service = Service::new(
         handle.clone(),
         ServiceConfig {
@@ -425,16 +456,14 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             // Curio's `assigned_gpu` names a GPU: the fallback is not one.
             ordinals: ordinals[..ordinals.len() - usize::from(cfg.engine.cpu_fallback)].to_vec(),
             timing,
+            journal,
+            outside: outside.clone(),
         },
     );
-    let max = cfg.server.max_request_bytes;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let limits = |max_connections| Limits {
-        max_connections,
-        handshake: Duration::from_millis(cfg.server.handshake_timeout_ms),
-        idle: Duration::from_millis(cfg.server.idle_timeout_ms),
-    };
-    let (grpc_limits, http_limits) = (limits(cfg.server.max_connections), limits(cfg.server.http_max_connections));
+    if !reopened.is_empty() {
+        tracing::info!(jobs = reopened.len(), "journal: taking up the jobs an earlier run accepted and did not end");
+        tokio::spawn(service.clone().take_up(reopened));
+    }
     let files = listen::raise_file_limit();
     let held =
         cfg.server.max_connections * (usize::from(uds.is_some()) + usize::from(tcp.is_some())) + usize::from(http.is_some()) * cfg.server.http_max_connections;
@@ -447,12 +476,16 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     // does not answer within another third.
     let ping = Duration::from_millis(cfg.server.idle_timeout_ms / 3);
     let grpc = || tonic::transport::Server::builder().http2_keepalive_interval(Some(ping)).http2_keepalive_timeout(Some(ping));
-    let mut listeners = Listeners::default();
+    let budgeted = || {
+        crate::intake::Budgeted::new(
+            ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max),
+            request_budget.clone(),
+            max,
+        )
+    };
     let mut servers: Vec<JoinHandle<Result<(), ServeError>>> = Vec::new();
-    if let Some(l) = uds {
-        let stats = ListenerStats::new("grpc-unix", socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default(), grpc_limits);
-        listeners.push(stats.clone());
-        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
+    if let (Some(l), Some(stats)) = (uds, uds_stats) {
+        let svc = budgeted();
         let (stop, incoming) = (stopped(stop_rx.clone()), listen::incoming(l, stats, stop_rx.clone()));
         let mut server = grpc();
         servers.push(tokio::spawn(async move {
@@ -460,10 +493,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             Ok(())
         }));
     }
-    if let Some(l) = tcp {
-        let stats = ListenerStats::new("grpc-tcp", listening.tcp.map(|a| a.to_string()).unwrap_or_default(), grpc_limits);
-        listeners.push(stats.clone());
-        let svc = ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
+    if let (Some(l), Some(stats)) = (tcp, tcp_stats) {
+        let svc = budgeted();
         let (stop, incoming) = (stopped(stop_rx.clone()), listen::incoming(l, stats, stop_rx.clone()));
         let mut server = grpc();
         if cfg.server.tcp_insecure {
@@ -475,6 +506,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             let Some(t) = token.clone() else {
                 return Err(ConfigError::Invalid("TCP needs a token".into()).into());
             };
+            // The token is checked before the message is read or charged.
             let svc = InterceptedService::new(svc, RequireToken(t.into()));
             servers.push(tokio::spawn(async move {
                 server.add_service(svc).serve_with_incoming_shutdown(incoming, stop).await?;
@@ -482,12 +514,10 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             }));
         }
     }
-    if let Some(l) = http {
+    if let (Some(l), Some(stats)) = (http, http_stats) {
         let local = l.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(false);
-        let stats = ListenerStats::new("http", listening.http.map(|a| a.to_string()).unwrap_or_default(), http_limits);
-        listeners.push(stats.clone());
         let incoming = listen::incoming(l, stats, stop_rx.clone());
-        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() }, listeners.clone());
+        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() }, outside.clone());
         servers.push(tokio::spawn(crate::http::serve(incoming, router, http_limits.handshake, stop_rx.clone())));
     }
     tracing::info!(socket = ?listening.socket, tcp = ?listening.tcp, http = ?listening.http, data_dir = %data_dir.display(), "cuzk daemon listening");
@@ -512,6 +542,19 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         result
     });
     Ok(Server { listening, handle, shutdown: cfg.shutdown.clone(), task })
+}
+
+/// Opens the journal when it is on: the journal and the jobs an earlier run left open.
+fn open_journal(cfg: &Config, data_dir: &Path) -> Result<(Option<Arc<Journal>>, Vec<OpenJob>), ServeError> {
+    if !cfg.journal.enabled {
+        tracing::warn!("[journal] enabled = false: accepted jobs are lost if the daemon stops before they end");
+        return Ok((None, Vec::new()));
+    }
+    let dir = cfg.journal.dir.clone().unwrap_or_else(|| data_dir.join("journal"));
+    let (j, open) = Journal::open(&dir, Duration::from_secs(cfg.journal.retention_s), cfg.server.keep_results)?;
+    let s = j.status();
+    tracing::info!(dir = %dir.display(), open = s.open, ended = s.ended, bytes = s.bytes, damaged = s.damaged, "journal opened");
+    Ok((Some(Arc::new(j)), open))
 }
 
 /// Descriptors the daemon keeps for itself beyond its connections (parameter and matrices

@@ -4,14 +4,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prost::Message;
 use tonic::{Request, Response, Status};
 
 use crate::circuits::{shape_params_path, CircuitShape};
 use crate::driver::{BadJobRef, DriverError, DriverHandle, FinalStatus, JobRef, JobRequest, JobResult};
+use crate::journal::{Journal, OpenJob};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
-use crate::request::{prepare_filecoin, validate};
+use crate::request::{payload_digest, prepare_filecoin, validate};
 use crate::setup::ensure_params;
-use crate::status::Snapshot;
+use crate::status::{Outside, Snapshot};
 use cuzk_circuits_filecoin::Prepared;
 use cuzk_setup::timing::QueryLengths;
 
@@ -29,6 +31,10 @@ pub struct ServiceConfig {
     /// Bench mode: Filecoin requests are prepared unchecked, and this records the circuit's
     /// matrices and gives the query lengths of its timing-only parameters.
     pub timing: Option<TimingQueries>,
+    /// The journal of accepted jobs, when it is on.
+    pub journal: Option<Arc<Journal>>,
+    /// What the listeners, the request budget and the journal add to GetMetrics.
+    pub outside: Outside,
 }
 
 /// Bench mode's sizing of a Filecoin circuit's timing-only parameters from a prepared job.
@@ -114,8 +120,48 @@ impl Service {
         Service { handle, cfg: Arc::new(cfg), assigned_gpu }
     }
 
-    async fn accept(&self, req: &proto::SubmitProofRequest) -> Result<crate::driver::Submitted, Status> {
-        let mut job: JobRequest = validate(req)?;
+    /// Accepts a submission: validated, its vanilla proofs checked, its parameters made when
+    /// missing, submitted to the driver and journaled before the caller hears of it. A retry
+    /// of a request id whose job completed before a restart answers from the journal.
+    async fn accept(&self, req: proto::SubmitProofRequest) -> Result<Accepted, Status> {
+        let digest = payload_digest(&req);
+        let journaled = match &self.cfg.journal {
+            Some(j) => {
+                if !req.request_id.is_empty() && self.handle.watch(JobRef::Request(req.request_id.clone())).await?.is_none() {
+                    let (j2, id) = (j.clone(), req.request_id.clone());
+                    let done = tokio::task::spawn_blocking(move || j2.completed(&id, digest)).await.map_err(|e| Status::internal(e.to_string()))?;
+                    if let Some(r) = done {
+                        tracing::info!(job_id = %req.request_id.escape_debug(), "a request id retried after a restart: its completed result, from the journal");
+                        return Ok(from_journal(r));
+                    }
+                }
+                Some((j.clone(), req.encode_to_vec()))
+            }
+            None => None,
+        };
+        let job = validate(req)?;
+        let s = Accepted::from(self.admit(job).await?);
+        if let Some((j, encoded)) = journaled {
+            if !j.is_open(&s.job_id) {
+                let (j2, id) = (j.clone(), s.job_id.clone());
+                let written = tokio::task::spawn_blocking(move || j2.accepted(&id, digest, &encoded)).await.map_err(|e| Status::internal(e.to_string()))?;
+                if let Err(e) = written {
+                    // Never acknowledge what a restart would lose.
+                    tracing::error!(job_id = %s.job_id.escape_debug(), error = %e, "journal write failed: the job is cancelled and refused");
+                    if let Ok(r) = JobRef::parse(&s.job_id) {
+                        let _ = self.handle.cancel(r).await;
+                    }
+                    return Err(Status::unavailable(format!("{e}: the job was not accepted")));
+                }
+                tokio::spawn(record_end(j, s.job_id.clone(), digest, s.watch.clone()));
+            }
+        }
+        Ok(s)
+    }
+
+    /// Prepares a validated job (its vanilla proofs checked off the runtime, its parameters
+    /// made when missing and allowed) and submits it to the driver.
+    async fn admit(&self, mut job: JobRequest) -> Result<crate::driver::Submitted, Status> {
         if job.filecoin.is_some() {
             // Parse and check the vanilla proofs before accepting: a bad request never becomes
             // a job, let alone an invalid proof.
@@ -151,12 +197,66 @@ impl Service {
         Ok(self.handle.submit(job).await?)
     }
 
+    /// Takes up the jobs an earlier run journaled and did not end, oldest first, under the
+    /// job ids they were given. One that is refused now (its circuit's parameters gone, the
+    /// queue full) ends FAILED with the reason, so AwaitProof still answers for it.
+    pub async fn take_up(self, open: Vec<OpenJob>) {
+        let Some(journal) = self.cfg.journal.clone() else { return };
+        for o in open {
+            let digest = payload_digest(&o.request);
+            let refused = match validate(o.request) {
+                Ok(mut job) => {
+                    job.request_id = o.job_id.clone();
+                    job.restored = true;
+                    match self.admit(job).await {
+                        Ok(s) => {
+                            tracing::info!(job_id = %o.job_id.escape_debug(), "journal: job taken up again");
+                            tokio::spawn(record_end(journal.clone(), s.job_id, digest, s.watch));
+                            continue;
+                        }
+                        Err(e) => e.message().to_string(),
+                    }
+                }
+                Err(e) => e.to_string(),
+            };
+            tracing::error!(job_id = %o.job_id.escape_debug(), why = %refused, "journal: a job accepted before the restart is refused now");
+            let r = proto::AwaitProofResponse {
+                job_id: o.job_id.clone(),
+                status: AwaitStatus::Failed as i32,
+                error_message: format!("accepted before the daemon restarted, refused when taken up again: {refused}"),
+                ..Default::default()
+            };
+            let (j, id) = (journal.clone(), o.job_id.clone());
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || j.ended(&id, digest, &r)).await {
+                tracing::error!(error = %e, "journal: the refusal could not be recorded");
+            }
+        }
+    }
+
+    /// The result watch of `job`: the driver's, else one holding the journal's record of it
+    /// (waiting while the job is being taken up again after a restart).
+    async fn find(&self, job: &JobRef) -> Result<Option<crate::driver::ResultWatch>, Status> {
+        loop {
+            if let Some(w) = self.handle.watch(job.clone()).await? {
+                return Ok(Some(w));
+            }
+            let Some(j) = &self.cfg.journal else { return Ok(None) };
+            let (j2, id) = (j.clone(), job.to_string());
+            let found = tokio::task::spawn_blocking(move || j2.result(&id)).await.map_err(|e| Status::internal(e.to_string()))?;
+            if let Some(r) = found {
+                return Ok(Some(from_journal(r).watch));
+            }
+            if !j.is_open(&job.to_string()) {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn await_job(&self, job: JobRef, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
         let watch = match watch {
             Some(w) => w,
-            None => {
-                self.handle.watch(job.clone()).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?
-            }
+            None => self.find(&job).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?,
         };
         let mut w = watch;
         let wait = async move {
@@ -186,6 +286,58 @@ impl Service {
         };
         r.map(|r| to_proto(&r)).ok_or_else(|| Status::unavailable("the daemon stopped before the job ended"))
     }
+}
+
+/// Records a job's end in the journal once it ends (a job a shutdown cancelled stays open, to
+/// be taken up by the next start).
+async fn record_end(journal: Arc<Journal>, job_id: String, digest: [u8; 32], mut watch: crate::driver::ResultWatch) {
+    let Ok(r) = watch.wait_for(Option::is_some).await.map(|r| r.clone()) else { return };
+    let Some(r) = r.filter(|r| !r.interrupted) else { return };
+    let result = to_proto(&r);
+    match tokio::task::spawn_blocking(move || journal.ended(&job_id, digest, &result)).await {
+        Ok(Err(e)) => tracing::error!(error = %e, "journal: a job's end could not be recorded (a restart would prove it again)"),
+        Err(e) => tracing::error!(error = %e, "journal: recording a job's end failed"),
+        Ok(Ok(())) => {}
+    }
+}
+
+/// A submission's answer: from the driver, or from the journal for a job that ended before a
+/// restart.
+struct Accepted {
+    job_id: String,
+    queue_position: u32,
+    watch: crate::driver::ResultWatch,
+}
+
+impl From<crate::driver::Submitted> for Accepted {
+    fn from(s: crate::driver::Submitted) -> Accepted {
+        Accepted { job_id: s.job_id, queue_position: s.queue_position, watch: s.watch }
+    }
+}
+
+/// A journaled result as the answer to a submission: its watch holds the result.
+fn from_journal(r: proto::AwaitProofResponse) -> Accepted {
+    let status = match AwaitStatus::try_from(r.status) {
+        Ok(AwaitStatus::Completed) => FinalStatus::Completed,
+        Ok(AwaitStatus::Cancelled) => FinalStatus::Cancelled,
+        _ => FinalStatus::Failed,
+    };
+    let d = Duration::from_millis;
+    let result = JobResult {
+        job_id: r.job_id.clone(),
+        status,
+        proof: r.proof,
+        public_inputs: r.public_inputs,
+        error: r.error_message,
+        queue_wait: d(r.queue_wait_ms),
+        srs_load: d(r.srs_load_ms),
+        synthesis: d(r.synthesis_ms),
+        gpu: d(r.gpu_compute_ms),
+        total: d(r.total_ms),
+        interrupted: false,
+    };
+    let (_, watch) = tokio::sync::watch::channel(Some(Arc::new(result)));
+    Accepted { job_id: r.job_id, queue_position: 0, watch }
 }
 
 /// `GetStatus` from a snapshot.
@@ -233,7 +385,13 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
 #[tonic::async_trait]
 impl ProvingEngine for Service {
     async fn submit_proof(&self, req: Request<proto::SubmitProofRequest>) -> Result<Response<proto::SubmitProofResponse>, Status> {
-        let s = self.accept(req.get_ref()).await?;
+        let held = req.extensions().get::<crate::intake::Held>().cloned();
+        let s = self.accept(req.into_inner()).await;
+        // The job holds its payload now, counted by the queue's limits.
+        if let Some(h) = &held {
+            h.release();
+        }
+        let s = s?;
         Ok(Response::new(proto::SubmitProofResponse { job_id: s.job_id, queue_position: s.queue_position, assigned_gpu: self.assigned_gpu.clone() }))
     }
 
@@ -244,9 +402,14 @@ impl ProvingEngine for Service {
     }
 
     async fn prove(&self, req: Request<proto::ProveRequest>) -> Result<Response<proto::ProveResponse>, Status> {
+        let held = req.extensions().get::<crate::intake::Held>().cloned();
         let r = req.into_inner();
         let submit = r.submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
-        let s = self.accept(&submit).await?;
+        let s = self.accept(submit).await;
+        if let Some(h) = &held {
+            h.release();
+        }
+        let s = s?;
         let result = self.await_job(JobRef::Request(s.job_id), Some(s.watch), r.timeout_ms).await?;
         Ok(Response::new(proto::ProveResponse { result: Some(result) }))
     }
@@ -262,7 +425,8 @@ impl ProvingEngine for Service {
     }
 
     async fn get_metrics(&self, _req: Request<proto::GetMetricsRequest>) -> Result<Response<proto::GetMetricsResponse>, Status> {
-        let s = self.handle.snapshot().await?;
+        let mut s = self.handle.snapshot().await?;
+        self.cfg.outside.fill(&mut s);
         Ok(Response::new(proto::GetMetricsResponse { prometheus_text: crate::metrics::render(&s) }))
     }
 

@@ -49,6 +49,35 @@ pub struct Snapshot {
     /// The listeners (filled in by the HTTP side, which knows them).
     #[serde(default)]
     pub listeners: Vec<ListenerStatus>,
+    /// The budget for request bytes in flight (filled in beside the listeners).
+    #[serde(default)]
+    pub requests: crate::intake::RequestBudgetStatus,
+    /// The journal of accepted jobs, when it is on (filled in beside the listeners).
+    #[serde(default)]
+    pub journal: Option<crate::journal::JournalStatus>,
+}
+
+/// What the layers around the driver know and add to its snapshot: the listeners, the budget
+/// for request bytes, the journal.
+#[derive(Clone, Debug, Default)]
+pub struct Outside {
+    /// The listeners.
+    pub listeners: crate::listen::Listeners,
+    /// The request budget.
+    pub requests: Option<crate::intake::RequestBudget>,
+    /// The journal.
+    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
+}
+
+impl Outside {
+    /// Fills in their parts of `s`.
+    pub fn fill(&self, s: &mut Snapshot) {
+        s.listeners = self.listeners.status();
+        if let Some(r) = &self.requests {
+            s.requests = r.status();
+        }
+        s.journal = self.journal.as_ref().map(|j| j.status());
+    }
 }
 
 /// A listener's state, as the status page and `/metrics` report it.

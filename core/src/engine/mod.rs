@@ -244,6 +244,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Numbers the jobs accepted from now on from `first` (or later): the owner of a journal
+    /// of an earlier run keeps the numbers it gave out.
+    pub fn number_jobs_from(&mut self, first: u64) {
+        self.next_job = self.next_job.max(first);
+    }
+
     /// Accepts a job; it will end with exactly one [`Action::JobEnded`]. When no device in
     /// service can run it (every device that could was retired) it fails at once with
     /// [`JobFailure::NoDevice`].

@@ -57,6 +57,8 @@ pub struct Config {
     pub params: ParamsSection,
     /// What happens on SIGTERM/SIGINT.
     pub shutdown: ShutdownSection,
+    /// The journal of accepted jobs.
+    pub journal: JournalSection,
     /// Logging.
     pub log: LogSection,
     /// Fault injection (test support; off by default).
@@ -91,6 +93,11 @@ pub struct ServerConfig {
     /// Largest gRPC message accepted or sent, bytes (Curio's client sends and receives up to
     /// 256 MiB: a 32 GiB C1 output is ~51 MB).
     pub max_request_bytes: usize,
+    /// Bytes of requests in flight (received or being decoded, until their job is accepted),
+    /// all listeners together; a message that would pass it is refused with
+    /// RESOURCE_EXHAUSTED. Taken out of the host budget. 0: an eighth of the host budget, at
+    /// most 4 GiB, and never less than one largest request (`ServerConfig::request_budget`).
+    pub request_budget_bytes: u64,
     /// Finished jobs whose results are kept for AwaitProof.
     pub keep_results: usize,
     /// Connections each gRPC listener (unix socket, TCP) holds at once; one more is closed on
@@ -115,12 +122,26 @@ impl Default for ServerConfig {
             token_file: None,
             http: "127.0.0.1:9821".into(),
             max_request_bytes: 256 << 20,
+            request_budget_bytes: 0,
             keep_results: 10_000,
             max_connections: 512,
             http_max_connections: 64,
             handshake_timeout_ms: 10_000,
             idle_timeout_ms: 90_000,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The budget for request bytes in flight out of a host budget: `request_budget_bytes`
+    /// when set, else an eighth of `host_budget`, at most 4 GiB, at least what one message of
+    /// `max_request_bytes` is charged.
+    pub fn request_budget(&self, host_budget: u64) -> u64 {
+        let one = crate::intake::charge(self.max_request_bytes);
+        if self.request_budget_bytes > 0 {
+            return self.request_budget_bytes;
+        }
+        (host_budget / 8).min(4 << 30).max(one)
     }
 }
 
@@ -443,6 +464,26 @@ pub enum ShutdownMode {
     Cancel,
 }
 
+/// `[journal]`: accepted jobs and their results on disk, so that a restart (after a crash,
+/// a `kill -9` or an upgrade) takes the open jobs up again and still answers for ended ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JournalSection {
+    /// Journal accepted jobs (each is written and synced before its caller hears it was
+    /// accepted).
+    pub enabled: bool,
+    /// Where: default `<data_dir>/journal`. One daemon per journal (a lock is held).
+    pub dir: Option<PathBuf>,
+    /// Ended jobs' results are kept this long, s (and at most `server.keep_results` of them).
+    pub retention_s: u64,
+}
+
+impl Default for JournalSection {
+    fn default() -> Self {
+        JournalSection { enabled: true, dir: None, retention_s: 86_400 }
+    }
+}
+
 /// `[shutdown]`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -534,6 +575,13 @@ impl Config {
         if self.server.max_request_bytes < 1024 {
             return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));
         }
+        let one = crate::intake::charge(self.server.max_request_bytes);
+        if self.server.request_budget_bytes > 0 && self.server.request_budget_bytes < one {
+            return Err(ConfigError::Invalid(format!(
+                "server.request_budget_bytes = {} cannot hold one message of server.max_request_bytes = {} (charged {one} bytes: three copies and its fields): raise it to at least {one}, or lower max_request_bytes",
+                self.server.request_budget_bytes, self.server.max_request_bytes
+            )));
+        }
         if self.server.max_connections == 0 || self.server.http_max_connections == 0 {
             return Err(ConfigError::Invalid("server.max_connections and server.http_max_connections must be at least 1".into()));
         }
@@ -574,7 +622,11 @@ impl Config {
         }
         let meminfo = e.meminfo();
         if let Some(total) = crate::driver::admission::mem_total(&meminfo) {
-            for (key, bytes) in [("engine.host_memory_bytes", e.host_memory_bytes), ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes)] {
+            for (key, bytes) in [
+                ("engine.host_memory_bytes", e.host_memory_bytes),
+                ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes),
+                ("server.request_budget_bytes", self.server.request_budget_bytes),
+            ] {
                 if bytes > total {
                     return Err(ConfigError::Invalid(format!(
                         "{key} = {bytes} is more than this machine's memory: at most {total} (MemTotal of {})",

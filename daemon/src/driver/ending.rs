@@ -231,6 +231,7 @@ impl<W: Worker> Driver<W> {
             synthesis: j.synth,
             gpu: j.gpu,
             total,
+            interrupted: false,
         };
         match outcome {
             Outcome::Completed if j.proofs.iter().all(Option::is_some) => {
@@ -265,7 +266,8 @@ impl<W: Worker> Driver<W> {
             }
             Outcome::Cancelled => {
                 res.status = FinalStatus::Cancelled;
-                res.error = if self.draining.is_some() { "cancelled: the daemon is shutting down".into() } else { "cancelled".into() };
+                res.interrupted = self.draining.is_some();
+                res.error = if res.interrupted { "cancelled: the daemon is shutting down".into() } else { "cancelled".into() };
                 self.counts.cancelled += 1;
             }
         }

@@ -46,6 +46,8 @@ pub struct JobResult {
     pub gpu: Duration,
     /// Submission to end.
     pub total: Duration,
+    /// Cancelled by a shutdown, not by its caller: a restarted daemon takes it up again.
+    pub interrupted: bool,
 }
 
 /// A receiver that yields `Some` once the job has ended.

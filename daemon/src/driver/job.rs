@@ -45,6 +45,9 @@ pub struct JobRequest {
     pub deadline: Option<Duration>,
     /// [`payload_digest`] of the submission.
     pub payload: [u8; 32],
+    /// Taken up again from the journal after a restart: `request_id` is the job id an earlier
+    /// run gave it (`<id>`, `<id>#n`, or its number), kept as it is.
+    pub restored: bool,
 }
 
 /// A job as the API names it: the daemon's own number, or the request id it was submitted

@@ -75,6 +75,8 @@ pub struct DriverConfig {
     /// Bench mode (`[bench]`): Filecoin circuits have timing-only parameters, their proofs
     /// are not self-checked and are withheld.
     pub bench: bool,
+    /// Job numbers start here (past those an earlier run gave out, from the journal).
+    pub first_job_id: u64,
 }
 
 struct LiveJob {
@@ -209,7 +211,8 @@ fn scalar_bytes(s: &[Scalar]) -> Vec<u8> {
 /// every accepted job has ended).
 pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPool) -> Result<(DriverHandle, JoinHandle<()>), EngineError> {
     let epoch = Instant::now();
-    let engine = Engine::new(cfg.engine.clone(), Nanos::ZERO)?;
+    let mut engine = Engine::new(cfg.engine.clone(), Nanos::ZERO)?;
+    engine.number_jobs_from(cfg.first_job_id);
     if worker.devices() != cfg.engine.devices.len() {
         return Err(EngineError::InvalidConfig("the worker must drive one device per configured device"));
     }
@@ -732,7 +735,14 @@ impl<W: Worker> Driver<W> {
         // payload is proved as a job of its own, `<id>#n`, so no caller awaiting the first
         // payload's job id is ever handed the proof of another statement.
         let mut new_payload = None;
-        if !req.request_id.is_empty() {
+        if req.restored {
+            // The id an earlier run gave it; a later payload of its request id numbers on.
+            if let Some((base, n)) = req.request_id.rsplit_once('#').and_then(|(b, n)| Some((b.to_string(), n.parse::<u32>().ok()?))) {
+                new_payload = Some((base, n));
+            } else if !req.request_id.bytes().all(|b| b.is_ascii_digit()) {
+                new_payload = Some((req.request_id.clone(), 1));
+            }
+        } else if !req.request_id.is_empty() {
             let seen = self.payloads.get(&req.request_id).copied().unwrap_or(0);
             let same = (1..=seen).map(|n| payload_job_id(&req.request_id, n)).find(|id| self.request_ids.get(id).is_some_and(|e| e.1 == req.payload));
             match same {
@@ -788,7 +798,8 @@ impl<W: Worker> Driver<W> {
             self.request_ids.insert(req.request_id.clone(), (job, req.payload));
         }
         if let Some((rid, n)) = new_payload {
-            self.payloads.insert(rid, n);
+            let seen = self.payloads.entry(rid).or_insert(0);
+            *seen = (*seen).max(n);
         }
         let job_id = api_id(job, &req);
         tracing::info!(job = job.0, circuit = %req.circuit.id(), priority = priority_name(req.priority), partitions = req.partitions, "job accepted");
@@ -828,7 +839,8 @@ impl<W: Worker> Driver<W> {
     /// The job an API id names: a request id's newest job, or a number.
     fn resolve(&self, r: &JobRef) -> Option<JobId> {
         match r {
-            JobRef::Id(j) => Some(*j),
+            // A numbered job taken up again from the journal keeps its number as its id.
+            JobRef::Id(j) => Some(self.request_ids.get(&j.0.to_string()).map_or(*j, |e| e.0)),
             JobRef::Request(rid) => self.request_ids.get(rid).map(|e| e.0),
         }
     }

@@ -228,6 +228,8 @@ impl<W: Worker> Driver<W> {
                 })
                 .collect(),
             listeners: Vec::new(),
+            requests: Default::default(),
+            journal: None,
         }
     }
 }

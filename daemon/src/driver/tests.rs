@@ -128,6 +128,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
         linger: Duration::ZERO,
         ordinals: Vec::new(),
         bench: false,
+        first_job_id: 0,
     };
     let worker = Arc::new(worker);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -146,6 +147,7 @@ fn job(partitions: u32, seed: u64) -> JobRequest {
         partitions,
         deadline: None,
         payload: [0; 32],
+        restored: false,
     }
 }
 

@@ -50,8 +50,9 @@ async fn serve_bench_and_sigterm() {
     std::fs::write(
         &config,
         format!(
-            "[server]\nsocket = {:?}\nhttp = \"\"\n\n[engine]\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\npreload = [\"squaring-chain-2^4\"]\n\n[shutdown]\nmode = \"drain\"\ntimeout_s = 60\nlinger_ms = 300\n\n[log]\nfilter = \"info\"\n",
-            socket.display().to_string()
+            "[server]\nsocket = {:?}\nhttp = \"\"\n\n[engine]\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\npreload = [\"squaring-chain-2^4\"]\n\n[shutdown]\nmode = \"drain\"\ntimeout_s = 60\nlinger_ms = 300\n\n[log]\nfilter = \"info\"\n\n[journal]\ndir = {:?}\n",
+            socket.display().to_string(),
+            tmp.path().join("journal").display().to_string()
         ),
     )
     .unwrap();

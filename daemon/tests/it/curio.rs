@@ -249,7 +249,7 @@ async fn malformed_curio_requests_are_refused_by_name() {
         let mut r = g.clone();
         r.vanilla_proof = r.vanilla_proofs.remove(0);
         r.vanilla_proofs.clear();
-        refused(r, &["vanilla_proofs"]).await;
+        refused(r, &["does not use vanilla_proof ", "leave it unset"]).await;
     }
     // Too many elements: WinningPoSt at 2 KiB challenges one sector; SnapDeals has 1 partition.
     for kind in [FilKind::WinningPoSt, FilKind::SnapDeals] {
@@ -390,13 +390,16 @@ async fn curio_example_config_starts_the_daemon() {
     let mut cfg = cfg;
     cfg.engine.device_memory_bytes = 1 << 30;
     cfg.engine.backend = "cpu".into();
+    let journal = tempfile::tempdir().expect("tempdir");
+    cfg.journal.dir = Some(journal.path().into());
+    let request_budget = cfg.server.request_budget(4 << 30);
     let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("the daemon starts");
     let tcp = format!("http://{}", server.listening.tcp.expect("tcp"));
     assert!(server.listening.socket.is_none() && server.listening.http.is_none());
     let mut c = connect(&tcp, None).await.expect("connect");
     let s = c.get_status(proto::GetStatusRequest {}).await.expect("GetStatus").into_inner();
     assert_eq!(s.gpus.len(), 1);
-    assert_eq!(s.pinned_memory_limit_bytes, 4 << 30, "memory.total_budget is the host budget");
+    assert_eq!(s.pinned_memory_limit_bytes + request_budget, 4 << 30, "memory.total_budget is the host budget, requests in flight included");
     let kinds: Vec<&str> = s.queues.iter().map(|q| q.proof_kind.as_str()).collect();
     assert_eq!(kinds, ["porep-c2", "snap-update", "window-post", "winning-post", "generic"]);
     server.shutdown_with(cuzk_daemon::config::ShutdownMode::Cancel);

@@ -114,11 +114,11 @@ fn request_ids_with_control_characters_are_refused() {
     let mut req = crate::common::job(4, 1, 1, Priority::Normal);
     for id in ["porep-1000-7", "wdpost-f01234-17-3", "ünïcode id"] {
         req.request_id = id.into();
-        validate(&req).unwrap_or_else(|e| panic!("{id:?} refused: {e}"));
+        validate(req.clone()).unwrap_or_else(|e| panic!("{id:?} refused: {e}"));
     }
     for id in ["a\n2026-12-03T00:00:00Z  INFO cuzk_daemon: forged", "a\rb", "a\u{1b}[2Jb", "a\0b"] {
         req.request_id = id.into();
-        let e = validate(&req).err().unwrap_or_else(|| panic!("{id:?} accepted"));
+        let e = validate(req.clone()).err().unwrap_or_else(|| panic!("{id:?} accepted"));
         let status = e.status();
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{id:?}");
         assert!(status.message().contains("control characters") && !status.message().contains('\n'), "{}", status.message());

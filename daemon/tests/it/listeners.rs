@@ -16,8 +16,6 @@ use cuzk_daemon::client::{connect, http_get};
 use cuzk_daemon::proto::{self, Priority as P};
 use cuzk_daemon::status::{ListenerState, Snapshot};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
-
 /// Reads from `s` until the daemon closes it (EOF or reset) and returns how long that took;
 /// panics past `limit`.
 async fn closed_within<S: tokio::io::AsyncRead + Unpin>(s: &mut S, limit: Duration) -> Duration {
@@ -114,24 +112,6 @@ fn serve_limited(dir: &Path, config: &Path, log: &str, files: u64) -> Child {
     cmd.spawn().expect("cuzk serve starts")
 }
 
-/// The HTTP address from the daemon's start line in `dir/log`.
-async fn listening(dir: &Path, log: &str) -> std::net::SocketAddr {
-    let path = dir.join(log);
-    let mut addr = None;
-    wait_until(Duration::from_secs(30), || {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        addr = text
-            .lines()
-            .find(|l| l.contains("cuzk daemon listening"))
-            .and_then(|l| l.split("http=Some(").nth(1))
-            .and_then(|r| r.split(')').next())
-            .and_then(|a| a.parse().ok());
-        std::future::ready(addr.is_some())
-    })
-    .await;
-    addr.unwrap_or_else(|| panic!("no HTTP address in {}", std::fs::read_to_string(&path).unwrap_or_default()))
-}
-
 /// Raises this process's soft open-file limit to its hard limit (the flood needs ~700).
 fn raise_own_file_limit() {
     let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -180,14 +160,15 @@ async fn a_connection_flood_on_the_http_port_never_silences_grpc() {
         std::fs::write(
             &config,
             format!(
-                "[server]\nsocket = {:?}\nhttp = \"127.0.0.1:0\"\nhttp_max_connections = {cap}\nmax_connections = 64\nidle_timeout_ms = 600000\nhandshake_timeout_ms = 600000\n\n[engine]\nbackend = \"cpu\"\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\n",
-                socket.display().to_string()
+                "[server]\nsocket = {:?}\nhttp = \"127.0.0.1:0\"\nhttp_max_connections = {cap}\nmax_connections = 64\nidle_timeout_ms = 600000\nhandshake_timeout_ms = 600000\n\n[engine]\nbackend = \"cpu\"\nsynth_workers = 1\nhost_memory_bytes = 1073741824\ndevice_memory_bytes = 1073741824\n\n[params]\ntrusted = true\n\n[journal]\ndir = {:?}\n",
+                socket.display().to_string(),
+                tmp.path().join(format!("journal{cap}")).display().to_string()
             ),
         )
         .unwrap();
         let log = format!("cap{cap}.log");
         let mut daemon = serve_limited(tmp.path(), &config, &log, 256);
-        let http = listening(tmp.path(), &log).await;
+        let http = http_of_log(tmp.path(), &log).await;
         assert!(answers(&socket).await, "the daemon does not answer before the flood");
 
         let held = flood(http, 600).await;

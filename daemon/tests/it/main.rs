@@ -14,6 +14,8 @@ mod filecoin;
 mod grpc;
 mod hostile;
 mod http_metrics;
+mod intake;
+mod journal;
 mod listeners;
 mod restart;
 mod status_page;

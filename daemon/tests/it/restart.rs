@@ -8,8 +8,7 @@ use crate::common;
 use crate::filecoin::{cache, ensure_params, raw_request};
 
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -18,8 +17,6 @@ use cuzk_daemon::client::{connect, http_get};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
 use cuzk_daemon::server::{start, ServeError};
 use cuzk_daemon::status::Snapshot;
-
-const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_socket_is_replaced_a_live_one_and_other_files_are_refused() {
@@ -69,47 +66,16 @@ async fn a_stale_socket_is_replaced_a_live_one_and_other_files_are_refused() {
     }
 }
 
-fn serve(dir: &Path, config: &Path, log: &str) -> Child {
-    let log = std::fs::File::create(dir.join(log)).unwrap();
-    Command::new(BIN)
-        .arg("--data-dir")
-        .arg(params_dir())
-        .arg("serve")
-        .arg("--config")
-        .arg(config)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("cuzk serve starts")
-}
-
-async fn http_addr(dir: &Path, log: &str) -> std::net::SocketAddr {
-    let path = dir.join(log);
-    let mut addr = None;
-    wait_until(Duration::from_secs(30), || {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        addr = text
-            .lines()
-            .find(|l| l.contains("cuzk daemon listening"))
-            .and_then(|l| l.split("http=Some(").nth(1))
-            .and_then(|r| r.split(')').next())
-            .and_then(|a| a.parse().ok());
-        std::future::ready(addr.is_some())
-    })
-    .await;
-    addr.unwrap_or_else(|| panic!("no HTTP address in {}", std::fs::read_to_string(&path).unwrap_or_default()))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
     ensure_params(FilKind::WinningPoSt);
     let tmp = tempfile::tempdir().unwrap();
     let socket = tmp.path().join("cuzk.sock");
     let base = format!(
-        "[server]\nsocket = {:?}\nhttp = \"127.0.0.1:0\"\n\n[engine]\nbackend = \"cpu\"\nsynth_workers = 1\nhost_memory_bytes = 6442450944\ndevice_memory_bytes = 6442450944\n\n[params]\ntrusted = true\nfilecoin_dir = {:?}\n\n[log]\nfilter = \"info\"\n",
+        "[server]\nsocket = {:?}\nhttp = \"127.0.0.1:0\"\n\n[engine]\nbackend = \"cpu\"\nsynth_workers = 1\nhost_memory_bytes = 6442450944\ndevice_memory_bytes = 6442450944\n\n[params]\ntrusted = true\nfilecoin_dir = {:?}\n\n[log]\nfilter = \"info\"\n\n[journal]\ndir = {:?}\n",
         socket.display().to_string(),
-        cache().display().to_string()
+        cache().display().to_string(),
+        tmp.path().join("journal").display().to_string()
     );
     // The first daemon's MSM hangs, so the kill lands in the middle of the proof.
     let stuck = tmp.path().join("stuck.toml");
@@ -119,8 +85,8 @@ async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
 
     let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt));
     let sub = cuzk_daemon::client::curio::submission(&req);
-    let mut first = serve(tmp.path(), &stuck, "first.log");
-    let http = http_addr(tmp.path(), "first.log").await;
+    let mut first = serve_process(tmp.path(), &stuck, "first.log");
+    let http = http_of_log(tmp.path(), "first.log").await;
     let mut c = connect(&format!("unix:{}", socket.display()), None).await.expect("connect");
     let s = c.submit_proof(sub.clone()).await.expect("accepted").into_inner();
     assert_eq!(s.job_id, sub.request_id);
@@ -136,7 +102,7 @@ async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
     assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_socket(), "SIGKILL leaves the socket file behind");
 
     // Curio's client gets a transport error, waits, and submits the same request again.
-    let mut second = serve(tmp.path(), &plain, "second.log");
+    let mut second = serve_process(tmp.path(), &plain, "second.log");
     let mut c = None;
     wait_until(Duration::from_secs(30), || {
         let ok = std::fs::read_to_string(tmp.path().join("second.log")).unwrap_or_default().contains("cuzk daemon listening");

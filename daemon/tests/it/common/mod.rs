@@ -82,6 +82,7 @@ pub fn config(tmp: &Path) -> Config {
     cfg.params.trusted = true;
     cfg.shutdown.linger_ms = 300;
     cfg.params.data_dir = Some(params_dir());
+    cfg.journal.dir = Some(tmp.join("journal"));
     cfg
 }
 
@@ -141,4 +142,43 @@ where
 pub async fn stop(d: Daemon) {
     d.server.shutdown_with(cuzk_daemon::config::ShutdownMode::Cancel);
     tokio::time::timeout(Duration::from_secs(60), d.server.wait()).await.expect("daemon stops in time").expect("clean stop");
+}
+
+/// The `cuzk` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_cuzk");
+
+/// `cuzk serve --config <config>` as a process of its own (for `kill -9` and its own memory
+/// figures), logging to `dir/log`.
+pub fn serve_process(dir: &Path, config: &Path, log: &str) -> std::process::Child {
+    use std::process::{Command, Stdio};
+    let log = std::fs::File::create(dir.join(log)).unwrap();
+    Command::new(BIN)
+        .arg("--data-dir")
+        .arg(params_dir())
+        .arg("serve")
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("cuzk serve starts")
+}
+
+/// The HTTP address from the daemon's start line in `dir/log`, once it is there.
+pub async fn http_of_log(dir: &Path, log: &str) -> std::net::SocketAddr {
+    let path = dir.join(log);
+    let mut addr = None;
+    wait_until(Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        addr = text
+            .lines()
+            .find(|l| l.contains("cuzk daemon listening"))
+            .and_then(|l| l.split("http=Some(").nth(1))
+            .and_then(|r| r.split(')').next())
+            .and_then(|a| a.parse().ok());
+        std::future::ready(addr.is_some())
+    })
+    .await;
+    addr.unwrap_or_else(|| panic!("no HTTP address in {}", std::fs::read_to_string(&path).unwrap_or_default()))
 }
