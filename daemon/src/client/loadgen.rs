@@ -61,6 +61,16 @@ pub struct BenchArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Mix hostile clients into the load (`client::hostile`): junk bytes, messages too large
+    /// for the request budget, messages of millions of fields, fields a kind does not read,
+    /// silent and stalled connections. Every hostile call must be refused; one accepted fails
+    /// the run.
+    #[arg(long)]
+    pub hostile: bool,
+    /// A job whose call fails at the transport (the daemon stopped or restarting) is sent again
+    /// with the same request id for up to this many seconds, as Curio's client does; 0: never.
+    #[arg(long, default_value_t = 0)]
+    pub retry_s: u64,
 }
 
 /// One kind of job in the mix.
@@ -298,6 +308,11 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     };
     // Names this run's request ids apart from an earlier run's against the same daemon.
     let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64) ^ u64::from(std::process::id());
+    let (stop_hostile, hostile) = {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, args.hostile.then(|| tokio::spawn(crate::client::hostile::run(conn.addr.clone(), rx))))
+    };
+    let retried = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let sem = Arc::new(Semaphore::new(args.concurrency.max(1)));
     let mut set = JoinSet::new();
     let mut submitted = 0usize;
@@ -323,6 +338,8 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
                 s
             }
             (None, CircuitShape::Builtin(c)) => proto::SubmitProofRequest {
+                // A request id of its own, so a retry joins the job instead of proving again.
+                request_id: format!("bench-{run:x}-{i}"),
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob { circuit: c.kind.name().into(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
                 ..Default::default()
@@ -337,9 +354,18 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         let vk = vks.get(&k).cloned();
         let fil_check = m.filecoin.clone().filter(|_| verify);
         let pb = pb.clone();
+        let (retry_for, retried) = (Duration::from_secs(args.retry_s), retried.clone());
         set.spawn(async move {
             let t = Instant::now();
-            let r = c.prove(req).await;
+            let r = loop {
+                let r = c.prove(req.clone()).await;
+                let transport = matches!(&r, Err(s) if matches!(s.code(), tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled | tonic::Code::Internal));
+                if !transport || t.elapsed() >= retry_for {
+                    break r;
+                }
+                retried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            };
             let took = t.elapsed();
             drop(permit);
             pb.inc(1);
@@ -404,6 +430,11 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         }
     }
     let wall = start.elapsed();
+    let _ = stop_hostile.send(true);
+    let hostile = match hostile {
+        Some(h) => Some(h.await.map_err(|e| CliError::Usage(format!("hostile clients: {e}")))?),
+        None => None,
+    };
     pb.finish_and_clear();
     sampler.abort();
     let end_text = metrics(&mut client).await?;
@@ -487,12 +518,22 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
         .collect();
     let _ =
         writeln!(o, "daemon: retries {}; self-check failures {}", retries.join(", "), metric(&end_text, "cuzk_self_check_failures_total", None).unwrap_or(0.0));
+    let retried = retried.load(std::sync::atomic::Ordering::Relaxed);
+    if retried > 0 {
+        let _ = writeln!(o, "calls sent again after a transport error (the daemon restarting): {retried}");
+    }
+    for line in hostile.iter().flat_map(|h| h.lines()) {
+        let _ = writeln!(o, "{line}");
+    }
     for (e, n) in &errors {
         let _ = writeln!(o, "error ×{n}: {e}");
     }
     print!("{o}");
     if wrong > 0 {
         return Err(CliError::Usage(format!("{wrong} returned proofs do not verify")));
+    }
+    if let Some(h) = hostile.filter(|h| h.accepted > 0) {
+        return Err(CliError::Usage(format!("{} hostile calls were accepted", h.accepted)));
     }
     if args.duration.is_none() && ok < submitted {
         return Err(CliError::Usage(format!("{} of {submitted} jobs did not complete", submitted - ok)));

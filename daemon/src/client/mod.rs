@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod curio;
+pub mod hostile;
 pub mod loadgen;
 
 use std::net::SocketAddr;

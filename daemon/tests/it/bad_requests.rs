@@ -4,57 +4,13 @@ use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 
-use bytes::{Buf, BufMut};
 use common::*;
-use cuzk_daemon::client::{channel, connect};
+use cuzk_daemon::client::connect;
 use cuzk_daemon::proto::{self, Priority as P};
 use prost::Message;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::{Code, Status};
+use tonic::Code;
 
-/// Sends bytes as they are and returns the response bytes.
-#[derive(Default, Clone)]
-struct Raw;
-
-impl Codec for Raw {
-    type Encode = Vec<u8>;
-    type Decode = Vec<u8>;
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put_slice(&item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = Vec<u8>;
-    type Error = Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
-        let mut v = vec![0; src.remaining()];
-        src.copy_to_slice(&mut v);
-        Ok(Some(v))
-    }
-}
-
-async fn raw(addr: &str, method: &str, body: Vec<u8>) -> Result<Vec<u8>, Status> {
-    let ch = channel(addr).await.expect("channel");
-    let mut g = tonic::client::Grpc::new(ch);
-    g.ready().await.expect("ready");
-    let path = format!("/cuzk.v1.ProvingEngine/{method}").parse().expect("path");
-    g.unary(tonic::Request::new(body), path, Raw).await.map(|r| r.into_inner())
-}
+use cuzk_daemon::client::hostile::raw_call as raw;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_clear_codes_and_the_daemon_keeps_serving() {
