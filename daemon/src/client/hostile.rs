@@ -116,7 +116,7 @@ pub async fn run(addr: String, mut stop: watch::Receiver<bool>) -> HostileReport
     // (attack, pause between calls, the i-th call's body)
     type Body = fn(u64) -> Vec<u8>;
     let attacks: [(&'static str, Duration, Body); 4] = [
-        ("junk bytes", every(500), |i| (0..(64 + i % 4096)).map(|b| ((b as u64 * 2654435761) ^ i) as u8).collect()),
+        ("junk bytes", every(500), |i| (0..(64 + i % 4096)).map(|b| ((b * 2654435761) ^ i) as u8).collect()),
         ("100 MiB in an unused field", every(4_000), |_| oversized(100 << 20)),
         ("2 M empty vanilla_proofs", every(3_000), |_| many_fields(2_000_000)),
         ("vanilla_proofs on GENERIC", every(1_000), |_| {
