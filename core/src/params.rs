@@ -100,6 +100,38 @@ pub enum ParamsError {
         /// What is wrong with it.
         reason: PointError,
     },
+    /// Reading the file failed, or it changed while it was read.
+    #[error("reading {needed} bytes at offset {offset}: {reason}")]
+    Read {
+        /// Where the read started.
+        offset: usize,
+        /// How many bytes it wanted.
+        needed: usize,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Where a parameter file's bytes come from: a slice in memory, or a file read piece by piece
+/// (no map of it: a file shrunk under a map faults the process).
+pub trait ParamsSource {
+    /// Its length in bytes.
+    fn len(&self) -> usize;
+    /// Whether it is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `n` bytes at `offset` (`offset + n <= len()`).
+    fn read(&self, offset: usize, n: usize) -> Result<std::borrow::Cow<'_, [u8]>, ParamsError>;
+}
+
+impl ParamsSource for &[u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn read(&self, offset: usize, n: usize) -> Result<std::borrow::Cow<'_, [u8]>, ParamsError> {
+        Ok(std::borrow::Cow::Borrowed(&self[offset..offset + n]))
+    }
 }
 
 /// What is wrong with one encoded point.
@@ -210,47 +242,47 @@ impl VerifyingKey {
     /// Parses a standalone verifying key (bellperson `VerifyingKey::read`, e.g. a `.vk` file),
     /// fully validated; returns the key and the bytes it used.
     pub fn from_bytes(bytes: &[u8]) -> Result<(Self, usize), ParamsError> {
-        let mut r = Reader { bytes, pos: 0 };
+        let mut r = Reader { src: &bytes, pos: 0 };
         let vk = r.vk()?;
         Ok((vk, r.pos))
     }
 }
 
 struct Reader<'a> {
-    bytes: &'a [u8],
+    src: &'a dyn ParamsSource,
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], ParamsError> {
-        let available = self.bytes.len() - self.pos;
+    fn take(&mut self, n: usize, what: &str) -> Result<std::borrow::Cow<'a, [u8]>, ParamsError> {
+        let available = self.src.len() - self.pos;
         if n > available {
             return Err(ParamsError::Truncated { what: what.to_string(), offset: self.pos, needed: n, available });
         }
-        let s = &self.bytes[self.pos..self.pos + n];
+        let s = self.src.read(self.pos, n)?;
         self.pos += n;
         Ok(s)
     }
 
     fn u32(&mut self, what: &str) -> Result<usize, ParamsError> {
-        Ok(u32::from_be_bytes(self.take(4, what)?.try_into().expect("4 bytes")) as usize)
+        Ok(u32::from_be_bytes(self.take(4, what)?.as_ref().try_into().expect("4 bytes")) as usize)
     }
 
     fn g1(&mut self, field: &'static str) -> Result<G1Affine, ParamsError> {
         let b = self.take(G1_UNCOMPRESSED, field)?;
-        decode_g1(b.try_into().expect("96 bytes"), Validation::Full, true).map_err(|reason| ParamsError::InvalidVkPoint { field, reason })
+        decode_g1(b.as_ref().try_into().expect("96 bytes"), Validation::Full, true).map_err(|reason| ParamsError::InvalidVkPoint { field, reason })
     }
 
     fn g2(&mut self, field: &'static str) -> Result<G2Affine, ParamsError> {
         let b = self.take(G2_UNCOMPRESSED, field)?;
-        decode_g2(b.try_into().expect("192 bytes"), Validation::Full, true).map_err(|reason| ParamsError::InvalidVkPoint { field, reason })
+        decode_g2(b.as_ref().try_into().expect("192 bytes"), Validation::Full, true).map_err(|reason| ParamsError::InvalidVkPoint { field, reason })
     }
 
     /// Reads a length and checks the points it claims fit in the rest of the file.
     fn section(&mut self, section: Section, point_size: usize) -> Result<Range<usize>, ParamsError> {
         let count = self.u32(&format!("length of {section:?}"))?;
         let bytes = count as u128 * point_size as u128;
-        let available = self.bytes.len() - self.pos;
+        let available = self.src.len() - self.pos;
         if bytes > available as u128 {
             return Err(ParamsError::LengthTooLarge { section, count, bytes, offset: self.pos, available });
         }
@@ -268,7 +300,7 @@ impl<'a> Reader<'a> {
         let delta_g2 = self.g2("delta_g2")?;
         let ic_range = self.section(Section::Ic, G1_UNCOMPRESSED)?;
         // The vk is small next to the queries: always fully validated.
-        let ic = decode_g1_points(&self.bytes[ic_range], Section::Ic, 0, Validation::Full)?;
+        let ic = decode_g1_points(&self.src.read(ic_range.start, ic_range.len())?, Section::Ic, 0, Validation::Full)?;
         Ok(VerifyingKey { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic })
     }
 }
@@ -294,15 +326,21 @@ pub struct ParamsLayout {
 impl ParamsLayout {
     /// Walks the file's lengths; decodes and validates only the verifying key.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParamsError> {
-        let mut r = Reader { bytes, pos: 0 };
+        Self::read(&bytes)
+    }
+
+    /// As [`ParamsLayout::parse`], reading only the verifying key and the section lengths
+    /// from `src`.
+    pub fn read(src: &dyn ParamsSource) -> Result<Self, ParamsError> {
+        let mut r = Reader { src, pos: 0 };
         let vk = r.vk()?;
         let h = r.section(Section::H, G1_UNCOMPRESSED)?;
         let l = r.section(Section::L, G1_UNCOMPRESSED)?;
         let a = r.section(Section::A, G1_UNCOMPRESSED)?;
         let b_g1 = r.section(Section::BG1, G1_UNCOMPRESSED)?;
         let b_g2 = r.section(Section::BG2, G2_UNCOMPRESSED)?;
-        if r.pos != bytes.len() {
-            return Err(ParamsError::TrailingBytes(bytes.len() - r.pos));
+        if r.pos != src.len() {
+            return Err(ParamsError::TrailingBytes(src.len() - r.pos));
         }
         Ok(ParamsLayout { vk, h, l, a, b_g1, b_g2 })
     }

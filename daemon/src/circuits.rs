@@ -93,10 +93,7 @@ pub fn shape_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitShape) -> 
 
 /// The layout of a parameter file (its query lengths), without decoding any query point.
 pub fn params_layout(path: &Path) -> Option<cuzk_core::params::ParamsLayout> {
-    let file = std::fs::File::open(path).ok()?;
-    // SAFETY: read-only map of a file cuzk never writes while it is open.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    cuzk_core::params::ParamsLayout::parse(&map).ok()
+    cuzk_worker::params::read_layout(path).ok()
 }
 
 /// log2 of the domain parameters with this layout were made for (from the `h` query length).

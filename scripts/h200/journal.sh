@@ -2,14 +2,14 @@
 # The journal's cost on the GPU host: `cuzk bench` throughput against `cuzk serve` on CUDA with
 # `[journal] enabled = false` and `true`, alternated (off, on, off, on, ...), one daemon per
 # run. Part `2k`: the 2 KiB Filecoin kinds (real parameters, self-check on, every proof
-# verified by the load generator), JN_JOBS (32) jobs per run at concurrency 4. Part `backlog`:
+# verified by the load generator), after 8 warm-up jobs JN_JOBS (128) jobs per run at concurrency 4. Part `backlog`:
 # a PoRep backlog of SIZE (32g) in bench mode (shape-only requests, timing-only parameters),
 # one warm-up job and then BACKLOG (6) jobs, 3 in flight, per run. The figures go in
 # docs/perf.md, "Faults and load".
 #
 #   OUT=/tmp/journal bash scripts/h200/journal.sh
 #
-# PARTS ("2k backlog"), JN_KINDS ("wpost-2k winning-2k porep-2k snap-2k"), ROUNDS (2 for 2k,
+# PARTS ("2k backlog"), JN_KINDS ("wpost-2k winning-2k porep-2k snap-2k"), ROUNDS (3 for 2k,
 # BL_ROUNDS 1 for the backlog). Needs gpu-bin/cuzk.
 source "$(dirname "$0")/common.sh"
 need cuzk
@@ -45,10 +45,11 @@ if [[ " $PARTS " == *" 2k "* ]]; then
   step setup 900 "$CUZK" setup --filecoin wpost-2k,winning-2k,porep-2k,snap-2k
   step gen-vanilla 300 "$CUZK" gen-vanilla --sector-size 2k --out "$W/req"
   for kind in ${JN_KINDS:-wpost-2k winning-2k porep-2k snap-2k}; do
-    for r in $(seq 1 "${ROUNDS:-2}"); do
+    for r in $(seq 1 "${ROUNDS:-3}"); do
       for jn in false true; do
         up "$kind-$jn-$r" "$jn" 0
-        measure "$kind-journal-$jn-$r" --verify --jobs "${JN_JOBS:-32}" --concurrency 4 --mix "@$W/req/$kind.json"
+        step "warm-$kind-$jn-$r" 300 "$CUZK" bench --quiet --jobs 8 --concurrency 4 --mix "@$W/req/$kind.json"
+        measure "$kind-journal-$jn-$r" --verify --jobs "${JN_JOBS:-128}" --concurrency 4 --mix "@$W/req/$kind.json"
         down
       done
     done

@@ -1,35 +1,173 @@
-//! Reading bellperson parameter files: the file is mapped, its layout checked, and the point
-//! sections decoded on all threads.
+//! Reading bellperson parameter files: the file is read piece by piece (never mapped: a file
+//! shrunk under a map faults the process), its layout checked, and the point sections decoded
+//! on all threads while the next block is read.
 
+use std::borrow::Cow;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use rayon::prelude::*;
 
 use crate::WorkError;
 use blstrs::{G1Affine, G2Affine};
 use cuzk_core::params::{
-    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, Section, Validation, VerifyingKey, G1_UNCOMPRESSED, G2_UNCOMPRESSED,
+    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, ParamsSource, Section, Validation, VerifyingKey, G1_UNCOMPRESSED,
+    G2_UNCOMPRESSED,
 };
 
 /// Points decoded per task.
 const POINTS_PER_TASK: usize = 1 << 12;
 
-fn g1_section(bytes: &[u8], section: Section, validation: Validation) -> Result<Vec<blstrs::G1Affine>, ParamsError> {
+/// Decodes `bytes`, the points of `section` from index `first` on.
+fn g1_section(bytes: &[u8], section: Section, first: usize, validation: Validation) -> Result<Vec<blstrs::G1Affine>, ParamsError> {
     let parts: Vec<_> = bytes
         .par_chunks(POINTS_PER_TASK * G1_UNCOMPRESSED)
         .enumerate()
-        .map(|(i, c)| decode_g1_points(c, section, i * POINTS_PER_TASK, validation))
+        .map(|(i, c)| decode_g1_points(c, section, first + i * POINTS_PER_TASK, validation))
         .collect::<Result<_, _>>()?;
     Ok(parts.concat())
 }
 
-fn g2_section(bytes: &[u8], section: Section, validation: Validation) -> Result<Vec<blstrs::G2Affine>, ParamsError> {
+/// Decodes `bytes`, the points of `section` from index `first` on.
+fn g2_section(bytes: &[u8], section: Section, first: usize, validation: Validation) -> Result<Vec<blstrs::G2Affine>, ParamsError> {
     let parts: Vec<_> = bytes
         .par_chunks(POINTS_PER_TASK * G2_UNCOMPRESSED)
         .enumerate()
-        .map(|(i, c)| decode_g2_points(c, section, i * POINTS_PER_TASK, validation))
+        .map(|(i, c)| decode_g2_points(c, section, first + i * POINTS_PER_TASK, validation))
         .collect::<Result<_, _>>()?;
     Ok(parts.concat())
+}
+
+/// Bytes of a section read at once (two such blocks are held: one decoded while the next is
+/// read).
+const READ_BLOCK: usize = 64 << 20;
+
+/// A parameter file read with `pread`; its length and modification time at open are checked
+/// again after every section, so a file changed while it loads is an error.
+#[derive(Debug)]
+pub struct FileSource {
+    file: File,
+    len: usize,
+    modified: Option<SystemTime>,
+}
+
+impl FileSource {
+    /// Opens `path`.
+    pub fn open(path: &Path) -> std::io::Result<FileSource> {
+        let file = File::open(path)?;
+        let meta = file.metadata()?;
+        Ok(FileSource { len: meta.len() as usize, modified: meta.modified().ok(), file })
+    }
+
+    /// Fills `buf` from `offset`, in 4 MiB pieces on all threads.
+    fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), ParamsError> {
+        const PIECE: usize = 4 << 20;
+        buf.par_chunks_mut(PIECE).enumerate().try_for_each(|(i, piece)| self.read_piece(offset + i * PIECE, piece))
+    }
+
+    fn read_piece(&self, offset: usize, buf: &mut [u8]) -> Result<(), ParamsError> {
+        self.file.read_exact_at(buf, offset as u64).map_err(|e| ParamsError::Read {
+            offset,
+            needed: buf.len(),
+            reason: if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                "the file is shorter than when it was opened: it changed while it was read".into()
+            } else {
+                e.to_string()
+            },
+        })
+    }
+
+    /// An error if the file's length or modification time differ from those at open.
+    fn unchanged(&self) -> Result<(), ParamsError> {
+        let meta = self.file.metadata().map_err(|e| ParamsError::Read { offset: 0, needed: 0, reason: e.to_string() })?;
+        if meta.len() as usize != self.len || meta.modified().ok() != self.modified {
+            return Err(ParamsError::Read {
+                offset: 0,
+                needed: self.len,
+                reason: format!("the file changed while it was read ({} bytes at open, {} now, or a new modification time)", self.len, meta.len()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes the points in `range` (of `point` bytes each) with `decode(bytes, first index)`,
+    /// block by block, reading the next block while one is decoded.
+    fn section<T: Send>(
+        &self,
+        range: Range<usize>,
+        point: usize,
+        decode: impl Fn(&[u8], usize) -> Result<Vec<T>, ParamsError> + Sync,
+    ) -> Result<Vec<T>, ParamsError> {
+        let block = (READ_BLOCK / point).max(1) * point;
+        let mut out = Vec::with_capacity(range.len() / point);
+        let mut cur = vec![0u8; block.min(range.len())];
+        let mut next = vec![0u8; block.min(range.len().saturating_sub(block))];
+        let (mut at, mut len) = (range.start, block.min(range.len()));
+        self.read_into(at, &mut cur[..len])?;
+        while len > 0 {
+            let next_at = at + len;
+            let next_len = block.min(range.end - next_at);
+            let (decoded, read) = rayon::join(
+                || decode(&cur[..len], (at - range.start) / point),
+                || if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) },
+            );
+            out.extend(decoded?);
+            read?;
+            std::mem::swap(&mut cur, &mut next);
+            (at, len) = (next_at, next_len);
+        }
+        self.unchanged()?;
+        Ok(out)
+    }
+}
+
+impl ParamsSource for FileSource {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, offset: usize, n: usize) -> Result<Cow<'_, [u8]>, ParamsError> {
+        let mut buf = vec![0u8; n];
+        self.read_into(offset, &mut buf)?;
+        Ok(Cow::Owned(buf))
+    }
+}
+
+/// The layout of the parameter file at `path` (the verifying key and the query lengths),
+/// reading only those.
+pub fn read_layout(path: &Path) -> Result<ParamsLayout, WorkError> {
+    let src = FileSource::open(path).map_err(|source| WorkError::Io { path: path.into(), source })?;
+    ParamsLayout::read(&src).map_err(|source| WorkError::Params { path: path.into(), source })
+}
+
+/// [`checksum`] of a whole file, read in pieces: the same value as `checksum` of its bytes.
+fn checksum_file(src: &FileSource) -> Result<u64, ParamsError> {
+    const PIECE: usize = 8 << 20;
+    let parts: Vec<u64> = (0..src.len.div_ceil(CHECKSUM_CHUNK))
+        .into_par_iter()
+        .map(|i| {
+            let (start, end) = (i * CHECKSUM_CHUNK, ((i + 1) * CHECKSUM_CHUNK).min(src.len));
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            let mut buf = vec![0u8; PIECE.min(end - start)];
+            let mut at = start;
+            while at < end {
+                let n = PIECE.min(end - at);
+                src.read_into(at, &mut buf[..n])?;
+                h.update(&buf[..n]);
+                at += n;
+            }
+            Ok(h.digest())
+        })
+        .collect::<Result<_, ParamsError>>()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(src.len as u64).to_le_bytes());
+    for p in parts {
+        h.update(&p.to_le_bytes());
+    }
+    Ok(h.digest())
 }
 
 /// Decodes a whole parameter file using all threads; same result and errors as
@@ -37,11 +175,11 @@ fn g2_section(bytes: &[u8], section: Section, validation: Validation) -> Result<
 pub fn load_parameters(bytes: &[u8], validation: Validation) -> Result<Parameters, ParamsError> {
     let layout = ParamsLayout::parse(bytes)?;
     Ok(Parameters {
-        h: g1_section(&bytes[layout.h.clone()], Section::H, validation)?,
-        l: g1_section(&bytes[layout.l.clone()], Section::L, validation)?,
-        a: g1_section(&bytes[layout.a.clone()], Section::A, validation)?,
-        b_g1: g1_section(&bytes[layout.b_g1.clone()], Section::BG1, validation)?,
-        b_g2: g2_section(&bytes[layout.b_g2.clone()], Section::BG2, validation)?,
+        h: g1_section(&bytes[layout.h.clone()], Section::H, 0, validation)?,
+        l: g1_section(&bytes[layout.l.clone()], Section::L, 0, validation)?,
+        a: g1_section(&bytes[layout.a.clone()], Section::A, 0, validation)?,
+        b_g1: g1_section(&bytes[layout.b_g1.clone()], Section::BG1, 0, validation)?,
+        b_g2: g2_section(&bytes[layout.b_g2.clone()], Section::BG2, 0, validation)?,
         vk: layout.vk,
     })
 }
@@ -121,13 +259,13 @@ pub fn read_params_with_records(path: &Path, validation: Validation, records: Op
     Ok((params, file.finish()))
 }
 
-/// An open parameter file: mapped, its layout parsed (the verifying key decoded), and the
-/// checks its sections are decoded with decided as [`read_params_with_records`] decides them.
-/// Sections are decoded on demand, so a device load can hold one decoded query at a time.
+/// An open parameter file: its layout read (the verifying key decoded), and the checks its
+/// sections are decoded with decided as [`read_params_with_records`] decides them. Sections
+/// are read and decoded on demand, so a device load can hold one decoded query at a time.
 #[derive(Debug)]
 pub struct ParamsFile {
     path: PathBuf,
-    map: memmap2::Mmap,
+    src: FileSource,
     layout: ParamsLayout,
     validation: Validation,
     checked: Checked,
@@ -136,14 +274,12 @@ pub struct ParamsFile {
 }
 
 impl ParamsFile {
-    /// Maps the file at `path` and decides the checks (`records`: see
+    /// Opens the file at `path` and decides the checks (`records`: see
     /// [`read_params_with_records`]).
     pub fn open(path: &Path, validation: Validation, records: Option<&Path>) -> Result<ParamsFile, WorkError> {
-        let io = |source| WorkError::Io { path: path.into(), source };
-        let file = std::fs::File::open(path).map_err(io)?;
-        // SAFETY: the file is only read; cuzk never writes a file it has open.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        let layout = ParamsLayout::parse(&map).map_err(|source| WorkError::Params { path: path.into(), source })?;
+        let src = FileSource::open(path).map_err(|source| WorkError::Io { path: path.into(), source })?;
+        let params = |source| WorkError::Params { path: path.into(), source };
+        let layout = ParamsLayout::read(&src).map_err(params)?;
         let (validation, checked, record) = match (validation, records) {
             (Validation::Trusted, _) => (Validation::Trusted, Checked::Trusted, None),
             (Validation::Full, None) => (Validation::Full, Checked::Full, None),
@@ -155,7 +291,7 @@ impl ParamsFile {
                 Ok(canonical) => {
                     let record = record_path(dir, &canonical);
                     let t = std::time::Instant::now();
-                    let expected = record_text(&canonical, map.len() as u64, checksum(&map));
+                    let expected = record_text(&canonical, src.len as u64, checksum_file(&src).map_err(params)?);
                     tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
                     match std::fs::read(&record) {
                         Ok(text) if text == expected.as_bytes() => {
@@ -176,7 +312,7 @@ impl ParamsFile {
                 }
             },
         };
-        Ok(ParamsFile { path: path.into(), map, layout, validation, checked, record })
+        Ok(ParamsFile { path: path.into(), src, layout, validation, checked, record })
     }
 
     fn err(&self, source: ParamsError) -> WorkError {
@@ -198,12 +334,12 @@ impl ParamsFile {
             Section::BG1 => &self.layout.b_g1,
             Section::Ic | Section::BG2 => return Ok(Vec::new()),
         };
-        g1_section(&self.map[range.clone()], section, self.validation).map_err(|e| self.err(e))
+        self.src.section(range.clone(), G1_UNCOMPRESSED, |b, first| g1_section(b, section, first, self.validation)).map_err(|e| self.err(e))
     }
 
     /// Decodes the `b_g2` query.
     pub fn b_g2(&self) -> Result<Vec<G2Affine>, WorkError> {
-        g2_section(&self.map[self.layout.b_g2.clone()], Section::BG2, self.validation).map_err(|e| self.err(e))
+        self.src.section(self.layout.b_g2.clone(), G2_UNCOMPRESSED, |b, first| g2_section(b, Section::BG2, first, self.validation)).map_err(|e| self.err(e))
     }
 
     /// Decodes every query.

@@ -213,3 +213,35 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     let rs = (Scalar::ZERO, Scalar::ZERO);
     assert!(prove_one(&w, CircuitId(0), 0, Work::Builtin(shape, 1), Some(rs), true, |_, _, _| {}).is_err(), "a failed load left a key");
 }
+
+/// A parameter file truncated or rewritten after it was opened (and its record checked), while
+/// its sections are still to be read: the section read fails with the reason, where a map of the
+/// file faulted the process (SIGBUS) or decoded the new bytes unchecked.
+#[test]
+fn a_file_changed_while_it_loads_is_an_error_not_a_fault() {
+    use cuzk_worker::params::ParamsFile;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let len = std::fs::metadata(&path).unwrap().len();
+
+    let file = ParamsFile::open(&path, Validation::Trusted, None).unwrap();
+    assert_eq!(file.g1(Section::H).unwrap(), params.h);
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
+    let e = file.g1(Section::BG1).expect_err("read past the new end").to_string();
+    assert!(e.contains("shorter than when it was opened"), "{e}");
+
+    let (path, params) = params_file(dir.path());
+    let file = ParamsFile::open(&path, Validation::Trusted, None).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // L's first point replaced by H's: a valid point, so only the file's change can tell.
+    let bytes = std::fs::read(&path).unwrap();
+    let layout = ParamsLayout::parse(&bytes).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let h0 = &bytes[layout.h.start..layout.h.start + 96];
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(h0, layout.l.start as u64).unwrap();
+    }
+    let e = file.g1(Section::L).expect_err("a rewritten file decoded").to_string();
+    assert!(e.contains("changed while it was read"), "{e}");
+    assert_ne!(params.l.len(), 0);
+}
