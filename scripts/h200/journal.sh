@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The journal's cost on the GPU host: `cuzk bench` throughput against `cuzk serve` on CUDA with
 # `[journal] enabled = false` and `true`, alternated (off, on, off, on, ...), one daemon per
-# run. Part `2k`: the 2 KiB Filecoin kinds (real parameters, self-check on, every proof
-# verified by the load generator), after 8 warm-up jobs JN_JOBS (128) jobs per run at concurrency 4. Part `backlog`:
-# a PoRep backlog of SIZE (32g) in bench mode (shape-only requests, timing-only parameters),
-# one warm-up job and then BACKLOG (6) jobs, 3 in flight, per run. The figures go in
-# docs/perf.md, "Faults and load".
+# run; with SETTING=selfcheck, `engine.self_check = "off"` and `"all"` instead (journal on).
+# Part `2k`: the 2 KiB Filecoin kinds (real parameters, every proof verified by the load
+# generator), after 8 warm-up jobs JN_JOBS (128) jobs per run at concurrency 4. Part
+# `backlog`: a PoRep backlog of SIZE (32g) in bench mode (shape-only requests, timing-only
+# parameters), one warm-up job and then BACKLOG (6) jobs, 3 in flight, per run. The figures
+# go in docs/perf.md, "Faults and load".
 #
 #   OUT=/tmp/journal bash scripts/h200/journal.sh
+#   SETTING=selfcheck PARTS=2k OUT=/tmp/selfcheck bash scripts/h200/journal.sh
 #
 # PARTS ("2k backlog"), JN_KINDS ("wpost-2k winning-2k porep-2k snap-2k"), ROUNDS (3 for 2k,
 # BL_ROUNDS 1 for the backlog). Needs gpu-bin/cuzk.
@@ -22,10 +24,12 @@ chmod 700 "$CUZK_DATA_DIR"
 HTTP=127.0.0.1:9191
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$S"
 
-up() { # up NAME JOURNAL(true|false) BENCH_MODE(0|1): a daemon with the journal on or off
-  local name=$1 jn=$2 bm=$3
-  printf '[server]\nhttp = "%s"\n[engine]\nbackend = "cuda"\n[params]\ntrusted = true\nfilecoin_dir = "%s"\n[journal]\nenabled = %s\ndir = "%s"\n' \
-    "$HTTP" "$FIL_PROOFS_PARAMETER_CACHE" "$jn" "$W/journal-$name" > "$W/$name.toml"
+SETTING=${SETTING:-journal}
+up() { # up NAME ON(true|false) BENCH_MODE(0|1): a daemon with the setting measured off or on
+  local name=$1 on=$2 bm=$3 jn=$2 sc=all
+  if [ "$SETTING" = selfcheck ]; then jn=true; sc=$([ "$on" = true ] && echo all || echo off); fi
+  printf '[server]\nhttp = "%s"\n[engine]\nbackend = "cuda"\nself_check = "%s"\n[params]\ntrusted = true\nfilecoin_dir = "%s"\n[journal]\nenabled = %s\ndir = "%s"\n' \
+    "$HTTP" "$sc" "$FIL_PROOFS_PARAMETER_CACHE" "$jn" "$W/journal-$name" > "$W/$name.toml"
   local flags=(--config "$W/$name.toml")
   [ "$bm" = 1 ] && flags+=(--bench-mode)
   start_daemon "$OUT/serve-$name.log" "${flags[@]}"
@@ -49,7 +53,7 @@ if [[ " $PARTS " == *" 2k "* ]]; then
       for jn in false true; do
         up "$kind-$jn-$r" "$jn" 0
         step "warm-$kind-$jn-$r" 300 "$CUZK" bench --quiet --jobs 8 --concurrency 4 --mix "@$W/req/$kind.json"
-        measure "$kind-journal-$jn-$r" --verify --jobs "${JN_JOBS:-128}" --concurrency 4 --mix "@$W/req/$kind.json"
+        measure "$kind-$SETTING-$jn-$r" --verify --jobs "${JN_JOBS:-128}" --concurrency 4 --mix "@$W/req/$kind.json"
         down
       done
     done
@@ -63,7 +67,7 @@ if [[ " $PARTS " == *" backlog "* ]]; then
     for jn in false true; do
       up "porep-$SIZE-$jn-$r" "$jn" 1
       step "warm-$SIZE-$jn-$r" 600 "$CUZK" bench --quiet --jobs 1 --concurrency 1 --mix "@$W/req/porep-$SIZE.json"
-      measure "backlog-$SIZE-journal-$jn-$r" --jobs "${BACKLOG:-6}" --concurrency 3 --mix "@$W/req/porep-$SIZE.json"
+      measure "backlog-$SIZE-$SETTING-$jn-$r" --jobs "${BACKLOG:-6}" --concurrency 3 --mix "@$W/req/porep-$SIZE.json"
       down
     done
   done
