@@ -24,7 +24,7 @@ pub fn is_curio(t: &toml::Table) -> bool {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-struct CurioConfig {
+pub(super) struct CurioConfig {
     daemon: Daemon,
     srs: Srs,
     memory: Memory,

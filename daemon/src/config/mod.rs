@@ -3,6 +3,8 @@
 //! of the daemon that ships inside Curio) is accepted too and mapped onto this one ([`curio`]).
 
 pub mod curio;
+#[cfg(test)]
+mod doc_keys;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
