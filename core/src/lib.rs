@@ -4,7 +4,8 @@
 //! recorded constraint matrices that cache it ([`matrices`]) with witnesses written in parallel parts ([`witness`]), the bellperson parameter and
 //! proof formats ([`params`], [`proof`]), the MSM helpers the backends share ([`msm`]), the
 //! [`backend::Backend`] trait and the Groth16 prover written once over it ([`prover`]), and the
-//! scheduler state machine ([`engine`]).
+//! scheduler state machine ([`engine`]) with the job layer over it ([`jobs`]: retries,
+//! device health, request ids, the low-memory hold, the watchdog).
 //!
 //! This crate owns no threads, never blocks on I/O and never reads a clock: callers pass time
 //! in and run the work the engine asks for.
@@ -17,6 +18,7 @@ pub mod compiled;
 pub mod density;
 pub mod domain;
 pub mod engine;
+pub mod jobs;
 pub mod matrices;
 pub mod msm;
 pub mod params;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use cuzk_circuits::CircuitError;
 use cuzk_circuits_filecoin::FilError;
 use cuzk_core::backend::BackendError;
+use cuzk_core::jobs::{backend_fault, Fault};
 use cuzk_core::params::ParamsError;
 use cuzk_core::proof::VerifyError;
 use cuzk_core::prover::ProveError;
@@ -67,4 +68,35 @@ pub enum WorkError {
     /// The task panicked (a bug: report it).
     #[error("panicked{}", if .0.is_empty() { String::new() } else { format!(": {}", .0) })]
     Panicked(String),
+}
+
+impl WorkError {
+    /// The fault this error is when another attempt may succeed (a device error, running out
+    /// of memory, a proof that failed its check); `None` for errors that would repeat (a bad
+    /// witness, a parameter mismatch, a bug).
+    pub fn fault(&self) -> Option<Fault> {
+        match self {
+            WorkError::Backend(b) => backend_fault(b),
+            WorkError::Prove(ProveError::Backend { source, .. }) => backend_fault(source),
+            WorkError::ProofInvalid => Some(Fault::SelfCheck),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_core::engine::Stage;
+
+    #[test]
+    fn device_errors_and_failed_checks_are_faults_bad_inputs_are_not() {
+        let dev = WorkError::Prove(ProveError::Backend { stage: Stage::Msm, source: BackendError::Device("x".into()) });
+        assert_eq!(dev.fault(), Some(Fault::Device));
+        assert_eq!(WorkError::Backend(BackendError::OutOfMemory("x".into())).fault(), Some(Fault::OutOfMemory));
+        assert_eq!(WorkError::ProofInvalid.fault(), Some(Fault::SelfCheck));
+        assert_eq!(WorkError::Unsatisfied { constraint: 3 }.fault(), None);
+        assert_eq!(WorkError::Backend(BackendError::InvalidInput("x".into())).fault(), None);
+        assert_eq!(WorkError::Panicked("x".into()).fault(), None);
+    }
 }
