@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# CUDA kernels on the GPU host: the kernels against the CPU oracle (backend-cuda/tests/gpu.rs),
+# CUDA kernels on the GPU host: the kernels against the CPU oracle (tests/tests/cuda_kernels.rs),
 # compute-sanitizer, then the kernel timings of docs/perf-cuda.md (cuzk-cuda-kernels).
 #
 #   OUT=/tmp/kernels bash scripts/h200/kernels.sh                 # tests, sanitizer, bench
 #   PARTS=full OUT=/tmp/kernels-full bash scripts/h200/kernels.sh # oracle tests at full size
 #
 # PARTS (default "tests sanitizer bench"), any of:
-#   tests      gpu.rs at NTT 2^20, G1 MSM 2^20 (and 2^19's windowed scatter), G2 2^16, EIP-2537
+#   tests      cuda_kernels.rs at NTT 2^20, G1 MSM 2^20 (and 2^19's windowed scatter), G2 2^16, EIP-2537
 #              vectors, streamed bases, concurrent uploads; then the *_batch_affine_* tests (every
 #              MSM through the batch-affine rounds, full and partial plan) to G1 2^16, G2 2^12
-#   full       gpu.rs at full size: NTT 2^1 … 2^26 (all four directions, compute_h to 2^24), G1
+#   full       cuda_kernels.rs at full size: NTT 2^1 … 2^26 (all four directions, compute_h to 2^24), G1
 #              and G2 MSM 2^0 … 2^24 (about 7 minutes)
 #   conformance  the shared suite on CUDA (tests/tests/cuda_conformance.rs), if built
 #   eval       constraint evaluation (a, b, c = A·w, B·w, C·w) on random matrices of 2^20 and

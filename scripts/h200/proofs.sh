@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whole proofs on the GPU host: GPU proofs byte-identical to the CPU backend's
-# (backend-cuda/tests/proof.rs), then the whole-partition bench (tests/benches/prove.rs) on
+# (tests/tests/cuda_proof.rs), then the whole-partition bench (tests/benches/prove.rs) on
 # the CUDA backend, as in docs/perf.md "Whole proofs on the H200".
 #
 #   OUT=/tmp/proofs bash scripts/h200/proofs.sh                        # proof + latency

@@ -5,7 +5,7 @@
 # batch-affine rule of the MSMs after it: auto, the prover's, never, always or partial, and
 # `cs C,C,...` the window sizes of g1c / g2c). ROUNDS rounds run `cuzk-cuda-kernels VARIANT $BENCH`
 # for every variant in turn, so that the host's drift falls on all of them alike. The forced
-# plans' correctness is checked by gpu.rs's *_batch_affine_* tests (kernels.sh, part tests).
+# plans' correctness is checked by cuda_kernels.rs's *_batch_affine_* tests (kernels.sh, part tests).
 #
 #   # batch-affine rounds (the default) against XYZZ rounds only
 #   OUT=/tmp/msm-ab bash scripts/h200/variants.sh

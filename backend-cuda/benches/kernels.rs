@@ -1,5 +1,6 @@
 //! `cuzk-cuda-kernels`: host→device bandwidth (pinned vs pageable), NTT and MSM timings on the
-//! first CUDA device.
+//! first CUDA device: `cargo bench -p cuzk-backend-cuda --bench cuzk-cuda-kernels -- ARGS`
+//! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
 //! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...]`
@@ -219,7 +220,7 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
         return;

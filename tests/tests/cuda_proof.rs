@@ -1,5 +1,6 @@
 //! Whole proofs on the GPU equal the CPU backend's byte for byte (same parameters, same
-//! `r, s`) and verify. Skips (visibly) without a CUDA device.
+//! `r, s`) and verify. Skips (visibly) without a CUDA device. Built as `proof` for
+//! `scripts/h200/proofs.sh`.
 
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;

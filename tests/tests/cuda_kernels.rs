@@ -1,5 +1,6 @@
-//! GPU results against blstrs and the CPU oracle. Every test skips (with a visible message)
-//! when there is no CUDA device.
+//! The CUDA backend's results against blstrs and the CPU oracle (here, above both backends: a
+//! backend crate depends on no other). Every test skips (with a visible message) when there is
+//! no CUDA device. Built as `gpu` for `scripts/h200/kernels.sh`.
 //!
 //! Sizes: `CUZK_GPU_TEST_MAX_LOG_NTT` / `CUZK_GPU_TEST_MAX_LOG_MSM` raise the largest sizes
 //! (defaults 16 and 14 keep the suite quick); the H200 run sets them to 26 and 24.
@@ -471,9 +472,9 @@ fn pinned_pool_reuses_buffers() {
 // ---- EIP-2537 MSM vectors (and go-ethereum's G2 MSMs when present).
 
 /// EIP-2537's vectors (CC0) as the repository keeps them (`tests/data/README.md`).
-const EIP2537_MSM_G1: &str = include_str!("../../tests/data/eip2537/msm_G1_bls.json");
-const EIP2537_MUL_G1: &str = include_str!("../../tests/data/eip2537/mul_G1_bls.json");
-const EIP2537_MUL_G2: &str = include_str!("../../tests/data/eip2537/mul_G2_bls.json");
+const EIP2537_MSM_G1: &str = include_str!("../data/eip2537/msm_G1_bls.json");
+const EIP2537_MUL_G1: &str = include_str!("../data/eip2537/mul_G1_bls.json");
+const EIP2537_MUL_G2: &str = include_str!("../data/eip2537/mul_G2_bls.json");
 
 /// go-ethereum's G2 MSM file (LGPL, kept out of the repository): in `CUZK_VECTORS`, beside the
 /// repository, or beside the binaries on a GPU host; `None` when absent.

@@ -4,12 +4,14 @@
 //! alone). Prints markdown tables with the ratios; results of the two backends are compared
 //! (they must be identical).
 //!
+//! It sits with the benches of cuzk-tests, above both backends and the worker (a backend crate
+//! depends on no other backend and not on the worker: `tests/tests/it/layers.rs`).
+//!
 //! ```sh
-//! cargo build --release -p cuzk-backend-wgpu --example cuzk-wgpu-kernels
-//! target/release/examples/cuzk-wgpu-kernels --ntt 16,18,20,22 --msm 16,18,20,22 --proof 20 --reps 3 --cuda on
+//! cargo bench -p cuzk-tests --bench cuzk-wgpu-kernels -- --ntt 16,18,20,22 --msm 16,18,20,22 --proof 20 --reps 3 --cuda on
 //! ```
 //!
-//! Arguments (the values shown are the defaults): `--ntt 16,18,20,22` and `--msm 16,18,20,22`
+//! Arguments (cargo's own `--bench` is ignored; the values shown are the defaults): `--ntt 16,18,20,22` and `--msm 16,18,20,22`
 //! (log2 sizes; an empty list skips the part), `--proof 20` (log2 size of the partition; 0
 //! skips it), `--reps 3` (timed repetitions after a warm-up; the median is shown), `--cuda on`
 //! (`off` runs wgpu alone). The backend's own `CUZK_WGPU_ADAPTER` and `CUZK_WGPU_DEVICE_TYPE`
@@ -78,8 +80,10 @@ impl Args {
         let mut a = Args { ntt: vec![16, 18, 20, 22], msm: vec![16, 18, 20, 22], proof: 20, reps: 3, cuda: true };
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
-            if arg == "-h" || arg == "--help" {
-                return Ok(None);
+            match arg.as_str() {
+                "--bench" => continue, // passed by cargo bench
+                "-h" | "--help" => return Ok(None),
+                _ => {}
             }
             let (name, inline) = match arg.split_once('=') {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),

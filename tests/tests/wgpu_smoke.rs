@@ -1,5 +1,5 @@
 //! Quick checks of the wgpu kernels against the CPU oracle at tiny sizes (the full suite is
-//! `tests/tests/wgpu_conformance.rs` of cuzk-tests). Skips visibly without an adapter.
+//! `wgpu_conformance.rs` beside this file). Skips visibly without an adapter.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_backend_cpu::CpuBackend;
