@@ -31,7 +31,7 @@ pub enum FilError {
     #[error("{kind:?} reads its vanilla proofs from {expected}, but {got} is set")]
     WrongField {
         /// The kind of the request.
-        kind: crate::ids::FilKind,
+        kind: crate::kind::FilKind,
         /// The field the kind reads.
         expected: &'static str,
         /// The field that was set instead.

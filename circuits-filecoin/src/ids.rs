@@ -1,42 +1,10 @@
-//! Proof kinds, registered proof numbers and circuit ids.
+//! Registered proof numbers and circuit ids (the proof kinds, [`FilKind`], are declared in `kind`).
 
 use filecoin_proofs::{PoRepConfig, PoStConfig, PoStType};
 use storage_proofs_core::api_version::{ApiFeature, ApiVersion};
 
 use crate::error::FilError;
-
-/// The four Filecoin proof kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FilKind {
-    /// PoRep commit phase 2 (from a `SealCommitPhase1Output`).
-    PoRep,
-    /// SnapDeals replica update.
-    SnapDeals,
-    /// One WindowPoSt partition.
-    WindowPoSt,
-    /// WinningPoSt.
-    WinningPoSt,
-}
-
-impl FilKind {
-    /// All kinds.
-    pub const ALL: [FilKind; 4] = [FilKind::PoRep, FilKind::SnapDeals, FilKind::WindowPoSt, FilKind::WinningPoSt];
-
-    /// Short name used in circuit ids (`porep`, `snap`, `wpost`, `winning`).
-    pub fn short(self) -> &'static str {
-        match self {
-            FilKind::PoRep => "porep",
-            FilKind::SnapDeals => "snap",
-            FilKind::WindowPoSt => "wpost",
-            FilKind::WinningPoSt => "winning",
-        }
-    }
-
-    /// The kind from [`FilKind::short`].
-    pub fn from_short(s: &str) -> Option<FilKind> {
-        FilKind::ALL.into_iter().find(|k| k.short() == s)
-    }
-}
+pub use crate::kind::FilKind;
 
 /// Sector sizes with production (or test) parameters, and their short names.
 const SIZES: [(u64, &str); 5] = [(1 << 11, "2k"), (1 << 23, "8m"), (1 << 29, "512m"), (1 << 35, "32g"), (1 << 36, "64g")];

@@ -26,6 +26,7 @@ mod error;
 pub mod fixtures;
 mod ids;
 mod jobs;
+mod kind;
 mod parallel;
 pub mod params;
 mod porep_witness;

@@ -29,7 +29,8 @@ mod record;
 mod repeat;
 pub use file::MatricesFileError;
 pub use record::{RecordedShare, DEFAULT_CHUNK_ROWS};
-pub use repeat::Repeats;
+// Declared beside `ParallelWitness`, which names it; kept here under its old path too.
+pub use crate::witness::Repeats;
 
 /// Flag marking an aux variable in a column index (inputs have it clear).
 pub const AUX: u32 = 1 << 31;

@@ -21,9 +21,21 @@ pub trait ParallelWitness {
 
     /// Where the circuit repeats one block of constraints, if it does: its matrices are then
     /// recorded from two blocks ([`crate::matrices::ConstraintMatrices::record_repeated`]).
-    fn repeats(&self) -> Option<crate::matrices::Repeats> {
+    fn repeats(&self) -> Option<Repeats> {
         None
     }
+}
+
+/// Where a circuit repeats a block of constraints (see
+/// [`crate::matrices::ConstraintMatrices::record_repeated`]; also `cuzk_core::matrices::Repeats`).
+#[derive(Debug, Clone)]
+pub struct Repeats {
+    /// Namespace depth of the markers (0: the circuit's root).
+    pub depth: usize,
+    /// The name of the namespace that starts block `k`.
+    pub marker: fn(usize) -> String,
+    /// Blocks in the circuit.
+    pub count: usize,
 }
 
 /// Why a parallel witness could not be written.

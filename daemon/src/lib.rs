@@ -74,6 +74,9 @@ pub enum CliError {
     /// Parameter generation failed.
     #[error("parameter generation failed: {0}")]
     Setup(String),
+    /// A built-in circuit's parameters could not be made.
+    #[error(transparent)]
+    Params(#[from] setup::SetupError),
     /// The proof did not verify (a bug: report it).
     #[error("the proof does not verify")]
     InvalidProof,

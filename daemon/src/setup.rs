@@ -1,13 +1,33 @@
-//! Parameter generation for the built-in circuits, cached in the data directory.
+//! Parameter generation for the built-in circuits, cached in the data directory. Shared by the
+//! server (`service.rs`) and the command line: its errors are its own ([`SetupError`]), not the
+//! command line's `CliError`, which wraps the client's errors.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cuzk_circuits::CircuitKind;
+use cuzk_circuits::{CircuitError, CircuitKind};
 use rand::SeedableRng;
 
-use crate::CliError;
+/// Why a built-in circuit's parameters could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// Bad circuit name or size.
+    #[error(transparent)]
+    Circuit(#[from] CircuitError),
+    /// File system trouble.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Parameter generation failed.
+    #[error("parameter generation failed: {0}")]
+    Generate(String),
+}
 
 /// Where the parameters of `kind` at `2^log_size` live.
 pub fn params_path(dir: &Path, kind: CircuitKind, log_size: u32) -> PathBuf {
@@ -20,7 +40,7 @@ pub fn params_path(dir: &Path, kind: CircuitKind, log_size: u32) -> PathBuf {
 /// `<file>.lock`): the others wait and then find the file made. The generator writes a
 /// temporary file of its own, syncs it to disk and renames it into place, so no reader ever
 /// sees a partial file or one mixed from two generations.
-pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) -> Result<PathBuf, CliError> {
+pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) -> Result<PathBuf, SetupError> {
     let path = params_path(dir, kind, log_size);
     if path.exists() && !force {
         return Ok(path);
@@ -29,7 +49,7 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     let parent = path.parent().expect("params path has a parent");
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| CliError::Io { path, source }
+        move |source| SetupError::Io { path, source }
     };
     std::fs::create_dir_all(parent).map_err(io(parent))?;
     let lock_path = path.with_extension("params.lock");
@@ -41,7 +61,7 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     eprintln!("generating parameters for {} at 2^{log_size} (once; cached in {})", kind.name(), path.display());
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rng).map_err(|e| CliError::Setup(e.to_string()))?;
+    let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rng).map_err(|e| SetupError::Generate(e.to_string()))?;
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let tmp = path.with_extension(format!("params.partial.{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
     let written = (|| {
@@ -52,7 +72,7 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     })();
     if let Err(source) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(CliError::Io { path: tmp, source });
+        return Err(SetupError::Io { path: tmp, source });
     }
     drop(lock);
     eprintln!("parameters written in {:.1} s", t.elapsed().as_secs_f64());

@@ -23,17 +23,7 @@ use super::{ConstraintMatrices, Csr, CsrView, Matrix, AUX, COEFF_ONE};
 use crate::alloc::heap;
 use crate::density::DensityBitmap;
 use crate::synth::SynthesizeError;
-
-/// Where a circuit repeats a block of constraints.
-#[derive(Debug, Clone)]
-pub struct Repeats {
-    /// Namespace depth of the markers (0: the circuit's root).
-    pub depth: usize,
-    /// The name of the namespace that starts block `k`.
-    pub marker: fn(usize) -> String,
-    /// Blocks in the circuit.
-    pub count: usize,
-}
+use crate::witness::Repeats;
 
 /// Row, next aux index and next input index where a block starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
