@@ -166,6 +166,58 @@ pub fn timing_only(spec: CircuitShape, file_bytes: u64) -> Registered {
     Registered { spec, path, file_bytes, timing_only: true }
 }
 
+/// Why a circuit could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// Its parameter file is missing (the message says how to make it).
+    #[error("{0}")]
+    MissingParams(String),
+    /// Its parameter file is not a parameter file.
+    #[error("{}: not a valid parameter file", .0.display())]
+    BadParams(PathBuf),
+}
+
+/// Where a circuit's parameters come from, and its memory profile: its file in `data_dir`
+/// (built-ins) or `fil_dir` (Filecoin), or, given `timing` (bench mode), timing-only
+/// parameters of those query lengths.
+pub fn registration(
+    data_dir: &Path,
+    fil_dir: &Path,
+    spec: CircuitShape,
+    timing: Option<cuzk_setup::timing::QueryLengths>,
+    witness_only: bool,
+    device_budget: u64,
+) -> Result<(Registered, CircuitProfile), RegisterError> {
+    if let Some(q) = timing {
+        let profile = profile(q.log_domain, q.file_bytes(), q.largest_query_bytes(), witness_only, device_budget);
+        return Ok((timing_only(spec, q.file_bytes()), profile));
+    }
+    let Some(reg) = locate(data_dir, fil_dir, spec) else {
+        return Err(RegisterError::MissingParams(match spec {
+            CircuitShape::Builtin(s) => format!(
+                "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
+                s.id(),
+                params_path(data_dir, s.kind, s.log_size).display(),
+                s.kind.name(),
+                s.log_size
+            ),
+            CircuitShape::Filecoin(f) => format!(
+                "no parameter file for {} in the Filecoin parameter cache {}; run `cuzk setup --filecoin {}` or set params.generate_missing",
+                f.id(),
+                fil_dir.display(),
+                f.id()
+            ),
+        }));
+    };
+    let layout = params_layout(&reg.path).ok_or_else(|| RegisterError::BadParams(reg.path.clone()))?;
+    let log_size = match spec {
+        CircuitShape::Builtin(s) => s.log_size,
+        CircuitShape::Filecoin(_) => params_log_size(&layout).ok_or_else(|| RegisterError::BadParams(reg.path.clone()))?,
+    };
+    let profile = profile(log_size, reg.file_bytes, layout.largest_query_bytes(), witness_only, device_budget);
+    Ok((reg, profile))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

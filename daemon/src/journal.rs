@@ -285,6 +285,11 @@ impl Journal {
         s.open.keys().chain(s.ended.keys()).filter_map(|id| id.parse::<u64>().ok()).max().map_or(0, |n| n + 1)
     }
 
+    /// The job ids of the ended records, with their payloads' digests.
+    pub fn ended_ids(&self) -> Vec<(String, [u8; 32])> {
+        self.state().ended.iter().map(|(id, e)| (id.clone(), e.digest)).collect()
+    }
+
     /// Whether `job_id` has an open record.
     pub fn is_open(&self, job_id: &str) -> bool {
         self.state().open.contains_key(job_id)

@@ -15,6 +15,7 @@ use crate::proto;
 /// Most partitions one generic job may have.
 pub const MAX_PARTITIONS: u32 = 64;
 use crate::driver::{FilecoinJob, JobRequest, MAX_REQUEST_ID};
+use crate::names::{kind_name, proto_kind};
 
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -203,7 +204,7 @@ pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestErr
         };
         return Ok(JobRequest {
             request_id,
-            kind,
+            kind: kind_name(kind),
             priority,
             circuit: CircuitShape::Filecoin(circuit),
             filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None, timing: None }),
@@ -220,7 +221,18 @@ pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestErr
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
     }
-    Ok(JobRequest { request_id, kind, priority, circuit: circuit.into(), filecoin: None, seed: g.seed, partitions, deadline, payload, restored: false })
+    Ok(JobRequest {
+        request_id,
+        kind: kind_name(kind),
+        priority,
+        circuit: circuit.into(),
+        filecoin: None,
+        seed: g.seed,
+        partitions,
+        deadline,
+        payload,
+        restored: false,
+    })
 }
 
 /// What identifies a submission's work: a digest of every field except the request id, the
@@ -284,7 +296,8 @@ pub fn prepare_filecoin(job: &mut JobRequest, unchecked: bool) -> Result<(), Req
         return Ok(());
     }
     let prepared = if unchecked { cuzk_circuits_filecoin::prepare_unchecked(&f.request) } else { cuzk_circuits_filecoin::prepare(&f.request) };
-    let p = prepared.map_err(|source| RequestError::Filecoin { kind: job.kind.as_str_name(), source })?;
+    let kind = proto_kind(f.request.kind).as_str_name();
+    let p = prepared.map_err(|source| RequestError::Filecoin { kind, source })?;
     job.partitions = p.partitions() as u32;
     f.prepared = Some(Arc::new(p));
     Ok(())

@@ -27,6 +27,8 @@ use crate::listen::{self, Limits, ListenerStats, Listeners};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::{Service, ServiceConfig};
 use crate::status::Outside;
+use cuzk_core::engine::Nanos;
+use cuzk_core::jobs::JobsConfig;
 
 /// Why the daemon could not start or stopped badly.
 #[derive(Debug, thiserror::Error)]
@@ -170,7 +172,7 @@ async fn launch(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordin
 fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> (EngineConfig, u64) {
     let e = &cfg.engine;
     let meminfo = e.meminfo();
-    let whole = e.host_budget(crate::driver::admission::mem_available(&meminfo));
+    let whole = e.host_budget(crate::driver::meminfo::mem_available(&meminfo));
     let requests = cfg.server.request_budget(whole);
     let host = whole.saturating_sub(requests).max(whole / 2);
     tracing::info!(budget = requests, sized = cfg.server.request_budget_bytes == 0, "request bytes in flight budget (out of the host budget)");
@@ -344,22 +346,25 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         fil_dir: cfg.filecoin_dir(),
         validation: if cfg.params.trusted { Validation::Trusted } else { Validation::Full },
         self_check: cfg.self_check(),
-        recovery: Recovery {
-            retries: cfg.engine.fault_retries,
-            rechecks: 1,
-            stage_timeout: (cfg.engine.stage_timeout_ms > 0).then(|| Duration::from_millis(cfg.engine.stage_timeout_ms)),
-            device_fault_limit: cfg.engine.device_fault_limit,
+        jobs: JobsConfig {
+            recovery: Recovery {
+                retries: cfg.engine.fault_retries,
+                rechecks: 1,
+                stage_timeout: (cfg.engine.stage_timeout_ms > 0).then(|| Nanos::from_millis(cfg.engine.stage_timeout_ms)),
+                device_fault_limit: cfg.engine.device_fault_limit,
+            },
+            queue_limit: cfg.engine.queue_limit,
+            memory_margin: cfg.engine.host_memory_margin_bytes,
+            keep_results: cfg.server.keep_results,
         },
-        queue_limit: cfg.engine.queue_limit,
-        memory_margin: cfg.engine.host_memory_margin_bytes,
         meminfo: cfg.engine.meminfo(),
-        keep_results: cfg.server.keep_results,
         engine: ec,
         preload,
         linger: Duration::from_millis(cfg.shutdown.linger_ms),
         ordinals: ordinals.clone(),
         bench: cfg.bench.enabled,
         first_job_id: 0,
+        remembered: Vec::new(),
     };
     if cfg.bench.enabled {
         tracing::error!(
@@ -404,7 +409,10 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     };
     // The journal after the socket: a second daemon on the same socket is told so first.
     let (journal, reopened) = open_journal(&cfg, &data_dir)?;
-    dcfg.first_job_id = journal.as_ref().map_or(0, |j| j.next_job_number());
+    if let Some(j) = &journal {
+        dcfg.first_job_id = j.next_job_number();
+        dcfg.remembered = j.ended_ids();
+    }
     let listening =
         Listening { socket: socket.clone(), tcp: tcp.as_ref().and_then(|l| l.local_addr().ok()), http: http.as_ref().and_then(|l| l.local_addr().ok()) };
 

@@ -80,10 +80,9 @@ impl From<DriverError> for Status {
     }
 }
 
-impl From<BadJobRef> for Status {
-    fn from(e: BadJobRef) -> Status {
-        Status::invalid_argument(e.0)
-    }
+/// An API job id that names no job, as a status.
+fn bad_ref(e: BadJobRef) -> Status {
+    Status::invalid_argument(e.0)
 }
 
 fn ms(d: Duration) -> u64 {
@@ -397,7 +396,7 @@ impl ProvingEngine for Service {
 
     async fn await_proof(&self, req: Request<proto::AwaitProofRequest>) -> Result<Response<proto::AwaitProofResponse>, Status> {
         let r = req.into_inner();
-        let job = JobRef::parse(&r.job_id)?;
+        let job = JobRef::parse(&r.job_id).map_err(bad_ref)?;
         Ok(Response::new(self.await_job(job, None, r.timeout_ms).await?))
     }
 
@@ -415,7 +414,7 @@ impl ProvingEngine for Service {
     }
 
     async fn cancel_proof(&self, req: Request<proto::CancelProofRequest>) -> Result<Response<proto::CancelProofResponse>, Status> {
-        let job = JobRef::parse(&req.get_ref().job_id)?;
+        let job = JobRef::parse(&req.get_ref().job_id).map_err(bad_ref)?;
         let was_running = self.handle.cancel(job).await?;
         Ok(Response::new(proto::CancelProofResponse { was_running }))
     }

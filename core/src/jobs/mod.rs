@@ -974,7 +974,7 @@ impl Jobs {
         match end.status {
             EndStatus::Completed => {
                 totals.completed += 1;
-                totals.total = totals.total + total;
+                totals.total += total;
             }
             EndStatus::Failed => {
                 totals.failed += 1;

@@ -131,6 +131,7 @@ impl RequestBook {
     }
 
     /// Job ids known.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
     }

@@ -285,11 +285,10 @@ impl JobSim {
         };
         // As the daemon does: a request id the job layer does not know but the journal has
         // completed with this payload gets the journal's result.
-        if !restored && !request_id.is_empty() && self.jobs.resolve(&super::JobRef::Request(request_id.clone())).is_none() {
-            if self.journal.get(&request_id) == Some(&(req.payload, EndStatus::Completed)) {
-                self.record.answers[r] = Ok((request_id, true));
-                return;
-            }
+        let unknown = !restored && !request_id.is_empty() && self.jobs.resolve(&super::JobRef::Request(request_id.clone())).is_none();
+        if unknown && self.journal.get(&request_id) == Some(&(req.payload, EndStatus::Completed)) {
+            self.record.answers[r] = Ok((request_id, true));
+            return;
         }
         let sub = Submission { request_id, payload: payload(req.payload), restored, priority: req.priority };
         let answer = match self.jobs.admit(sub) {

@@ -623,7 +623,7 @@ impl Config {
             }
         }
         let meminfo = e.meminfo();
-        if let Some(total) = crate::driver::admission::mem_total(&meminfo) {
+        if let Some(total) = crate::driver::meminfo::mem_total(&meminfo) {
             for (key, bytes) in [
                 ("engine.host_memory_bytes", e.host_memory_bytes),
                 ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes),

@@ -6,8 +6,9 @@ use std::time::Duration;
 use cuzk_core::engine::JobId;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::job::{JobRef, JobRequest};
+use super::job::JobRequest;
 use super::DriverError;
+use super::JobRef;
 use crate::circuits::CircuitShape;
 use crate::config::ShutdownMode;
 use crate::status::Snapshot;

@@ -5,8 +5,7 @@ use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind,
 use cuzk_worker::Worker;
 
 use super::Driver;
-use crate::names::{kind_name, priority_name};
-use crate::proto::ProofKind;
+use crate::names::priority_name;
 use crate::status::{
     Admission, Budget, DeviceStatus, JobCounts, KindStatus, MatricesEntry, Memory, ParamsEntry, QueueDepth, Recovery, Snapshot, SpanView, StageTotal, Track,
 };
@@ -30,9 +29,12 @@ fn presence(p: Option<Presence>) -> String {
 }
 
 /// Live jobs not started yet, and those with a stage started.
-fn pending_running<'a>(jobs: impl Iterator<Item = &'a super::LiveJob>) -> (u32, u32) {
+fn pending_running<'a>(jobs: impl Iterator<Item = cuzk_core::jobs::LiveJob<'a>>) -> (u32, u32) {
     jobs.fold((0, 0), |(p, r), j| if j.started { (p, r + 1) } else { (p + 1, r) })
 }
+
+/// The kinds the status lists, as `crate::names::kind_name` names them.
+const KINDS: [&str; 5] = ["porep-c2", "snap-update", "window-post", "winning-post", "generic"];
 
 impl<W: Worker> Driver<W> {
     pub(super) fn snapshot(&self) -> Snapshot {
@@ -42,7 +44,8 @@ impl<W: Worker> Driver<W> {
         let n_dev = self.worker.devices();
         let mut host = Track::default();
         let mut dev_spans: Vec<Vec<SpanView>> = vec![Vec::new(); n_dev];
-        for s in self.engine.timeline().spans().filter(|s| s.end >= from) {
+        let engine = self.jobs.engine();
+        for s in engine.timeline().spans().filter(|s| s.end >= from) {
             let (job, partition) = s.partition.map_or((0, 0), |p| (p.job.0, p.index));
             let stage = match s.kind {
                 SpanKind::Stage(st) => st.name().to_string(),
@@ -63,14 +66,15 @@ impl<W: Worker> Driver<W> {
             let extra = t.len().saturating_sub(TIMELINE_SPANS);
             t.drain(..extra);
         }
-        for (p, r) in &self.running {
+        let running: Vec<_> = self.jobs.running().collect();
+        for (p, r) in &running {
             let v = SpanView {
                 job: p.job.0,
                 partition: p.index,
                 stage: r.stage.name().into(),
                 slot: r.slot,
                 circuit: name(r.circuit),
-                start_ms: ms(self.at(r.start)),
+                start_ms: ms(r.start),
                 end_ms: None,
                 failed: false,
             };
@@ -104,28 +108,22 @@ impl<W: Worker> Driver<W> {
             }
         }
         let budget = |l| {
-            self.engine.usage(l).map_or(Budget::default(), |u| Budget {
-                used: u.used,
-                capacity: u.capacity,
-                loads_set_aside: u.set_aside,
-                in_loads: u.in_loads,
-            })
+            engine.usage(l).map_or(Budget::default(), |u| Budget { used: u.used, capacity: u.capacity, loads_set_aside: u.set_aside, in_loads: u.in_loads })
         };
         let devices = dev_spans
             .into_iter()
             .enumerate()
             .map(|(d, spans)| {
                 let id = DeviceId(d as u32);
-                let busy = self.engine.device_report(id, Nanos::ZERO, now).map_or(Nanos::ZERO, |r| r.busy);
-                let active = self.running.values().filter(|r| r.location == Location::Device(id)).count() as u32;
-                let current = self
-                    .running
+                let busy = engine.device_report(id, Nanos::ZERO, now).map_or(Nanos::ZERO, |r| r.busy);
+                let active = running.iter().filter(|(_, r)| r.location == Location::Device(id)).count() as u32;
+                let current = running
                     .iter()
                     .filter(|(_, r)| r.location == Location::Device(id))
                     .min_by_key(|(_, r)| r.start)
-                    .and_then(|(p, _)| self.api_part(*p))
-                    .and_then(|(api, _)| self.jobs.get(&api).map(|j| (super::api_id(api, &j.req), kind_name(j.req.kind))));
-                let health = self.health.get(d).cloned().unwrap_or_default();
+                    .and_then(|(p, _)| self.jobs.partition(*p))
+                    .and_then(|(job, _)| Some((self.jobs.job_id(job)?, self.live.get(&job)?.req.kind)));
+                let health = self.jobs.health().get(d).cloned().unwrap_or_default();
                 DeviceStatus {
                     id: d as u32,
                     ordinal: self.cfg.ordinals.get(d).copied().unwrap_or(d as u32),
@@ -147,17 +145,17 @@ impl<W: Worker> Driver<W> {
         let queues = [Priority::Critical, Priority::High, Priority::Normal, Priority::Low]
             .into_iter()
             .map(|p| {
-                let (pending, running) = pending_running(self.jobs.values().filter(|j| j.req.priority == p));
+                let (pending, running) = pending_running(self.jobs.live().filter(|j| j.priority == p));
                 QueueDepth { priority: priority_name(p).into(), pending, running }
             })
             .collect();
-        let kinds = [ProofKind::PorepSealCommit, ProofKind::SnapDealsUpdate, ProofKind::WindowPostPartition, ProofKind::WinningPost, ProofKind::Generic]
+        let stats = self.jobs.stats();
+        let kinds = KINDS
             .into_iter()
-            .map(|k| {
-                let name = kind_name(k);
-                let (pending, running) = pending_running(self.jobs.values().filter(|j| kind_name(j.req.kind) == name));
-                let t = self.kind_totals.get(name).copied().unwrap_or_default();
-                KindStatus { kind: name.into(), pending, running, completed: t.completed, failed: t.failed, completed_seconds: t.seconds }
+            .map(|name| {
+                let (pending, running) = pending_running(self.jobs.live().filter(|j| j.kind == name));
+                let t = stats.kinds.get(name).copied().unwrap_or_default();
+                KindStatus { kind: name.into(), pending, running, completed: t.completed, failed: t.failed, completed_seconds: t.total.as_secs_f64() }
             })
             .collect();
         let params = self
@@ -165,16 +163,16 @@ impl<W: Worker> Driver<W> {
             .iter()
             .map(|(id, r)| ParamsEntry {
                 circuit: r.spec.id(),
-                tier: match self.engine.tier(id) {
+                tier: match engine.tier(id) {
                     Some(Tier::Hot) => "hot",
                     Some(Tier::Warm) => "warm",
                     _ => "cold",
                 }
                 .into(),
-                host: presence(self.engine.presence(id, Location::Host)),
-                devices: (0..n_dev).map(|d| presence(self.engine.presence(id, Location::Device(DeviceId(d as u32))))).collect(),
+                host: presence(engine.presence(id, Location::Host)),
+                devices: (0..n_dev).map(|d| presence(engine.presence(id, Location::Device(DeviceId(d as u32))))).collect(),
                 bytes: r.file_bytes,
-                ref_count: self.jobs.values().filter(|j| j.circuit == id).count() as u32,
+                ref_count: self.jobs.live().filter(|j| j.circuit == id).count() as u32,
             })
             .collect();
         let stages = cuzk_core::engine::Stage::ALL
@@ -189,8 +187,14 @@ impl<W: Worker> Driver<W> {
             backend: self.worker.device_name(0),
             uptime_s: self.epoch.elapsed().as_secs_f64(),
             now_ms: ms(now),
-            draining: self.draining.is_some(),
-            jobs: JobCounts { live: self.jobs.len() as u64, ..self.counts },
+            draining: self.jobs.shutting_down().is_some(),
+            jobs: JobCounts {
+                submitted: stats.submitted,
+                completed: stats.completed,
+                failed: stats.failed,
+                cancelled: stats.cancelled,
+                live: self.jobs.live_count() as u64,
+            },
             queues,
             kinds,
             memory: Memory { host: budget(Location::Host), devices: (0..n_dev).map(|d| budget(Location::Device(DeviceId(d as u32)))).collect() },
@@ -200,18 +204,18 @@ impl<W: Worker> Driver<W> {
             stages,
             latency,
             recovery: Recovery {
-                retried: self.retried.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-                self_check_failures: self.self_check_failures,
-                queue_refusals: self.queue_refusals,
-                queue_limit: self.cfg.queue_limit,
+                retried: stats.retried.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+                self_check_failures: stats.self_check_failures,
+                queue_refusals: stats.queue_refusals,
+                queue_limit: self.cfg.jobs.queue_limit,
             },
             admission: Admission {
-                paused: !self.deferred.is_empty(),
-                waiting_synthesis: self.deferred.len() as u32,
-                mem_available_bytes: self.mem_available.or_else(|| super::admission::mem_available(&self.cfg.meminfo)),
-                margin_bytes: self.cfg.memory_margin,
+                paused: self.jobs.held() > 0,
+                waiting_synthesis: self.jobs.held() as u32,
+                mem_available_bytes: self.jobs.mem_available().or_else(|| super::meminfo::mem_available(&self.cfg.meminfo)),
+                margin_bytes: self.cfg.jobs.memory_margin,
             },
-            rss_bytes: super::admission::own_rss(),
+            rss_bytes: super::meminfo::own_rss(),
             matrices: self
                 .worker
                 .matrices_info()
@@ -220,8 +224,8 @@ impl<W: Worker> Driver<W> {
                     let id = self.registry.iter().find(|(_, r)| r.spec.id() == m.circuit).map(|(id, _)| id);
                     let reserved = |d: usize| {
                         let id = id?;
-                        let with = self.engine.matrices_at(id, Location::Device(DeviceId(d as u32)))?;
-                        with.then(|| self.engine.matrices_bytes(id)).flatten()
+                        let with = engine.matrices_at(id, Location::Device(DeviceId(d as u32)))?;
+                        with.then(|| engine.matrices_bytes(id)).flatten()
                     };
                     let reserved_bytes = (0..n_dev).map(|d| reserved(d).unwrap_or(0)).collect();
                     MatricesEntry { circuit: m.circuit, entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes, reserved_bytes }

@@ -13,7 +13,7 @@ use group::Group;
 use rand_chacha::rand_core::SeedableRng;
 
 use super::*;
-use crate::proto::ProofKind;
+use crate::setup::params_path;
 
 /// What a partition carries between fake stages: the stages it went through.
 type Trail = Vec<Stage>;
@@ -118,17 +118,15 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
         fil_dir: dir.path().join("fil"),
         validation: Validation::Trusted,
         self_check: crate::config::SelfCheck::Off,
-        recovery: Recovery::default(),
-        queue_limit: 64,
-        memory_margin: 0,
+        jobs: JobsConfig { recovery: Recovery::default(), queue_limit: 64, memory_margin: 0, keep_results: 16 },
         meminfo: "/proc/meminfo".into(),
-        keep_results: 16,
         engine,
         preload: Vec::new(),
         linger: Duration::ZERO,
         ordinals: Vec::new(),
         bench: false,
         first_job_id: 0,
+        remembered: Vec::new(),
     };
     let worker = Arc::new(worker);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -139,7 +137,7 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
 fn job(partitions: u32, seed: u64) -> JobRequest {
     JobRequest {
         request_id: String::new(),
-        kind: ProofKind::Generic,
+        kind: "generic",
         priority: Priority::Normal,
         circuit: CircuitShape::Builtin(shape()),
         filecoin: None,

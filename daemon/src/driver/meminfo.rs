@@ -1,11 +1,6 @@
-//! What holds new work back: the bounded queue of each priority and the host's available
-//! memory, read from `/proc/meminfo`.
+//! The host's memory, read from `/proc/meminfo`, and the daemon's own resident size.
 
 use std::path::Path;
-use std::time::Duration;
-
-/// How often synthesis held back by low memory looks at the available memory again.
-pub const MEMORY_RECHECK: Duration = Duration::from_millis(250);
 
 /// `MemAvailable` of a `/proc/meminfo`-format file, bytes; `None` when it cannot be read.
 pub fn mem_available(path: &Path) -> Option<u64> {
