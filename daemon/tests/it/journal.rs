@@ -1,7 +1,8 @@
 //! Nothing accepted is lost: `kill -9` of `cuzk serve` with jobs queued and running, then a
 //! restart on the same journal: every accepted job completes under the id it was given and
 //! verifies, a job that ended before the kill still answers AwaitProof with its proof, and a
-//! client's retry of it is answered from the journal without proving again.
+//! client's retry of it is answered from the journal without proving again, and another
+//! payload under its request id is a job of its own.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -92,6 +93,15 @@ async fn kill_9_with_jobs_queued_and_running_loses_none_of_them() {
     assert_eq!(s.jobs.submitted, 5, "the five open jobs were taken up");
     let recorded = wait_until(Duration::from_secs(10), || async { snapshot(http).await.and_then(|s| s.journal).is_some_and(|j| (j.open, j.ended) == (0, 6)) });
     assert!(recorded.await, "the journal's count after: {:?}", snapshot(http).await.and_then(|s| s.journal));
+
+    // Another payload under the ended request id is a job of its own, `<id>#2`: the id an
+    // earlier run ended keeps its proof.
+    let other = proto::SubmitProofRequest { request_id: "ended-before".into(), ..job(4, 2, 1, P::Normal) };
+    let r = c.prove(proto::ProveRequest { submit: Some(other), timeout_ms: 60_000 }).await.expect("Prove").into_inner().result.unwrap();
+    assert_eq!(r.job_id, "ended-before#2");
+    check_completed(&r, 4, 2, 1);
+    let first = c.await_proof(proto::AwaitProofRequest { job_id: "ended-before".into(), timeout_ms: 1_000 }).await.expect("AwaitProof").into_inner();
+    assert_eq!(first.proof, done.proof, "the first payload's id was taken over");
     // A new job without a request id does not take a number the first daemon gave out.
     let fresh = c.submit_proof(job(4, 20, 1, P::Normal)).await.expect("accepted").into_inner();
     assert!(!accepted.contains_key(&fresh.job_id), "job id {} given out twice", fresh.job_id);
