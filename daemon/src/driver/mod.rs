@@ -117,7 +117,12 @@ pub struct Driver<W: Worker> {
     latency: HashMap<CircuitId, Histogram>,
     /// A draining shutdown cancels what is left at this time.
     drain_by: Option<Instant>,
+    /// When `/proc/meminfo` was last read for the job layer.
+    memory_read: Option<Instant>,
 }
+
+/// The job layer's reading of the available memory is at most this old.
+const MEMORY_READ_EVERY: Duration = Duration::from_millis(10);
 
 fn scalar_bytes(s: &[Scalar]) -> Vec<u8> {
     s.iter().flat_map(|x| x.to_repr().as_ref().to_vec()).collect()
@@ -169,6 +174,7 @@ pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPo
         stage_totals: [(0, 0.0); 5],
         latency: HashMap::new(),
         drain_by: None,
+        memory_read: None,
     };
     for spec in d.cfg.preload.clone() {
         let (t, _rx) = oneshot::channel();
@@ -234,7 +240,9 @@ impl<W: Worker> Driver<W> {
 
     /// Tells the job layer the host's available memory, when it holds synthesis back on it.
     fn observe_memory(&mut self) {
-        if self.jobs.watches_memory() {
+        let fresh = self.memory_read.is_some_and(|t| t.elapsed() < MEMORY_READ_EVERY);
+        if self.jobs.watches_memory() && !fresh {
+            self.memory_read = Some(Instant::now());
             self.jobs.observe_memory(meminfo::mem_available(&self.cfg.meminfo));
         }
     }

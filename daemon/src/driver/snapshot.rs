@@ -42,71 +42,51 @@ impl<W: Worker> Driver<W> {
         let from = now.saturating_sub(TIMELINE_WINDOW);
         let name = |c| self.registry.entry(c).map(|r| r.spec.id()).unwrap_or_default();
         let n_dev = self.worker.devices();
-        let mut host = Track::default();
-        let mut dev_spans: Vec<Vec<SpanView>> = vec![Vec::new(); n_dev];
         let engine = self.jobs.engine();
+        // Finished spans of the window (the newest per track), then the stages and loads under way.
+        // The host's track first, then each device's.
+        let mut tracks: Vec<Vec<SpanView>> = vec![Vec::new(); n_dev + 1];
+        let track = |at: Location| match at {
+            Location::Host => 0,
+            Location::Device(d) => d.0 as usize + 1,
+        };
+        let view = |job, partition, stage: String, slot, circuit, start: Nanos, end: Option<Nanos>, failed| SpanView {
+            job,
+            partition,
+            stage,
+            slot,
+            circuit: name(circuit),
+            start_ms: ms(start),
+            end_ms: end.map(ms),
+            failed,
+        };
         for s in engine.timeline().spans().filter(|s| s.end >= from) {
             let (job, partition) = s.partition.map_or((0, 0), |p| (p.job.0, p.index));
             let stage = match s.kind {
                 SpanKind::Stage(st) => st.name().to_string(),
                 SpanKind::LoadParams => "load-params".into(),
             };
-            let v =
-                SpanView { job, partition, stage, slot: s.slot, circuit: name(s.circuit), start_ms: ms(s.start), end_ms: Some(ms(s.end)), failed: s.failed };
-            match s.location {
-                Location::Host => host.spans.push(v),
-                Location::Device(d) => {
-                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
-                        t.push(v)
-                    }
-                }
+            if let Some(t) = tracks.get_mut(track(s.location)) {
+                t.push(view(job, partition, stage, s.slot, s.circuit, s.start, Some(s.end), s.failed));
             }
         }
-        for t in dev_spans.iter_mut().chain([&mut host.spans]) {
+        for t in &mut tracks {
             let extra = t.len().saturating_sub(TIMELINE_SPANS);
             t.drain(..extra);
         }
         let running: Vec<_> = self.jobs.running().collect();
         for (p, r) in &running {
-            let v = SpanView {
-                job: p.job.0,
-                partition: p.index,
-                stage: r.stage.name().into(),
-                slot: r.slot,
-                circuit: name(r.circuit),
-                start_ms: ms(r.start),
-                end_ms: None,
-                failed: false,
-            };
-            match r.location {
-                Location::Host => host.spans.push(v),
-                Location::Device(d) => {
-                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
-                        t.push(v)
-                    }
-                }
+            if let Some(t) = tracks.get_mut(track(r.location)) {
+                t.push(view(p.job.0, p.index, r.stage.name().into(), r.slot, r.circuit, r.start, None, false));
             }
         }
         for (&(c, at), since) in &self.loading {
-            let v = SpanView {
-                job: 0,
-                partition: 0,
-                stage: "load-params".into(),
-                slot: 0,
-                circuit: name(c),
-                start_ms: ms(self.at(*since)),
-                end_ms: None,
-                failed: false,
-            };
-            match at {
-                Location::Host => host.spans.push(v),
-                Location::Device(d) => {
-                    if let Some(t) = dev_spans.get_mut(d.0 as usize) {
-                        t.push(v)
-                    }
-                }
+            if let Some(t) = tracks.get_mut(track(at)) {
+                t.push(view(0, 0, "load-params".into(), 0, c, self.at(*since), None, false));
             }
         }
+        let host = Track { spans: tracks.remove(0) };
+        let dev_spans = tracks;
         let budget = |l| {
             engine.usage(l).map_or(Budget::default(), |u| Budget { used: u.used, capacity: u.capacity, loads_set_aside: u.set_aside, in_loads: u.in_loads })
         };
