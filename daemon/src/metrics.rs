@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::status::{KindStatus, Snapshot};
+use crate::status::{CopyState, KindStatus, Snapshot};
 
 fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -92,9 +92,9 @@ pub fn render(s: &Snapshot) -> String {
     }
     head(&mut o, "cuzk_params_resident", "gauge", "1 where a circuit's parameters are resident.");
     for p in &s.params {
-        let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"host\"}} {}", esc(&p.circuit), u8::from(p.host == "resident"));
+        let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"host\"}} {}", esc(&p.circuit), u8::from(p.host == CopyState::Resident));
         for (d, st) in p.devices.iter().enumerate() {
-            let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"device{d}\"}} {}", esc(&p.circuit), u8::from(st == "resident"));
+            let _ = writeln!(o, "cuzk_params_resident{{circuit=\"{}\",location=\"device{d}\"}} {}", esc(&p.circuit), u8::from(*st == CopyState::Resident));
         }
     }
     head(&mut o, "cuzk_stage_seconds_total", "counter", "Seconds spent in each stage, over all partitions.");

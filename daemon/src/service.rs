@@ -13,7 +13,7 @@ use crate::journal::{Journal, OpenJob};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
 use crate::request::{payload_digest, prepare_filecoin, validate};
 use crate::setup::ensure_params;
-use crate::status::{Outside, Snapshot};
+use crate::status::{Outside, ParamsTier, Snapshot};
 use cuzk_circuits_filecoin::Prepared;
 use cuzk_setup::timing::QueryLengths;
 
@@ -356,10 +356,10 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
     let loaded_srs = s
         .params
         .iter()
-        .filter(|p| p.tier != "cold")
+        .filter(|p| p.tier != ParamsTier::Cold)
         .map(|p| proto::SrsStatus {
             circuit_id: p.circuit.clone(),
-            tier: if p.tier == "hot" { proto::srs_status::Tier::Hot } else { proto::srs_status::Tier::Warm } as i32,
+            tier: if p.tier == ParamsTier::Hot { proto::srs_status::Tier::Hot } else { proto::srs_status::Tier::Warm } as i32,
             size_bytes: p.bytes,
             ref_count: p.ref_count,
         })

@@ -227,17 +227,41 @@ pub struct Memory {
     pub devices: Vec<Budget>,
 }
 
+/// How close a circuit's parameters are to the devices (`hot`, `warm`, `cold` in JSON).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamsTier {
+    /// On a device.
+    Hot,
+    /// In host memory.
+    Warm,
+    /// On disk only.
+    Cold,
+}
+
+/// A copy of a circuit's parameters at one place (`absent`, `loading`, `resident` in JSON).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CopyState {
+    /// Not there.
+    Absent,
+    /// On its way.
+    Loading,
+    /// There.
+    Resident,
+}
+
 /// Where a circuit's parameters are.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ParamsEntry {
     /// Circuit id, e.g. `squaring-chain-2^10`.
     pub circuit: String,
-    /// `hot` (on a device), `warm` (host) or `cold` (disk).
-    pub tier: String,
-    /// Host copy: `absent`, `loading` or `resident`.
-    pub host: String,
-    /// Per device: `absent`, `loading` or `resident`.
-    pub devices: Vec<String>,
+    /// On a device, in host memory, or on disk.
+    pub tier: ParamsTier,
+    /// The host copy.
+    pub host: CopyState,
+    /// Per device, its copy.
+    pub devices: Vec<CopyState>,
     /// Parameter file size.
     pub bytes: u64,
     /// Live jobs using this circuit.

@@ -7,7 +7,8 @@ use cuzk_worker::Worker;
 use super::Driver;
 use crate::names::priority_name;
 use crate::status::{
-    Admission, Budget, DeviceStatus, JobCounts, KindStatus, MatricesEntry, Memory, ParamsEntry, QueueDepth, Recovery, Snapshot, SpanView, StageTotal, Track,
+    Admission, Budget, CopyState, DeviceStatus, JobCounts, KindStatus, MatricesEntry, Memory, ParamsEntry, ParamsTier, QueueDepth, Recovery, Snapshot,
+    SpanView, StageTotal, Track,
 };
 
 /// How far back the timeline on the status page reaches.
@@ -19,13 +20,12 @@ fn ms(t: Nanos) -> f64 {
     t.0 as f64 / 1e6
 }
 
-fn presence(p: Option<Presence>) -> String {
+fn presence(p: Option<Presence>) -> CopyState {
     match p {
-        Some(Presence::Resident) => "resident",
-        Some(Presence::Loading) => "loading",
-        Some(Presence::Absent) | None => "absent",
+        Some(Presence::Resident) => CopyState::Resident,
+        Some(Presence::Loading) => CopyState::Loading,
+        Some(Presence::Absent) | None => CopyState::Absent,
     }
-    .into()
 }
 
 /// Live jobs not started yet, and those with a stage started.
@@ -144,11 +144,10 @@ impl<W: Worker> Driver<W> {
             .map(|(id, r)| ParamsEntry {
                 circuit: r.spec.id(),
                 tier: match engine.tier(id) {
-                    Some(Tier::Hot) => "hot",
-                    Some(Tier::Warm) => "warm",
-                    _ => "cold",
-                }
-                .into(),
+                    Some(Tier::Hot) => ParamsTier::Hot,
+                    Some(Tier::Warm) => ParamsTier::Warm,
+                    _ => ParamsTier::Cold,
+                },
                 host: presence(engine.presence(id, Location::Host)),
                 devices: (0..n_dev).map(|d| presence(engine.presence(id, Location::Device(DeviceId(d as u32))))).collect(),
                 bytes: r.file_bytes,

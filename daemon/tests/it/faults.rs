@@ -20,6 +20,7 @@ use cuzk_daemon::client::{http_get, verify_result};
 use cuzk_daemon::config::{Config, SelfCheck};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
 use cuzk_daemon::server::start_with;
+use cuzk_daemon::status::CopyState;
 use cuzk_faults::{FaultPlan, FaultProbe, FaultyBackend};
 use tonic::Code;
 
@@ -70,7 +71,7 @@ async fn assert_settled(d: &Daemon) {
         let s = h.snapshot().await.unwrap();
         // Loads end too: one refused by a device out of service holds its reservation until
         // the refusal arrives.
-        let loading = s.params.iter().any(|p| p.host == "loading" || p.devices.iter().any(|x| x == "loading"));
+        let loading = s.params.iter().any(|p| p.host == CopyState::Loading || p.devices.contains(&CopyState::Loading));
         s.jobs.live == 0 && s.devices.iter().all(|d| d.active == 0) && s.host.spans.iter().all(|x| x.end_ms.is_some()) && !loading
     })
     .await;
@@ -177,8 +178,10 @@ async fn a_stage_past_the_watchdog_fails_over_to_the_other_device() {
     })
     .await;
     let h = d.server.handle();
-    let on_1 =
-        wait_until(Duration::from_secs(10), || async { h.snapshot().await.unwrap().params.first().is_some_and(|p| p.devices == ["absent", "resident"]) }).await;
+    let on_1 = wait_until(Duration::from_secs(10), || async {
+        h.snapshot().await.unwrap().params.first().is_some_and(|p| p.devices == [CopyState::Absent, CopyState::Resident])
+    })
+    .await;
     assert!(on_1, "preloaded elsewhere: {:?}", h.snapshot().await.unwrap().params);
     let t = Instant::now();
     let r = prove(&d, job(K, 4, 1, P::Normal)).await;
@@ -201,8 +204,10 @@ async fn a_proof_failing_its_check_is_proved_again_on_the_other_device() {
     // retry's preference the re-proof would go back to device 1, where the parameters are.
     let (d, probes) = faulty(vec![FaultPlan::default(), plan(&["msm:corrupt:nth=1"])], |c| c.params.preload = vec![format!("squaring-chain-2^{K}")]).await;
     let h = d.server.handle();
-    let on_1 =
-        wait_until(Duration::from_secs(10), || async { h.snapshot().await.unwrap().params.first().is_some_and(|p| p.devices == ["absent", "resident"]) }).await;
+    let on_1 = wait_until(Duration::from_secs(10), || async {
+        h.snapshot().await.unwrap().params.first().is_some_and(|p| p.devices == [CopyState::Absent, CopyState::Resident])
+    })
+    .await;
     assert!(on_1, "preloaded elsewhere: {:?}", h.snapshot().await.unwrap().params);
     let r = prove(&d, job(K, 6, 1, P::Normal)).await;
     check_completed(&r, K, 6, 1);
