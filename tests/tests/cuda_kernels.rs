@@ -469,40 +469,7 @@ fn pinned_pool_reuses_buffers() {
     assert!(b.download_scalars(&up).unwrap().iter().all(|x| *x == Scalar::ONE));
 }
 
-// ---- EIP-2537 MSM vectors (and go-ethereum's G2 MSMs when present).
-
-/// EIP-2537's vectors (CC0) as the repository keeps them (`tests/data/README.md`).
-const EIP2537_MSM_G1: &str = include_str!("../data/eip2537/msm_G1_bls.json");
-const EIP2537_MUL_G1: &str = include_str!("../data/eip2537/mul_G1_bls.json");
-const EIP2537_MUL_G2: &str = include_str!("../data/eip2537/mul_G2_bls.json");
-
-/// go-ethereum's G2 MSM file (LGPL, kept out of the repository): in `CUZK_VECTORS`, beside the
-/// repository, or beside the binaries on a GPU host; `None` when absent.
-fn geth_g2_msm() -> Option<std::path::PathBuf> {
-    let candidates = [
-        std::env::var("CUZK_VECTORS").ok().map(std::path::PathBuf::from),
-        Some(std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/vectors"))),
-        Some(std::path::PathBuf::from("gpu-bin/vectors")),
-    ];
-    candidates.into_iter().flatten().map(|d| d.join("geth-bls-precompiles/blsG2MultiExp.json")).find(|p| p.exists())
-}
-
-fn fp_be(b: &[u8]) -> blstrs::Fp {
-    assert!(b[..16].iter().all(|&x| x == 0));
-    let mut a = [0u8; 48];
-    a.copy_from_slice(&b[16..64]);
-    blstrs::Fp::from_bytes_be(&a).unwrap()
-}
-
-fn scalar_mod_r(b: &[u8]) -> Scalar {
-    // reduce a 256-bit big-endian integer mod r: hi·2^128 + lo
-    let mut hi = [0u8; 32];
-    hi[16..].copy_from_slice(&b[..16]);
-    let mut lo = [0u8; 32];
-    lo[16..].copy_from_slice(&b[16..]);
-    let two128 = Scalar::from(2u64).pow_vartime([128u64]);
-    Scalar::from_bytes_be(&hi).unwrap() * two128 + Scalar::from_bytes_be(&lo).unwrap()
-}
+// ---- EIP-2537 MSM vectors (and go-ethereum's MSMs when present), parsed by `cuzk_tests`.
 
 #[test]
 fn eip2537_msm_vectors() {
@@ -516,53 +483,33 @@ fn eip2537_msm_vectors_batch_affine() {
     eip2537_cases(b, &FORCED);
 }
 
-/// Every EIP-2537 G1 and geth G2 MSM vector under every configuration of `cfgs`.
+/// Every EIP-2537 vector, and go-ethereum's when present, under every configuration of `cfgs`.
 fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
-    let parse = |text: &str| -> Vec<serde_json::Value> { serde_json::from_str(text).unwrap() };
+    let mut sets = vec![cuzk_tests::eip2537_cases()];
+    match cuzk_tests::geth_cases() {
+        Ok(geth) => sets.push(geth),
+        Err(why) => skip(&format!("SKIPPED: go-ethereum's MSM vectors: {why}; G2 runs EIP-2537's multiplications only")),
+    }
     let mut cases = 0;
-    for case in parse(EIP2537_MSM_G1).into_iter().chain(parse(EIP2537_MUL_G1)) {
-        let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
-        let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
-        let (mut pts, mut sc) = (Vec::new(), Vec::new());
-        for ch in input.chunks_exact(160) {
-            let (x, y) = (fp_be(&ch[..64]), fp_be(&ch[64..128]));
-            pts.push(if x == blstrs::Fp::ZERO && y == blstrs::Fp::ZERO { G1Affine::identity() } else { G1Affine::from_raw_unchecked(x, y, false) });
-            sc.push(scalar_mod_r(&ch[128..160]));
+    for set in &sets {
+        for case in &set.g1 {
+            let gb = b.load_g1(case.points.clone()).unwrap();
+            let gs = b.upload_slice(&case.scalars).unwrap();
+            for &cfg in cfgs {
+                let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: case.scalars.len(), density: None }, cfg).unwrap().to_affine();
+                assert_eq!(got, case.expected, "{} {:?}", case.name, cfg.affine);
+            }
+            cases += 1;
         }
-        let gb = b.load_g1(pts.clone()).unwrap();
-        let gs = b.upload_slice(&sc).unwrap();
-        let (ex, ey) = (fp_be(&expected[..64]), fp_be(&expected[64..128]));
-        let want = if ex == blstrs::Fp::ZERO && ey == blstrs::Fp::ZERO { G1Affine::identity() } else { G1Affine::from_raw_unchecked(ex, ey, false) };
-        for &cfg in cfgs {
-            let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }, cfg).unwrap().to_affine();
-            assert_eq!(got, want, "{} {:?}", case["Name"], cfg.affine);
+        for case in &set.g2 {
+            let gb = b.load_g2(case.points.clone()).unwrap();
+            let gs = b.upload_slice(&case.scalars).unwrap();
+            for &cfg in cfgs {
+                let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: case.scalars.len(), density: None }, cfg).unwrap().to_affine();
+                assert_eq!(got, case.expected, "{} {:?}", case.name, cfg.affine);
+            }
+            cases += 1;
         }
-        cases += 1;
-    }
-    let mut g2 = parse(EIP2537_MUL_G2);
-    match geth_g2_msm() {
-        Some(f) => g2.extend(parse(&std::fs::read_to_string(f).unwrap())),
-        None => skip("SKIPPED: go-ethereum's G2 MSM vectors not found (set CUZK_VECTORS); G2 runs EIP-2537's multiplications only"),
-    }
-    let fp2 = |b: &[u8]| blstrs::Fp2::new(fp_be(&b[..64]), fp_be(&b[64..128]));
-    for case in g2 {
-        let input = hex::decode(case["Input"].as_str().unwrap()).unwrap();
-        let expected = hex::decode(case["Expected"].as_str().unwrap()).unwrap();
-        let (mut pts, mut sc) = (Vec::new(), Vec::new());
-        for ch in input.chunks_exact(288) {
-            let (x, y) = (fp2(&ch[..128]), fp2(&ch[128..256]));
-            pts.push(if x == blstrs::Fp2::ZERO && y == blstrs::Fp2::ZERO { G2Affine::identity() } else { G2Affine::from_raw_unchecked(x, y, false) });
-            sc.push(scalar_mod_r(&ch[256..288]));
-        }
-        let gb = b.load_g2(pts).unwrap();
-        let gs = b.upload_slice(&sc).unwrap();
-        let (ex, ey) = (fp2(&expected[..128]), fp2(&expected[128..256]));
-        let want = if ex == blstrs::Fp2::ZERO && ey == blstrs::Fp2::ZERO { G2Affine::identity() } else { G2Affine::from_raw_unchecked(ex, ey, false) };
-        for &cfg in cfgs {
-            let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: sc.len(), density: None }, cfg).unwrap().to_affine();
-            assert_eq!(got, want, "{} {:?}", case["Name"], cfg.affine);
-        }
-        cases += 1;
     }
     let rules: Vec<AffineRule> = cfgs.iter().map(|c| c.affine).collect();
     eprintln!("EIP-2537 / geth MSM vectors: {cases} cases pass ({rules:?})");
