@@ -145,13 +145,13 @@ pub fn hash64(parts: &[u64]) -> u64 {
 }
 
 /// A duration drawn from `d` by the hash `h`.
-fn sample(d: Dur, h: u64) -> Nanos {
+pub(crate) fn sample(d: Dur, h: u64) -> Nanos {
     let j = d.jitter.0;
     d.base + Nanos(if j == u64::MAX { h } else { h % (j + 1) })
 }
 
 /// True with probability `ppm / 1e6`, decided by the hash `h`.
-fn chance(ppm: u32, h: u64) -> bool {
+pub(crate) fn chance(ppm: u32, h: u64) -> bool {
     ppm > 0 && h % 1_000_000 < u64::from(ppm)
 }
 

@@ -350,6 +350,16 @@ pub struct RunningStage {
     pub timed_out: bool,
 }
 
+impl RunningStage {
+    /// The device it runs on (`None` on the host).
+    pub fn device(&self) -> Option<u32> {
+        match self.location {
+            Location::Device(d) => Some(d.0),
+            Location::Host => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Job {
     request_id: String,
@@ -659,10 +669,7 @@ impl Jobs {
     pub fn stage_finished(&mut self, p: PartitionId, stage: Stage, now: Nanos) -> Result<(), EngineError> {
         self.advance(now);
         let run = self.running.remove(&p);
-        let device = run.and_then(|r| match r.location {
-            Location::Device(d) => Some(d.0),
-            Location::Host => None,
-        });
+        let device = run.and_then(|r| r.device());
         // A device's record is clean again once a partition's MSM succeeds there.
         if let Some(h) = device.and_then(|d| self.health.get_mut(d as usize)).filter(|_| run.is_some_and(|r| !r.timed_out) && stage == Stage::Msm) {
             h.success();
@@ -690,11 +697,7 @@ impl Jobs {
         let run = self.running.remove(&p);
         let timed_out = run.is_some_and(|r| r.timed_out);
         if let (Some(fault), false) = (fault, timed_out) {
-            let device = run.and_then(|r| match r.location {
-                Location::Device(d) => Some(d.0),
-                Location::Host => None,
-            });
-            self.stage_fault(p, fault, device);
+            self.stage_fault(p, fault, run.and_then(|r| r.device()));
         }
         let r = self.engine.stage_failed(p, stage, self.now, reason);
         self.drain();

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Accepted, Admission, EndStatus, Event, Fault, Jobs, JobsConfig, Submission, Work};
-use crate::engine::sim::{hash64, Dur};
+use crate::engine::sim::{chance, hash64, sample, Dur};
 use crate::engine::{CircuitId, CircuitProfile, DeviceConfig, DeviceId, Engine, EngineConfig, Footprint, JobId, Location, Nanos, PartitionId, Priority, Stage};
 
 const GB: u64 = 1 << 30;
@@ -396,7 +396,7 @@ impl JobSim {
                             self.unchecked_wrong.insert(job, true);
                         }
                     }
-                    let took = Nanos(dur.base.0 + h.rotate_left(7) % (dur.jitter.0 + 1));
+                    let took = sample(dur, h.rotate_left(7));
                     let epoch = self.epoch;
                     self.push(self.now + took, Input::StageEnd { epoch, p: d.partition, stage: d.stage, fault });
                 }
@@ -449,8 +449,4 @@ impl JobSim {
             }
         }
     }
-}
-
-fn chance(ppm: u32, h: u64) -> bool {
-    ppm > 0 && h % 1_000_000 < u64::from(ppm)
 }
