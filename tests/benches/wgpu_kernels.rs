@@ -130,27 +130,13 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
     out
 }
 
-/// `n` distinct points `P + i·Q`.
+/// `n` distinct points `P + i·Q` (`cuzk_tests::random_points` from a seed).
 fn points<G>(n: usize, seed: u64) -> Vec<G::AffineRepr>
 where
     G: Curve + Group<Scalar = Scalar> + Send + Sync,
     G::AffineRepr: Copy + Send + Sync,
 {
-    const CHUNK: usize = 1 << 14;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (p, q) = (G::random(&mut rng), G::random(&mut rng));
-    let mut out = vec![G::identity().to_affine(); n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
-        let mut acc = p + q * Scalar::from((c * CHUNK) as u64);
-        let proj: Vec<G> = (0..o.len())
-            .map(|_| {
-                acc += q;
-                acc
-            })
-            .collect();
-        G::batch_normalize(&proj, o);
-    });
-    out
+    cuzk_tests::random_points::<G>(n, &mut ChaCha8Rng::seed_from_u64(seed))
 }
 
 fn upload<B: Backend>(b: &B, v: &[Scalar]) -> B::Scalars {
