@@ -23,6 +23,7 @@ use ntt::Twiddles;
 #[derive(Debug, Default)]
 pub struct CpuBackend {
     twiddles: Mutex<Vec<Arc<Twiddles>>>,
+    witness_path: bool,
 }
 
 /// How many domains' twiddle tables to keep.
@@ -32,6 +33,13 @@ impl CpuBackend {
     /// A new CPU backend using rayon's global pool.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A CPU backend that says it evaluates constraints on its "device", so provers hand it
+    /// only the witness and it evaluates and checks `a, b, c` from the recorded matrices: the
+    /// oracle of the path GPU backends take.
+    pub fn on_witness_path() -> Self {
+        CpuBackend { witness_path: true, ..Self::default() }
     }
 
     fn twiddles(&self, domain: &Domain) -> Arc<Twiddles> {
@@ -87,6 +95,10 @@ impl Backend for CpuBackend {
     type G2Bases = Vec<G2Affine>;
     /// Host memory is the CPU's device memory: the recorded matrices are shared, not copied.
     type Matrices = Arc<ConstraintMatrices>;
+
+    fn evaluates_constraints_on_device(&self) -> bool {
+        self.witness_path
+    }
 
     fn load_matrices(&self, m: &Arc<ConstraintMatrices>) -> Result<Self::Matrices, BackendError> {
         Ok(m.clone())

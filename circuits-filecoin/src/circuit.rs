@@ -124,7 +124,7 @@ pub fn prepare(req: &FilRequest) -> Result<Prepared, FilError> {
 }
 
 /// For benchmarks only: [`prepare`] without the verification of the vanilla proofs, so that
-/// shape-only requests ([`crate::shape_request`]) build the circuits of production sector sizes.
+/// synthetic requests ([`crate::synthetic_request`]) build the circuits of production sector sizes.
 ///
 /// It checks everything [`prepare`] checks about a request's form, with the same errors: the
 /// registered proof, the API field the vanilla proofs are in, their decoding
@@ -168,6 +168,12 @@ impl PartitionCircuit {
 impl Circuit<Scalar> for PartitionCircuit {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         dispatch!(&*self.job, j => j.synthesize(self.k, cs))
+    }
+}
+
+impl cuzk_core::circuit::PublicInputs for PartitionCircuit {
+    fn public_inputs(&self) -> Result<Vec<Scalar>, cuzk_core::circuit::CircuitError> {
+        Ok(PartitionCircuit::public_inputs(self)?)
     }
 }
 

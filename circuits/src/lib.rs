@@ -94,6 +94,51 @@ impl CircuitKind {
     }
 }
 
+/// A built-in circuit at a domain size: the unit of parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BuiltinShape {
+    /// Which circuit.
+    pub kind: CircuitKind,
+    /// log2 of its domain.
+    pub log_size: u32,
+}
+
+impl BuiltinShape {
+    /// Checks the name and size.
+    pub fn new(kind: CircuitKind, log_size: u32) -> Result<BuiltinShape, CircuitError> {
+        let (min, max) = (kind.min_log_size(), MAX_LOG_SIZE);
+        if log_size < min || log_size > max {
+            return Err(CircuitError::BadSize { name: kind.name(), min, max, got: log_size });
+        }
+        Ok(BuiltinShape { kind, log_size })
+    }
+
+    /// The id used in the API and on the status page: `squaring-chain-2^10`.
+    pub fn id(&self) -> String {
+        format!("{}-2^{}", self.kind.name(), self.log_size)
+    }
+
+    /// Parses [`BuiltinShape::id`].
+    pub fn parse(id: &str) -> Result<BuiltinShape, CircuitError> {
+        let unknown = || CircuitError::Unknown(id.to_string());
+        let (name, k) = id.rsplit_once("-2^").ok_or_else(unknown)?;
+        let k: u32 = k.parse().map_err(|_| unknown())?;
+        BuiltinShape::new(CircuitKind::from_name(name)?, k)
+    }
+
+    /// The key of its parameters and recorded matrices ([`BuiltinShape::id`]).
+    pub fn key(&self) -> cuzk_core::circuit::ShapeKey {
+        cuzk_core::circuit::ShapeKey::new(self.id())
+    }
+
+    /// Partition `seed`'s circuit, as the worker proves it (its witness is built here from
+    /// the seed, so it is trusted).
+    pub fn partition(&self, seed: u64) -> Result<cuzk_core::circuit::Partition<BuiltinCircuit>, CircuitError> {
+        let circuit = self.kind.instance(self.log_size, seed)?;
+        Ok(cuzk_core::circuit::Partition { shape: self.key(), check: cuzk_core::circuit::WitnessCheck::Trusted, circuit })
+    }
+}
+
 /// One instance of a built-in circuit.
 #[derive(Debug, Clone)]
 pub enum BuiltinCircuit {
@@ -110,6 +155,12 @@ impl BuiltinCircuit {
             BuiltinCircuit::Sha256(c) => c.public_inputs(),
             BuiltinCircuit::Squaring(c) => c.public_inputs(),
         }
+    }
+}
+
+impl cuzk_core::circuit::PublicInputs for BuiltinCircuit {
+    fn public_inputs(&self) -> Result<Vec<Scalar>, cuzk_core::circuit::CircuitError> {
+        Ok(BuiltinCircuit::public_inputs(self))
     }
 }
 

@@ -3,7 +3,8 @@
 //! Types and buffers ([`alloc`], [`density`]), our `ConstraintSystem` ([`synth`]) and the
 //! recorded constraint matrices that cache it ([`matrices`]) with witnesses written in parallel parts ([`witness`]), the bellperson parameter and
 //! proof formats ([`params`], [`proof`]), the MSM helpers the backends share ([`msm`]), the
-//! [`backend::Backend`] trait and the Groth16 prover written once over it ([`prover`]), and the
+//! [`backend::Backend`] trait, one partition's circuit as the worker sees any family of them
+//! ([`circuit`]), and the Groth16 prover written once over it ([`prover`]), and the
 //! scheduler state machine ([`engine`]) with the job layer over it ([`jobs`]: retries,
 //! device health, request ids, the low-memory hold, the watchdog).
 //!
@@ -14,6 +15,7 @@
 
 pub mod alloc;
 pub mod backend;
+pub mod circuit;
 pub mod compiled;
 pub mod density;
 pub mod domain;

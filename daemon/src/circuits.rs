@@ -1,13 +1,56 @@
-//! The circuits the daemon can prove: built-in circuits at a domain size and Filecoin circuits
-//! at a sector size, each with its parameter file, registered with the engine on first use.
+//! The circuits the daemon can prove: a family of GENERIC jobs at a domain size
+//! ([`crate::families`]) and Filecoin circuits at a sector size, each with where its parameters
+//! come from, registered with the engine on first use.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use cuzk_circuits_filecoin::FilShape;
+use cuzk_core::circuit::ShapeKey;
 use cuzk_core::engine::{CircuitId, CircuitProfile, Footprint};
-pub use cuzk_worker::shape::{BuiltinShape, CircuitShape};
+use cuzk_worker::ParamSource;
 
+pub use crate::families::GenericShape;
 use crate::setup::params_path;
+
+/// Any circuit the daemon proves: the unit of parameters, of recorded matrices and of the
+/// engine's circuit ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CircuitShape {
+    /// A family of GENERIC jobs at a domain size.
+    Generic(GenericShape),
+    /// A Filecoin circuit at a sector size.
+    Filecoin(FilShape),
+}
+
+impl CircuitShape {
+    /// The id in the API and on the status page (`squaring-chain-2^10`, `wpost-2k`).
+    pub fn id(&self) -> String {
+        match self {
+            CircuitShape::Generic(s) => s.id(),
+            CircuitShape::Filecoin(f) => f.id(),
+        }
+    }
+
+    /// Parses [`CircuitShape::id`].
+    pub fn parse(id: &str) -> Result<CircuitShape, crate::families::GenericError> {
+        match FilShape::parse(id) {
+            Some(f) => Ok(CircuitShape::Filecoin(f)),
+            None => GenericShape::parse(id).map(CircuitShape::Generic),
+        }
+    }
+
+    /// The key of its parameters and recorded matrices.
+    pub fn key(&self) -> ShapeKey {
+        ShapeKey::new(self.id())
+    }
+}
+
+impl From<GenericShape> for CircuitShape {
+    fn from(s: GenericShape) -> CircuitShape {
+        CircuitShape::Generic(s)
+    }
+}
 
 /// The memory profile of a circuit at a `2^log_size` domain.
 ///
@@ -82,11 +125,11 @@ pub fn stream_budget(engine: &cuzk_core::engine::EngineConfig) -> u64 {
     engine.devices.iter().filter(|d| !d.fallback).map(usable).max().unwrap_or(0)
 }
 
-/// The parameter file of `key`: `data_dir/params/…` for built-ins, the Filecoin parameter
-/// cache `fil_dir` for Filecoin circuits.
+/// The parameter file of `key`: `data_dir/params/…` for GENERIC families, the Filecoin
+/// parameter cache `fil_dir` for Filecoin circuits.
 pub fn shape_params_path(data_dir: &Path, fil_dir: &Path, key: CircuitShape) -> Option<PathBuf> {
     match key {
-        CircuitShape::Builtin(s) => Some(params_path(data_dir, s.kind, s.log_size)),
+        CircuitShape::Generic(s) => Some(params_path(data_dir, s)),
         CircuitShape::Filecoin(f) => cuzk_circuits_filecoin::params::files(fil_dir, f).ok().map(|f| f.params),
     }
 }
@@ -107,12 +150,10 @@ pub fn params_log_size(layout: &cuzk_core::params::ParamsLayout) -> Option<u32> 
 pub struct Registered {
     /// Its key.
     pub spec: CircuitShape,
-    /// Its parameter file.
-    pub path: PathBuf,
-    /// The file's size (bench mode: the size the timing-only parameters would have as one).
+    /// Where its parameters come from.
+    pub source: ParamSource,
+    /// The parameter file's size (timing-only parameters: the size they would have as one).
     pub file_bytes: u64,
-    /// Bench mode: timing-only parameters, generated in memory; `path` names no file.
-    pub timing_only: bool,
 }
 
 /// Circuit specs and the engine ids they were registered under.
@@ -152,18 +193,22 @@ impl Registry {
     }
 }
 
-/// `spec` with its parameter file in `data_dir` (built-ins) or `fil_dir` (Filecoin), not yet
-/// added; `None` when the file is missing.
-pub fn locate(data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<Registered> {
+/// The parameter file of `spec` in `data_dir` (GENERIC families) or `fil_dir` (Filecoin) and
+/// its size; `None` when it is missing.
+fn locate(data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<(PathBuf, u64)> {
     let path = shape_params_path(data_dir, fil_dir, spec)?;
     let file_bytes = std::fs::metadata(&path).ok().filter(|m| m.is_file())?.len();
-    Some(Registered { spec, path, file_bytes, timing_only: false })
+    Some((path, file_bytes))
 }
 
-/// `spec` with timing-only parameters of `file_bytes` (bench mode), not yet added.
-pub fn timing_only(spec: CircuitShape, file_bytes: u64) -> Registered {
-    let path = PathBuf::from(format!("<timing-only parameters of {}>", spec.id()));
-    Registered { spec, path, file_bytes, timing_only: true }
+/// Where a job's circuit takes its parameters from (chosen with the job's witness check,
+/// `crate::service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamChoice {
+    /// Its parameter file.
+    File,
+    /// Timing-only parameters of these query lengths ([`ParamSource::TimingOnly`]).
+    TimingOnly(cuzk_setup::timing::QueryLengths),
 }
 
 /// Why a circuit could not be registered.
@@ -178,27 +223,26 @@ pub enum RegisterError {
 }
 
 /// Where a circuit's parameters come from, and its memory profile: its file in `data_dir`
-/// (built-ins) or `fil_dir` (Filecoin), or, given `timing` (bench mode), timing-only
-/// parameters of those query lengths.
+/// (GENERIC families) or `fil_dir` (Filecoin), or timing-only parameters of the lengths given.
 pub fn registration(
     data_dir: &Path,
     fil_dir: &Path,
     spec: CircuitShape,
-    timing: Option<cuzk_setup::timing::QueryLengths>,
+    params: ParamChoice,
     witness_only: bool,
     device_budget: u64,
 ) -> Result<(Registered, CircuitProfile), RegisterError> {
-    if let Some(q) = timing {
+    if let ParamChoice::TimingOnly(q) = params {
         let profile = profile(q.log_domain, q.file_bytes(), q.largest_query_bytes(), witness_only, device_budget);
-        return Ok((timing_only(spec, q.file_bytes()), profile));
+        return Ok((Registered { spec, source: ParamSource::TimingOnly(spec.key()), file_bytes: q.file_bytes() }, profile));
     }
-    let Some(reg) = locate(data_dir, fil_dir, spec) else {
+    let Some((path, file_bytes)) = locate(data_dir, fil_dir, spec) else {
         return Err(RegisterError::MissingParams(match spec {
-            CircuitShape::Builtin(s) => format!(
+            CircuitShape::Generic(s) => format!(
                 "no parameter file for {} at {}; run `cuzk setup --circuit {} --log-size {}` or set params.generate_missing",
                 s.id(),
-                params_path(data_dir, s.kind, s.log_size).display(),
-                s.kind.name(),
+                params_path(data_dir, s).display(),
+                s.name(),
                 s.log_size
             ),
             CircuitShape::Filecoin(f) => format!(
@@ -209,13 +253,13 @@ pub fn registration(
             ),
         }));
     };
-    let layout = params_layout(&reg.path).ok_or_else(|| RegisterError::BadParams(reg.path.clone()))?;
+    let layout = params_layout(&path).ok_or_else(|| RegisterError::BadParams(path.clone()))?;
     let log_size = match spec {
-        CircuitShape::Builtin(s) => s.log_size,
-        CircuitShape::Filecoin(_) => params_log_size(&layout).ok_or_else(|| RegisterError::BadParams(reg.path.clone()))?,
+        CircuitShape::Generic(s) => s.log_size,
+        CircuitShape::Filecoin(_) => params_log_size(&layout).ok_or_else(|| RegisterError::BadParams(path.clone()))?,
     };
-    let profile = profile(log_size, reg.file_bytes, layout.largest_query_bytes(), witness_only, device_budget);
-    Ok((reg, profile))
+    let profile = profile(log_size, file_bytes, layout.largest_query_bytes(), witness_only, device_budget);
+    Ok((Registered { spec, source: ParamSource::File(path), file_bytes }, profile))
 }
 
 #[cfg(test)]

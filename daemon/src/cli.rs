@@ -12,9 +12,7 @@ use crate::config::{Config, DeviceSelection, LogFormat, ShutdownMode};
 use crate::prove::{run_prove, ProveRun};
 use crate::{compare_bellperson, data_dir, server, setup, CliError};
 use clap::{Parser, Subcommand, ValueEnum};
-use cuzk_circuits::CircuitKind;
 use cuzk_core::params::Validation;
-use cuzk_worker::BuiltinShape;
 
 #[derive(Parser, Debug)]
 #[command(name = "cuzk", version, about = "GPU Groth16 proving engine for BLS12-381")]
@@ -313,8 +311,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 return crate::filecoin::setup(&fdir, &filecoin, force);
             }
             let (Some(circuit), Some(log_size)) = (circuit, log_size) else { return Err(CliError::Usage("--circuit and --log-size are required".into())) };
-            let kind = CircuitKind::from_name(&circuit)?;
-            let p = setup::ensure_params(&dir, kind, log_size, force)?;
+            let p = setup::ensure_params(&dir, crate::families::GenericShape::new(&circuit, log_size)?, force)?;
             println!("parameters: {}", p.display());
             Ok(())
         }
@@ -329,11 +326,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             crate::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
         Command::Prove { circuit, log_size, backend, devices, partitions, seed, trust_params } => {
-            let shape = BuiltinShape::new(CircuitKind::from_name(&circuit)?, log_size)?; // before any setup work
+            let shape = crate::families::GenericShape::new(&circuit, log_size)?; // before any setup work
             if partitions == 0 {
                 return Err(CliError::Usage("--partitions must be at least 1".into()));
             }
-            let path = setup::ensure_params(&dir, shape.kind, log_size, false)?;
+            let path = setup::ensure_params(&dir, shape, false)?;
             let validation = if trust_params { Validation::Trusted } else { Validation::Full };
             let choice = match backend {
                 BackendChoice::Auto => "auto",

@@ -11,7 +11,8 @@ use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::engine::{CircuitId, DeviceId, Location};
 use cuzk_core::params::Validation;
-use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
+use cuzk_circuits::BuiltinShape;
+use cuzk_worker::{prove_one, BackendWorker, LoadTask, ParamSource, PartData, StageOutput, Worker};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -34,7 +35,7 @@ pub fn compare_bellperson(dir: &Path, circuits: &[String], log_sizes: &[u32], re
             if k < kind.min_log_size() {
                 continue;
             }
-            let path = setup::ensure_params(dir, kind, k, false)?;
+            let path = setup::ensure_params(dir, crate::families::GenericShape::new(kind.name(), k)?, false)?;
             let mut bp_bytes = Vec::new();
             let bp_params =
                 bellperson::groth16::Parameters::<Bls12>::read(&std::fs::read(&path).map_err(|source| CliError::Io { path: path.clone(), source })?[..], false)
@@ -45,7 +46,7 @@ pub fn compare_bellperson(dir: &Path, circuits: &[String], log_sizes: &[u32], re
             worker.load_params(LoadTask {
                 circuit: id,
                 at: Location::Device(DeviceId(0)),
-                path: path.clone(),
+                source: ParamSource::File(path.clone()),
                 validation: Validation::Trusted,
                 from_host: false,
                 streamed: false,
@@ -59,7 +60,7 @@ pub fn compare_bellperson(dir: &Path, circuits: &[String], log_sizes: &[u32], re
             for rep in 0..reps {
                 let circuit = kind.instance(k, rep as u64)?;
                 let t = Instant::now();
-                let (p, _) = prove_one(&worker, id, 0, Work::Builtin(shape, rep as u64), Some((r, s)), false, |_, _, out| {
+                let (p, _) = prove_one(&worker, id, 0, Arc::new(shape.partition(rep as u64)?), Some((r, s)), false, |_, _, out| {
                     if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
                         constraints = s.num_constraints();
                     }

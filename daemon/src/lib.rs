@@ -23,6 +23,7 @@ pub mod compare_bellperson;
 pub mod config;
 pub mod devices;
 pub mod driver;
+pub mod families;
 pub mod filecoin;
 pub mod http;
 pub mod intake;
@@ -50,6 +51,12 @@ pub enum CliError {
     /// Bad circuit name or size.
     #[error(transparent)]
     Circuit(#[from] CircuitError),
+    /// Bad family name or size of a GENERIC circuit.
+    #[error(transparent)]
+    Generic(#[from] families::GenericError),
+    /// A circuit could not be built.
+    #[error("{0}")]
+    Build(cuzk_core::circuit::CircuitError),
     /// File system trouble.
     #[error("{path}: {source}")]
     Io {
@@ -74,7 +81,7 @@ pub enum CliError {
     /// Parameter generation failed.
     #[error("parameter generation failed: {0}")]
     Setup(String),
-    /// A built-in circuit's parameters could not be made.
+    /// A GENERIC family's parameters could not be made.
     #[error(transparent)]
     Params(#[from] setup::SetupError),
     /// The proof did not verify (a bug: report it).

@@ -42,6 +42,6 @@ pub fn kind_name(kind: ProofKind) -> &'static str {
 pub fn circuit_kind(c: CircuitShape) -> ProofKind {
     match c {
         CircuitShape::Filecoin(f) => proto_kind(f.kind),
-        CircuitShape::Builtin(_) => ProofKind::Generic,
+        CircuitShape::Generic(_) => ProofKind::Generic,
     }
 }

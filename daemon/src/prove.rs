@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::Validation;
-use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, PartData, StageOutput, Work, Worker};
+use cuzk_worker::{prove_one, BackendWorker, LoadTask, ParamSource, PartData, StageOutput, Worker};
+
+use crate::families::GenericShape;
 use ff::Field;
 use rand::SeedableRng;
 
@@ -26,8 +28,8 @@ fn fmt_dur(d: Duration) -> String {
 
 /// What `cuzk prove` proves.
 pub struct ProveRun {
-    /// The built-in circuit and its size.
-    pub shape: BuiltinShape,
+    /// The circuit and its size.
+    pub shape: GenericShape,
     /// The first partition's instance seed (partition `i` uses `seed + i`).
     pub seed: u64,
     /// How many partitions to prove.
@@ -61,7 +63,7 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
     let worker = if run.partitions > 1 { worker } else { worker.without_matrix_cache() };
     let circuit = CircuitId(0);
     let t = Instant::now();
-    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, path: run.path.clone(), validation: run.validation, from_host, streamed: false });
+    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, source: ParamSource::File(run.path.clone()), validation: run.validation, from_host, streamed: false });
     if n_dev == 1 {
         load(Location::Device(DeviceId(0)), false)?;
     } else {
@@ -93,7 +95,7 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
                         let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
                         let (mut times, mut constraints) = (Vec::new(), 0);
                         let t = Instant::now();
-                        let (proof, public) = prove_one(worker, circuit, d as u32, Work::Builtin(run.shape, seed), Some((r, s)), true, |stage, took, out| {
+                        let (proof, public) = prove_one(worker, circuit, d as u32, run.shape.partition(seed).map_err(CliError::Build)?, Some((r, s)), true, |stage, took, out| {
                             if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
                                 constraints = s.num_constraints();
                             }
@@ -118,7 +120,7 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
 
     let first = &proved[0].1;
     let shape = run.shape;
-    println!("circuit   {} (2^{} domain, {} constraints, {} public inputs)", shape.kind.name(), shape.log_size, first.constraints, first.public);
+    println!("circuit   {} (2^{} domain, {} constraints, {} public inputs)", shape.name(), shape.log_size, first.constraints, first.public);
     if n_dev == 1 {
         println!("backend   {}", names[0]);
     } else {

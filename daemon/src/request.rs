@@ -3,13 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_circuits::{CircuitError, CircuitKind};
 use cuzk_circuits_filecoin::{FilError, FilKind, FilRequest};
+use cuzk_core::circuit::WitnessCheck;
 use cuzk_core::engine::Priority;
 use prost::Message;
 use tonic::{Code, Status};
 
-use crate::circuits::{BuiltinShape, CircuitShape};
+use crate::circuits::{CircuitShape, GenericShape, ParamChoice};
+use crate::families::GenericError;
 use crate::proto;
 
 /// Most partitions one generic job may have.
@@ -43,7 +44,7 @@ pub enum RequestError {
     MissingGeneric,
     /// Bad circuit name or size.
     #[error(transparent)]
-    Circuit(#[from] CircuitError),
+    Circuit(#[from] GenericError),
     /// Too many partitions.
     #[error("a job may have at most {MAX_PARTITIONS} partitions, got {0}")]
     TooManyPartitions(u32),
@@ -207,7 +208,9 @@ pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestErr
             kind: kind_name(kind),
             priority,
             circuit: CircuitShape::Filecoin(circuit),
-            filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None, timing: None }),
+            filecoin: Some(FilecoinJob { request: Arc::new(request), prepared: None }),
+            witness: WitnessCheck::Enforce,
+            params: ParamChoice::File,
             seed: 0,
             partitions: 1,
             deadline,
@@ -216,7 +219,7 @@ pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestErr
         });
     }
     let g = generic.ok_or(RequestError::MissingGeneric)?;
-    let circuit = BuiltinShape::new(CircuitKind::from_name(&g.circuit)?, g.log_size)?;
+    let circuit = GenericShape::new(&g.circuit, g.log_size)?;
     let partitions = g.partitions.max(1);
     if partitions > MAX_PARTITIONS {
         return Err(RequestError::TooManyPartitions(partitions));
@@ -227,6 +230,8 @@ pub fn validate(req: proto::SubmitProofRequest) -> Result<JobRequest, RequestErr
         priority,
         circuit: circuit.into(),
         filecoin: None,
+        witness: WitnessCheck::Trusted,
+        params: ParamChoice::File,
         seed: g.seed,
         partitions,
         deadline,
@@ -285,10 +290,11 @@ pub fn payload_digest(req: &proto::SubmitProofRequest) -> [u8; 32] {
 }
 
 /// Parses a Filecoin job's vanilla proofs, verifies them against its public data and builds
-/// its partitions (CPU-heavy: run it on a blocking thread). A no-op for generic jobs. With
-/// `unchecked` (bench mode only) the vanilla proofs are decoded and their form checked, but
-/// not verified (`cuzk_circuits_filecoin::prepare_unchecked`).
-pub fn prepare_filecoin(job: &mut JobRequest, unchecked: bool) -> Result<(), RequestError> {
+/// its partitions (CPU-heavy: run it on a blocking thread). A no-op for generic jobs. A job
+/// whose witness checks are ignored has its vanilla proofs decoded and their form checked,
+/// but not verified (`cuzk_circuits_filecoin::prepare_unchecked`).
+pub fn prepare_filecoin(job: &mut JobRequest) -> Result<(), RequestError> {
+    let unchecked = job.witness == WitnessCheck::Ignore;
     let Some(f) = job.filecoin.as_mut() else {
         return Ok(());
     };

@@ -362,7 +362,6 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
         preload,
         linger: Duration::from_millis(cfg.shutdown.linger_ms),
         ordinals: ordinals.clone(),
-        bench: cfg.bench.enabled,
         first_job_id: 0,
         remembered: Vec::new(),
     };
@@ -426,16 +425,15 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     if !cfg.params.trusted {
         worker = worker.with_validation_records(data_dir.join("validated"));
     }
-    if cfg.bench.enabled {
-        worker = worker.with_bench_mode();
-    }
     let worker = Arc::new(worker);
-    // Bench mode registers a Filecoin circuit with the size of its timing-only parameters,
-    // which its recorded matrices give: recorded (or loaded) while the request is prepared.
-    let timing: Option<crate::service::TimingQueries> = cfg.bench.enabled.then(|| {
+    // Bench mode: Filecoin witnesses unchecked, their circuits registered with timing-only
+    // parameters of the size their recorded matrices give (recorded while the first request is
+    // prepared).
+    let timing_only: Option<crate::service::TimingQueries> = cfg.bench.enabled.then(|| {
         let w = worker.clone();
-        crate::service::TimingQueries(Arc::new(move |shape: CircuitShape, p: &cuzk_circuits_filecoin::Prepared| {
-            w.timing_query_lengths(shape, &p.partition(0)).map_err(|e| e.to_string())
+        crate::service::TimingQueries(Arc::new(move |first: &dyn cuzk_core::circuit::PartitionCircuit| {
+            let m = w.record_matrices(first).map_err(|e| e.to_string())?;
+            cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| e.to_string())
         }))
     });
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
@@ -463,7 +461,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             generate_missing: cfg.params.generate_missing,
             // Curio's `assigned_gpu` names a GPU: the fallback is not one.
             ordinals: ordinals[..ordinals.len() - usize::from(cfg.engine.cpu_fallback)].to_vec(),
-            timing,
+            timing_only,
             journal,
             outside: outside.clone(),
         },

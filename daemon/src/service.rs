@@ -7,14 +7,14 @@ use std::time::Duration;
 use prost::Message;
 use tonic::{Request, Response, Status};
 
-use crate::circuits::{shape_params_path, CircuitShape};
+use crate::circuits::{shape_params_path, CircuitShape, ParamChoice};
 use crate::driver::{BadJobRef, DriverError, DriverHandle, FinalStatus, JobRef, JobRequest, JobResult};
 use crate::journal::{Journal, OpenJob};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
 use crate::request::{payload_digest, prepare_filecoin, validate};
 use crate::setup::ensure_params;
 use crate::status::{Outside, ParamsTier, Snapshot};
-use cuzk_circuits_filecoin::Prepared;
+use cuzk_core::circuit::{Partition, PartitionCircuit, WitnessCheck};
 use cuzk_setup::timing::QueryLengths;
 
 /// Service settings.
@@ -28,17 +28,18 @@ pub struct ServiceConfig {
     pub generate_missing: bool,
     /// The ordinal of each device the engine schedules on.
     pub ordinals: Vec<u32>,
-    /// Bench mode: Filecoin requests are prepared unchecked, and this records the circuit's
-    /// matrices and gives the query lengths of its timing-only parameters.
-    pub timing: Option<TimingQueries>,
+    /// Set for timing Filecoin circuits without real requests or parameters (`[bench]`): the
+    /// witness checks of Filecoin requests are ignored and their circuits take timing-only
+    /// parameters, whose query lengths this gives from a partition (recording its matrices).
+    pub timing_only: Option<TimingQueries>,
     /// The journal of accepted jobs, when it is on.
     pub journal: Option<Arc<Journal>>,
     /// What the listeners, the request budget and the journal add to GetMetrics.
     pub outside: Outside,
 }
 
-/// Bench mode's sizing of a Filecoin circuit's timing-only parameters from a prepared job.
-pub type SizeTimingParams = dyn Fn(CircuitShape, &Prepared) -> Result<QueryLengths, String> + Send + Sync;
+/// The query lengths of a circuit's timing-only parameters, from one of its partitions.
+pub type SizeTimingParams = dyn Fn(&dyn PartitionCircuit) -> Result<QueryLengths, String> + Send + Sync;
 
 /// [`SizeTimingParams`], shared.
 #[derive(Clone)]
@@ -164,14 +165,18 @@ impl Service {
         if job.filecoin.is_some() {
             // Parse and check the vanilla proofs before accepting: a bad request never becomes
             // a job, let alone an invalid proof.
-            let timing = self.cfg.timing.clone();
+            let timing_only = self.cfg.timing_only.clone();
             job = tokio::task::spawn_blocking(move || -> Result<JobRequest, Status> {
-                prepare_filecoin(&mut job, timing.is_some())?;
-                if let (Some(timing), Some(f)) = (timing, job.filecoin.as_mut()) {
-                    // Bench mode: the first request of a circuit records its matrices here.
+                if timing_only.is_some() {
+                    job.witness = WitnessCheck::Ignore;
+                }
+                prepare_filecoin(&mut job)?;
+                if let (Some(size), Some(f)) = (timing_only, job.filecoin.as_ref()) {
+                    // The first request of a circuit records its matrices here.
                     let prepared = f.prepared.clone().ok_or_else(|| Status::internal("request not prepared"))?;
-                    f.timing =
-                        Some((timing.0)(job.circuit, &prepared).map_err(|e| Status::internal(format!("bench mode: sizing timing-only parameters: {e}")))?);
+                    let first = Partition { shape: job.circuit.key(), check: job.witness, circuit: prepared.partition(0) };
+                    let lengths = (size.0)(&first).map_err(|e| Status::internal(format!("sizing timing-only parameters: {e}")))?;
+                    job.params = ParamChoice::TimingOnly(lengths);
                 }
                 Ok(job)
             })
@@ -179,12 +184,12 @@ impl Service {
             .map_err(|e| Status::internal(format!("checking the request: {e}")))??;
         }
         let key = job.circuit;
-        let timing_only = self.cfg.timing.is_some() && matches!(key, CircuitShape::Filecoin(_));
+        let timing_only = matches!(job.params, ParamChoice::TimingOnly(_));
         let missing = !timing_only && shape_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
         if missing && self.cfg.generate_missing {
             let (dir, fil_dir) = (self.cfg.data_dir.clone(), self.cfg.fil_dir.clone());
             tokio::task::spawn_blocking(move || match key {
-                CircuitShape::Builtin(spec) => ensure_params(&dir, spec.kind, spec.log_size, false).map(|_| ()).map_err(|e| e.to_string()),
+                CircuitShape::Generic(spec) => ensure_params(&dir, spec, false).map(|_| ()).map_err(|e| e.to_string()),
                 CircuitShape::Filecoin(f) => {
                     cuzk_circuits_filecoin::params::generate(&fil_dir, f, false, &mut rand::rngs::OsRng).map(|_| ()).map_err(|e| e.to_string())
                 }

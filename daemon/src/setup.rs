@@ -1,4 +1,4 @@
-//! Parameter generation for the built-in circuits, cached in the data directory. Shared by the
+//! Parameter generation for the GENERIC families (`crate::families`), cached in the data directory. Shared by the
 //! server (`service.rs`) and the command line: its errors are its own ([`SetupError`]), not the
 //! command line's `CliError`, which wraps the client's errors.
 
@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use cuzk_circuits::{CircuitError, CircuitKind};
+use crate::families::{GenericError, GenericShape};
 use rand::SeedableRng;
 
-/// Why a built-in circuit's parameters could not be made.
+/// Why a family's parameters could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     /// Bad circuit name or size.
     #[error(transparent)]
-    Circuit(#[from] CircuitError),
+    Circuit(#[from] GenericError),
     /// File system trouble.
     #[error("{path}: {source}")]
     Io {
@@ -29,9 +29,9 @@ pub enum SetupError {
     Generate(String),
 }
 
-/// Where the parameters of `kind` at `2^log_size` live.
-pub fn params_path(dir: &Path, kind: CircuitKind, log_size: u32) -> PathBuf {
-    dir.join("params").join(format!("{}-2^{log_size}.params", kind.name()))
+/// Where the parameters of `shape` live.
+pub fn params_path(dir: &Path, shape: GenericShape) -> PathBuf {
+    dir.join("params").join(format!("{}.params", shape.id()))
 }
 
 /// Returns the cached parameter file, generating it first if needed (or if `force`).
@@ -40,12 +40,11 @@ pub fn params_path(dir: &Path, kind: CircuitKind, log_size: u32) -> PathBuf {
 /// `<file>.lock`): the others wait and then find the file made. The generator writes a
 /// temporary file of its own, syncs it to disk and renames it into place, so no reader ever
 /// sees a partial file or one mixed from two generations.
-pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) -> Result<PathBuf, SetupError> {
-    let path = params_path(dir, kind, log_size);
+pub fn ensure_params(dir: &Path, shape: GenericShape, force: bool) -> Result<PathBuf, SetupError> {
+    let path = params_path(dir, shape);
     if path.exists() && !force {
         return Ok(path);
     }
-    let circuit = kind.instance(log_size, 0)?;
     let parent = path.parent().expect("params path has a parent");
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -58,10 +57,10 @@ pub fn ensure_params(dir: &Path, kind: CircuitKind, log_size: u32, force: bool) 
     if path.exists() && !force {
         return Ok(path);
     }
-    eprintln!("generating parameters for {} at 2^{log_size} (once; cached in {})", kind.name(), path.display());
+    eprintln!("generating parameters for {} (once; cached in {})", shape.id(), path.display());
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rng).map_err(|e| SetupError::Generate(e.to_string()))?;
+    let params = shape.parameters(&mut rng).map_err(|e| SetupError::Generate(e.to_string()))?;
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let tmp = path.with_extension(format!("params.partial.{}.{}", std::process::id(), WRITES.fetch_add(1, Ordering::Relaxed)));
     let written = (|| {

@@ -45,11 +45,11 @@
 //!   path and the host path (`prove/filecoin.rs`); with it, the built-in circuits run only
 //!   when `--circuits` is given; `--fil-dir DIR` keeps their parameters and sector (default:
 //!   `TMPDIR/cuzk-prove-fil`).
-//! - `--fil-shapes 32g,64g` (default: none): the witness of shape-only PoRep and SnapDeals partitions at
+//! - `--fil-shapes 32g,64g` (default: none): the witness of synthetic PoRep and SnapDeals partitions at
 //!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
 //!   the native writer on one thread, and a whole partition on all threads; and a PoRep
 //!   partition's matrices recorded sequentially against in parallel on all threads.
-//! - `--fil-shape-proofs 32g` (default: none): a whole shape-only PoRep C2 at that size on each
+//! - `--fil-shape-proofs 32g` (default: none): a whole synthetic PoRep C2 at that size on each
 //!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
 //!   costs, then per partition the witness and upload → proof, and the proof's wall time.
 //!
@@ -64,14 +64,14 @@ use std::time::{Duration, Instant};
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_backend_cuda::CudaBackend;
-use cuzk_circuits::CircuitKind;
+use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
 use cuzk_core::proof::{verify, Proof};
 use cuzk_core::synth::{synthesize, SizeHint};
-use cuzk_worker::{BackendWorker, BuiltinShape, LoadTask, PartData, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+use cuzk_worker::{BackendWorker, LoadTask, ParamSource, PartData, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use ff::Field;
 use rand::SeedableRng;
 
@@ -94,9 +94,9 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --filecoin IDS               2 KiB Filecoin partitions through both paths: porep-2k, snap-2k, wpost-2k, winning-2k
                                (default none; with it the built-ins run only when --circuits is given)
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
-  --fil-shapes 32g,64g         shape-only PoRep and SnapDeals partitions: witness, gadgets against the native writer,
+  --fil-shapes 32g,64g         synthetic PoRep and SnapDeals partitions: witness, gadgets against the native writer,
                                matrices recorded sequentially and in parallel (no proof)
-  --fil-shape-proofs 32g       a whole shape-only PoRep C2 on each backend with timing-only parameters (not verified)";
+  --fil-shape-proofs 32g       a whole synthetic PoRep C2 on each backend with timing-only parameters (not verified)";
 
 /// What the run varies.
 struct Args {
@@ -333,7 +333,7 @@ fn prove_timed<B: Backend, W: Worker<Data = PartData<B>>>(
     seed: u64,
     rs: (Scalar, Scalar),
 ) -> Result<Timed, WorkError> {
-    let mut input = StageInput::Circuit(Work::Builtin(case.shape, seed));
+    let mut input = StageInput::Circuit(case.work(seed));
     let mut public = Vec::new();
     let mut times = Vec::new();
     for stage in Stage::ALL {
@@ -361,6 +361,13 @@ fn prove_timed<B: Backend, W: Worker<Data = PartData<B>>>(
         };
     }
     Err(WorkError::Internal("finalize produced no proof".into()))
+}
+
+impl Case<'_> {
+    /// Partition `seed` of the case's circuit, as the worker takes it.
+    fn work(&self, seed: u64) -> Work {
+        Arc::new(self.shape.partition(seed).expect("circuit"))
+    }
 }
 
 /// Records the constraint matrices of `case`'s circuit, printing the time and size.
@@ -518,7 +525,7 @@ fn run<B: Backend, W: Worker<Data = PartData<B>>>(worker: &W, backend: &B, vk: O
                 let tx = tx.clone();
                 scope.spawn(move || {
                     for i in (w..pipeline).step_by(workers) {
-                        let (synth, public) = match worker.run_stage(task(i, Stage::Synthesize, StageInput::Circuit(Work::Builtin(case.shape, 100 + i as u64))))
+                        let (synth, public) = match worker.run_stage(task(i, Stage::Synthesize, StageInput::Circuit(case.work(100 + i as u64))))
                         {
                             Ok(StageOutput::Synthesized { data, public }) => (data, public),
                             Ok(_) => panic!("synthesis produced no record"),
@@ -577,19 +584,19 @@ impl<B: Backend + 'static> Side<B> {
     /// Gives the worker the recorded matrices of `case`.
     fn insert_matrices(&self, case: &Case, m: &Arc<ConstraintMatrices>) {
         if let Some(cache) = self.worker.matrices() {
-            cache.insert(case.shape.into(), m.clone());
+            cache.insert(&case.shape.key(), m.clone());
         }
     }
 
     /// With GPU evaluation, makes the matrices of `case` resident before the timed proofs.
     fn preload_matrices(&self, case: &Case) -> Option<(Arc<ConstraintMatrices>, Arc<B::Matrices>)> {
-        let shape = case.shape.into();
-        if !self.worker.witness_only(shape) {
+        let shape = case.shape.key();
+        if !self.worker.witness_only() {
             return None;
         }
-        let m = self.worker.matrices()?.get(shape)?;
+        let m = self.worker.matrices()?.get(&shape)?;
         let t = Instant::now();
-        let resident = self.worker.resident_matrices(shape, &m, 0).unwrap_or_else(|e| panic!("{}: uploading the matrices: {e}", self.name));
+        let resident = self.worker.resident_matrices(&shape, &m, 0).unwrap_or_else(|e| panic!("{}: uploading the matrices: {e}", self.name));
         self.backend().wait_idle().expect("wait");
         eprintln!(
             "  {}: matrices resident on the device in {:.1} ms ({:.1} MiB)",
@@ -636,7 +643,7 @@ impl<B: Backend + 'static> Side<B> {
     fn run_from_file(&self, file: &ParamsFile, case: &Case) -> Row {
         let t = Instant::now();
         let at = Location::Device(DeviceId(0));
-        let task = LoadTask { circuit: case.circuit, at, path: file.0.clone(), validation: Validation::Trusted, from_host: false, streamed: false };
+        let task = LoadTask { circuit: case.circuit, at, source: ParamSource::File(file.0.clone()), validation: Validation::Trusted, from_host: false, streamed: false };
         if let Err(e) = self.worker.load_params(task) {
             panic!("{}: loading {}: {e}", self.name, file.0.display());
         }
@@ -850,17 +857,17 @@ fn main() {
     }
     for &size in &args.fil_shapes {
         println!();
-        filecoin::shape_witness(size);
-        filecoin::snap_shape_witness(size);
-        filecoin::shape_recording(size);
+        filecoin::synthetic_porep_witness(size);
+        filecoin::synthetic_snap_witness(size);
+        filecoin::synthetic_porep_recording(size);
     }
     for &size in &args.fil_shape_proofs {
         println!();
         if let Some(c) = &cpu {
-            filecoin::shape_proofs(c.backend(), &c.name, size);
+            filecoin::synthetic_porep_proofs(c.backend(), &c.name, size);
         }
         if let Some(g) = cuda.first() {
-            filecoin::shape_proofs(g.backend(), &g.name, size);
+            filecoin::synthetic_porep_proofs(g.backend(), &g.name, size);
         }
     }
     if !args.filecoin.is_empty() {

@@ -25,14 +25,14 @@ use std::time::Instant;
 use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_backend_wgpu::WgpuBackend;
-use cuzk_circuits::CircuitKind;
+use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
 use cuzk_core::synth::{synthesize, SizeHint};
-use cuzk_worker::{BackendWorker, BuiltinShape, LoadTask, Work, Worker};
+use cuzk_worker::{BackendWorker, LoadTask, ParamSource, Worker};
 use ff::Field;
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -223,7 +223,7 @@ fn worker<B: Backend + Clone + 'static>(backend: &B, file: &ParamsFile) -> Resul
     w.load_params(LoadTask {
         circuit: PARTITION,
         at: Location::Device(DeviceId(0)),
-        path: file.0.clone(),
+        source: ParamSource::File(file.0.clone()),
         validation: Validation::Trusted,
         from_host: false,
         streamed: false,
@@ -242,7 +242,7 @@ fn time_proof<B: Backend + 'static>(w: &BackendWorker<B>, shape: BuiltinShape, r
     for rep in 0..=reps {
         let mut times: Vec<(Stage, f64)> = Vec::new();
         // Timing-only parameters: the proof cannot verify.
-        let (proof, _) = cuzk_worker::prove_one(w, PARTITION, 0, Work::Builtin(shape, 1), Some(rs), false, |stage, took, _| {
+        let (proof, _) = cuzk_worker::prove_one(w, PARTITION, 0, Arc::new(shape.partition(1).expect("circuit")), Some(rs), false, |stage, took, _| {
             times.push((stage, took.as_secs_f64() * 1e3));
         })?;
         bytes = proof.to_bytes();

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use blstrs::Scalar;
-use cuzk_circuits_filecoin::PartitionCircuit;
 use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::backend::Backend;
+use cuzk_core::circuit::{PartitionCircuit, ShapeKey, WitnessCheck};
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, Location, Stage};
 use cuzk_core::matrices::{ConstraintMatrices, WitnessCs};
@@ -20,8 +20,7 @@ use ff::Field;
 
 use crate::matrices::MatrixCache;
 use crate::params::{read_params_with_records, ParamsFile};
-use crate::shape::CircuitShape;
-use crate::{LoadTask, MatricesInfo, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+use crate::{LoadTask, MatricesInfo, ParamSource, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
 /// A partition's data between stages (moved, never copied, so variant sizes do not matter).
 #[allow(clippy::large_enum_variant)]
@@ -36,7 +35,9 @@ pub enum PartData<B: Backend> {
         /// The shape's recorded matrices.
         matrices: Arc<ConstraintMatrices>,
         /// The shape (the key of the resident copies).
-        shape: CircuitShape,
+        shape: ShapeKey,
+        /// What happens to the witness checks.
+        check: WitnessCheck,
     },
     /// After upload.
     Uploaded(Uploaded<B>),
@@ -82,19 +83,15 @@ pub struct BackendWorker<B: Backend> {
     keys: Mutex<PerDevice<CircuitId, ProvingKey<B>>>,
     vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
     /// Matrices resident per shape and device (for backends that evaluate on the device).
-    device_matrices: Mutex<PerDevice<CircuitShape, B::Matrices>>,
+    device_matrices: Mutex<PerDevice<ShapeKey, B::Matrices>>,
     /// Device copies of matrices only where the engine reserved them (`reserved`), dropped
     /// with the parameters; otherwise uploaded on first use and kept.
     budgeted: bool,
     /// Per circuit and device: the engine reserved its matrices there, and the shape whose
     /// matrices were made resident for it (once the first upload did).
-    reserved: Mutex<HashMap<(CircuitId, usize), Option<CircuitShape>>>,
+    reserved: Mutex<HashMap<(CircuitId, usize), Option<ShapeKey>>>,
     /// Where full validations of parameter files are recorded ([`read_params_with_records`]).
     validation_records: Option<std::path::PathBuf>,
-    /// Bench mode ([`BackendWorker::with_bench_mode`]).
-    bench: bool,
-    /// The shape of each registered circuit ([`Worker::circuit_registered`]).
-    shapes: Mutex<HashMap<CircuitId, CircuitShape>>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -113,8 +110,6 @@ impl<B: Backend> BackendWorker<B> {
             budgeted: false,
             reserved: Mutex::default(),
             validation_records: None,
-            bench: false,
-            shapes: Mutex::default(),
         }
     }
 
@@ -145,21 +140,12 @@ impl<B: Backend> BackendWorker<B> {
         self
     }
 
-    /// Bench mode, for timing Filecoin circuits at sizes whose real parameters or sectors are
-    /// not at hand: their parameters are timing-only ([`cuzk_setup::timing`], generated from
-    /// the recorded matrices instead of read from a file), and the checks of a request's
-    /// witness (public inputs, constraint satisfaction) still run, so they take their time,
-    /// but their verdict is ignored (shape-only requests fail them by construction). Nothing
-    /// proved in this mode is valid: the daemon withholds the proofs.
-    pub fn with_bench_mode(mut self) -> Self {
-        self.bench = true;
-        self
-    }
-
-    /// Records (or loads) the matrices of `shape` from `circuit` and returns the query lengths
-    /// of its timing-only parameters (bench mode's registration needs their size).
-    pub fn timing_query_lengths(&self, shape: CircuitShape, circuit: &PartitionCircuit) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
-        timing_query_lengths(self.matrices.as_ref(), shape, circuit)
+    /// The matrices of `circuit`'s shape, recorded from it (or loaded) when absent: what
+    /// timing-only parameters are generated from ([`ParamSource::TimingOnly`]), so their
+    /// registration can size them.
+    pub fn record_matrices(&self, circuit: &dyn PartitionCircuit) -> Result<Arc<ConstraintMatrices>, WorkError> {
+        let cache = self.matrices.as_ref().ok_or_else(|| WorkError::Internal("recording matrices needs the matrix cache".into()))?;
+        cache.get_or_record_partition(circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", circuit.shape())))
     }
 
     /// Synthesizes every circuit in full instead of recording matrices (a single proof, where
@@ -184,24 +170,25 @@ impl<B: Backend> BackendWorker<B> {
         self
     }
 
-    /// Bench mode's timing-only queries for a Filecoin circuit (from its recorded matrices),
-    /// `None` for any other load.
+    /// The timing-only points of a load from [`ParamSource::TimingOnly`], `None` for a file.
     fn timing_queries(&self, task: &LoadTask) -> Result<Option<TimingQueries>, WorkError> {
-        let shape = lock(&self.shapes).get(&task.circuit).copied();
-        let Some(shape @ CircuitShape::Filecoin(_)) = shape.filter(|_| self.bench) else { return Ok(None) };
+        let ParamSource::TimingOnly(shape) = &task.source else { return Ok(None) };
         let m = self.matrices.as_ref().and_then(|c| c.get(shape));
-        let m = m.ok_or_else(|| WorkError::Internal(format!("{}: timing-only parameters need the recorded matrices", shape.id())))?;
-        let q = TimingQueries::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))?;
-        tracing::warn!(circuit = %shape.id(), "bench mode: TIMING-ONLY parameters (not a real SRS; no proof made with them is valid)");
+        let m = m.ok_or_else(|| WorkError::Internal(format!("{shape}: timing-only parameters need the recorded matrices")))?;
+        let q = TimingQueries::of(&m).map_err(|e| WorkError::Internal(format!("{shape}: {e}")))?;
+        tracing::warn!(circuit = %shape, "TIMING-ONLY parameters (not a real SRS; no proof made with them is valid)");
         Ok(Some(q))
     }
 
     /// The whole parameter set of a host load.
     fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
-        if let Some(q) = self.timing_queries(task)? {
-            return Ok(q.params());
+        match &task.source {
+            ParamSource::File(path) => read_params_with_records(path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p),
+            ParamSource::TimingOnly(shape) => match self.timing_queries(task)? {
+                Some(q) => Ok(q.params()),
+                None => Err(WorkError::Internal(format!("{shape}: no timing-only parameters"))),
+            },
         }
-        read_params_with_records(&task.path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p)
     }
 
     /// The backend of device `d`.
@@ -262,25 +249,25 @@ impl<B: Backend> BackendWorker<B> {
 
     /// The shape's matrices on device `d`, uploaded on first use (a caller may upload them
     /// ahead of the first job).
-    pub fn resident_matrices(&self, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
-        if let Some(r) = lock(&self.device_matrices).get(&(shape, d)) {
+    pub fn resident_matrices(&self, shape: &ShapeKey, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
+        if let Some(r) = lock(&self.device_matrices).get(&(shape.clone(), d)) {
             return Ok(r.clone());
         }
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
         let r = Arc::new(backend.load_matrices(m)?);
-        tracing::info!(circuit = %shape.id(), device = d, bytes = backend.matrices_bytes(&r), "constraint matrices resident");
-        Ok(lock(&self.device_matrices).entry((shape, d)).or_insert(r).clone())
+        tracing::info!(circuit = %shape, device = d, bytes = backend.matrices_bytes(&r), "constraint matrices resident");
+        Ok(lock(&self.device_matrices).entry((shape.clone(), d)).or_insert(r).clone())
     }
 
     /// The matrices an upload of `circuit` on device `d` evaluates `a, b, c` with: made
     /// resident on first use, where the engine reserved them when budgeted; `None` when the
     /// upload takes the host path.
-    fn usable_matrices(&self, circuit: CircuitId, shape: CircuitShape, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Option<Arc<B::Matrices>>, WorkError> {
+    fn usable_matrices(&self, circuit: CircuitId, shape: &ShapeKey, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Option<Arc<B::Matrices>>, WorkError> {
         if !self.budgeted {
             return self.resident_matrices(shape, m, d).map(Some);
         }
         match lock(&self.reserved).get_mut(&(circuit, d)) {
-            Some(entry) => *entry = Some(shape),
+            Some(entry) => *entry = Some(shape.clone()),
             None => return Ok(None),
         }
         // The engine evicts a copy only while no partition uses it, so none interleaves here.
@@ -288,16 +275,15 @@ impl<B: Backend> BackendWorker<B> {
     }
 
     /// Whether `shape`'s matrices are resident on device `d`.
-    pub fn has_device_matrices(&self, shape: CircuitShape, d: usize) -> bool {
-        lock(&self.device_matrices).contains_key(&(shape, d))
+    pub fn has_device_matrices(&self, shape: &ShapeKey, d: usize) -> bool {
+        lock(&self.device_matrices).contains_key(&(shape.clone(), d))
     }
 
     fn synthesize(&self, work: Work, backend: &B) -> Result<StageOutput<PartData<B>>, WorkError> {
-        let shape = work.shape();
         let witness_only = self.device_evaluation && backend.evaluates_constraints_on_device();
-        let (synth, public) = synthesize_work(work, self.matrices.as_ref(), backend.host_allocator(), witness_only, self.bench)?;
+        let (synth, public) = synthesize_work(&*work, self.matrices.as_ref(), backend.host_allocator(), witness_only)?;
         let data = match synth {
-            Synthesis::Witness(witness, matrices) => PartData::Witness { witness, matrices, shape },
+            Synthesis::Witness(witness, matrices) => PartData::Witness { witness, matrices, shape: work.shape().clone(), check: work.witness_check() },
             Synthesis::Record(synth) => PartData::Synthesized(*synth),
         };
         Ok(StageOutput::Synthesized { data, public })
@@ -305,72 +291,41 @@ impl<B: Backend> BackendWorker<B> {
 }
 
 // Synthesis is the same for every backend. It lives in these free functions, not in
-// `BackendWorker<B>`, so that the circuits' synthesis (Filecoin's gadgets through every
-// constraint system) is compiled once, in this crate, instead of once per backend in every
-// crate and test that names a `BackendWorker<B>`.
-
-/// Records (or loads) the matrices of `shape` from `circuit`; the query lengths of its
-/// timing-only parameters.
-fn timing_query_lengths(
-    matrices: Option<&MatrixCache>,
-    shape: CircuitShape,
-    circuit: &PartitionCircuit,
-) -> Result<cuzk_setup::timing::QueryLengths, WorkError> {
-    let cache = matrices.ok_or_else(|| WorkError::Internal("timing-only parameters need the matrix cache".into()))?;
-    let m = cache.get_or_record_fast(shape, circuit).ok_or_else(|| WorkError::Internal(format!("{}: recording the constraint matrices failed", shape.id())))?;
-    cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| WorkError::Internal(format!("{}: {e}", shape.id())))
-}
+// `BackendWorker<B>`, so that it is compiled once, in this crate, instead of once per backend
+// in every crate and test that names a `BackendWorker<B>`.
 
 /// Synthesizes one partition: the witness alone (`witness_only`: the backend evaluates
-/// `a, b, c` on the device) or the whole record, and its public inputs. A Filecoin witness
-/// comes from a request and may be wrong: its public inputs are checked here, and its
-/// constraints here on a record (else at the upload), unless `bench`.
-fn synthesize_work(
-    work: Work,
-    matrices: Option<&MatrixCache>,
-    alloc: SharedAllocator,
-    witness_only: bool,
-    bench: bool,
-) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
-    let shape = work.shape();
-    match work {
-        Work::Builtin(s, seed) => {
-            let c = s.kind.instance(s.log_size, seed)?;
-            let public = c.public_inputs();
-            Ok((synthesize_circuit(matrices, shape, c, alloc, witness_only)?, public))
-        }
-        Work::Filecoin(_, c) => {
-            let public = c.public_inputs()?;
-            let synth = synthesize_circuit(matrices, shape, c, alloc, witness_only)?;
-            if !bench {
-                let input = match &synth {
-                    Synthesis::Witness(witness, _) => &witness.input,
-                    Synthesis::Record(synth) => {
-                        if let Some(constraint) = first_unsatisfied(synth) {
-                            return Err(WorkError::Unsatisfied { constraint });
-                        }
-                        &synth.input
-                    }
-                };
-                if input.get(1..) != Some(&public[..]) {
-                    return Err(WorkError::PublicInputsDiffer);
+/// `a, b, c` on the device) or the whole record, and its public inputs. A witness that is not
+/// trusted ([`WitnessCheck`]) has its public inputs checked here, and its constraints here on
+/// a record (else at the upload).
+fn synthesize_work(work: &dyn PartitionCircuit, matrices: Option<&MatrixCache>, alloc: SharedAllocator, witness_only: bool) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
+    let public = work.public_inputs().map_err(WorkError::Circuit)?;
+    let synth = synthesize_circuit(matrices, work, alloc, witness_only)?;
+    let check = work.witness_check();
+    if check.runs() {
+        let input = match &synth {
+            Synthesis::Witness(witness, _) => &witness.input,
+            Synthesis::Record(synth) => {
+                if let Some(constraint) = first_unsatisfied(synth).filter(|_| check.decides()) {
+                    return Err(WorkError::Unsatisfied { constraint });
                 }
+                &synth.input
             }
-            Ok((synth, public))
+        };
+        if input.get(1..) != Some(&public[..]) && check.decides() {
+            return Err(WorkError::PublicInputsDiffer);
         }
     }
+    Ok((synth, public))
 }
 
 /// Synthesizes `c`. With recorded matrices (or ones it can record) the witness is written in
 /// parallel parts where the circuit allows; with `witness_only` that is all, else `a, b, c`
 /// are the host's sparse products.
-fn synthesize_circuit<C>(matrices: Option<&MatrixCache>, shape: CircuitShape, c: C, alloc: SharedAllocator, witness_only: bool) -> Result<Synthesis, WorkError>
-where
-    C: cuzk_core::compiled::CompiledSynthesis + cuzk_core::witness::ParallelWitness,
-{
-    Ok(match matrices.and_then(|cache| cache.get_or_record_fast(shape, &c)) {
+fn synthesize_circuit(matrices: Option<&MatrixCache>, c: &dyn PartitionCircuit, alloc: SharedAllocator, witness_only: bool) -> Result<Synthesis, WorkError> {
+    Ok(match matrices.and_then(|cache| cache.get_or_record_partition(c)) {
         Some(matrices) => {
-            let witness = matrices.witness_parallel(&c, alloc.clone())?;
+            let witness = matrices.witness_parallel(c, alloc.clone())?;
             if witness_only {
                 Synthesis::Witness(witness, matrices)
             } else {
@@ -416,13 +371,13 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         };
         let out = match (stage, data) {
             (Stage::Upload, PartData::Synthesized(synth)) => PartData::Uploaded(upload(&**backend, &*self.key(circuit, location, stage)?, synth)?),
-            (Stage::Upload, PartData::Witness { witness, matrices, shape }) => {
+            (Stage::Upload, PartData::Witness { witness, matrices, shape, check }) => {
                 let Location::Device(d) = location else { return Err(WorkError::Internal("upload runs on a device".into())) };
-                let Some(resident) = self.usable_matrices(circuit, shape, &matrices, d.0 as usize)? else {
+                let Some(resident) = self.usable_matrices(circuit, &shape, &matrices, d.0 as usize)? else {
                     // No copy of the matrices here: the host path (products and check on the host).
                     let synth = crate::matrices::evaluate(&matrices, witness, backend.host_allocator())?;
-                    if matches!(shape, CircuitShape::Filecoin(_)) {
-                        if let Some(constraint) = first_unsatisfied(&synth).filter(|_| !self.bench) {
+                    if check.runs() {
+                        if let Some(constraint) = first_unsatisfied(&synth).filter(|_| check.decides()) {
                             return Err(WorkError::Unsatisfied { constraint });
                         }
                     }
@@ -433,11 +388,11 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     return Ok(StageOutput::Data(PartData::Uploaded(up)));
                 };
                 let up = upload_witness(&**backend, &*self.key(circuit, location, stage)?, &matrices, &resident, witness)?;
-                // A Filecoin witness comes from a request and may be wrong: checked on the device
-                // exactly as synthesis checks a host record (built-in witnesses always hold).
-                if matches!(shape, CircuitShape::Filecoin(_)) {
-                    let check = backend.first_unsatisfied(&up.a, &up.b, &up.c, matrices.num_constraints());
-                    if let Some(constraint) = check.map_err(|source| ProveError::Backend { stage: Stage::Upload, source })?.filter(|_| !self.bench) {
+                // A witness from a request may be wrong: checked on the device exactly as
+                // synthesis checks a host record (a trusted one holds by construction).
+                if check.runs() {
+                    let found = backend.first_unsatisfied(&up.a, &up.b, &up.c, matrices.num_constraints());
+                    if let Some(constraint) = found.map_err(|source| ProveError::Backend { stage: Stage::Upload, source })?.filter(|_| check.decides()) {
                         return Err(WorkError::Unsatisfied { constraint });
                     }
                 }
@@ -480,7 +435,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                 lock(&self.vks).insert(task.circuit, Arc::new(p.vk.clone()));
                 lock(&self.host_params).insert(task.circuit, p);
             }
-            // One query at a time, from the warm host copy, the file or bench mode's points:
+            // One query at a time, from the warm host copy, the file or timing-only points:
             // besides the device copy the load holds one decoded query (at most the `h` or `l`
             // query, 12.9 GB of a 32 GiB PoRep's 47.4 GB), not a second whole set.
             Location::Device(d) => {
@@ -489,8 +444,8 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     self.load_key_from(task.circuit, d, &*p, streamed)?;
                 } else if let Some(q) = self.timing_queries(&task)? {
                     self.load_key_from(task.circuit, d, &q, streamed)?;
-                } else {
-                    let file = ParamsFile::open(&task.path, task.validation, self.validation_records.as_deref())?;
+                } else if let ParamSource::File(path) = &task.source {
+                    let file = ParamsFile::open(path, task.validation, self.validation_records.as_deref())?;
                     self.load_key_from(task.circuit, d, &file, streamed)?;
                     file.finish();
                 }
@@ -506,22 +461,22 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
             .recorded()
             .into_iter()
             .map(|(shape, m)| MatricesInfo {
-                circuit: shape.id(),
+                circuit: shape.to_string(),
                 entries: m.num_entries() as u64,
                 host_bytes: m.heap_bytes() as u64,
-                device_bytes: self.backends.iter().enumerate().map(|(d, b)| resident.get(&(shape, d)).map_or(0, |r| b.matrices_bytes(r))).collect(),
+                device_bytes: self.backends.iter().enumerate().map(|(d, b)| resident.get(&(shape.clone(), d)).map_or(0, |r| b.matrices_bytes(r))).collect(),
             })
             .collect();
         out.sort_by(|a, b| a.circuit.cmp(&b.circuit));
         out
     }
 
-    fn witness_only(&self, _shape: CircuitShape) -> bool {
+    fn witness_only(&self) -> bool {
         self.matrices.is_some() && self.device_evaluation && self.backends.first().is_some_and(|b| b.evaluates_constraints_on_device())
     }
 
-    fn matrices_device_bytes(&self, shape: CircuitShape) -> Option<u64> {
-        if !self.witness_only(shape) {
+    fn matrices_device_bytes(&self, shape: &ShapeKey) -> Option<u64> {
+        if !self.witness_only() {
             return None;
         }
         let m = self.matrices.as_ref()?.get(shape)?;
@@ -529,10 +484,6 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
         // device form (the same arrays, offsets as u32 where they fit), plus the long-row
         // index (at most a u32 per row and matrix).
         Some(m.heap_bytes() as u64 + 12 * (m.num_constraints() as u64 + 1))
-    }
-
-    fn circuit_registered(&self, circuit: CircuitId, shape: CircuitShape) {
-        lock(&self.shapes).insert(circuit, shape);
     }
 
     fn matrices_reserved(&self, circuit: CircuitId, device: cuzk_core::engine::DeviceId) {
@@ -553,9 +504,9 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     let mut reserved = lock(&self.reserved);
                     if let Some(Some(shape)) = reserved.remove(&(circuit, d)) {
                         // Another circuit of the same shape reserved there keeps the copy.
-                        let shared = reserved.iter().any(|((_, e), s)| *e == d && *s == Some(shape));
-                        if !shared && lock(&self.device_matrices).remove(&(shape, d)).is_some() {
-                            tracing::info!(circuit = %shape.id(), device = d, "constraint matrices evicted");
+                        let shared = reserved.iter().any(|((_, e), s)| *e == d && s.as_ref() == Some(&shape));
+                        if !shared && lock(&self.device_matrices).remove(&(shape.clone(), d)).is_some() {
+                            tracing::info!(circuit = %shape, device = d, "constraint matrices evicted");
                         }
                     }
                 }
@@ -606,7 +557,7 @@ impl Queries for ParamsFile {
     }
 }
 
-/// Bench mode's timing-only points: each query generated when the load takes it.
+/// Timing-only points: each query generated when the load takes it.
 impl Queries for TimingQueries {
     fn vk(&self) -> VerifyingKey {
         TimingQueries::vk(self)

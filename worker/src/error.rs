@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use cuzk_circuits::CircuitError;
-use cuzk_circuits_filecoin::FilError;
+use cuzk_core::circuit::CircuitError;
 use cuzk_core::backend::BackendError;
 use cuzk_core::jobs::{backend_fault, Fault};
 use cuzk_core::params::ParamsError;
@@ -14,12 +13,9 @@ use cuzk_core::synth::SynthesizeError;
 /// A failed stage or parameter load. The engine records the message as the job's reason.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkError {
-    /// The built-in circuit cannot be built at that size.
-    #[error(transparent)]
-    Circuit(#[from] CircuitError),
-    /// The Filecoin request could not be turned into a circuit.
-    #[error(transparent)]
-    Filecoin(#[from] FilError),
+    /// The circuit could not give its public inputs (its job's data is not a valid request).
+    #[error("{0}")]
+    Circuit(CircuitError),
     /// Synthesis failed.
     #[error(transparent)]
     Synthesize(#[from] SynthesizeError),
@@ -29,8 +25,8 @@ pub enum WorkError {
         /// The first violated constraint.
         constraint: usize,
     },
-    /// Synthesis produced other public inputs than Filecoin computes for the request.
-    #[error("the synthesized public inputs differ from Filecoin's")]
+    /// Synthesis produced other public inputs than the circuit computes from its job's data.
+    #[error("the synthesized public inputs differ from the ones the request gives")]
     PublicInputsDiffer,
     /// A prover stage failed.
     #[error(transparent)]

@@ -11,17 +11,17 @@
 #![warn(missing_docs)]
 
 mod backend_worker;
-pub mod compiled;
 mod error;
 pub mod matrices;
 pub mod params;
-pub mod shape;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use cuzk_core::circuit::{PartitionCircuit, ShapeKey};
 use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
 use cuzk_core::params::Validation;
 use cuzk_core::proof::Proof;
@@ -29,23 +29,26 @@ use cuzk_core::proof::Proof;
 pub use backend_worker::{BackendWorker, PartData};
 pub use error::WorkError;
 pub use params::{read_params, read_params_with_records, Checked};
-pub use shape::{BuiltinShape, CircuitShape};
 
-/// The circuit a partition's synthesis runs.
-#[derive(Clone)]
-pub enum Work {
-    /// A built-in circuit with the seed of its witness.
-    Builtin(BuiltinShape, u64),
-    /// One partition of a checked Filecoin request.
-    Filecoin(cuzk_circuits_filecoin::FilShape, cuzk_circuits_filecoin::PartitionCircuit),
+/// A partition's circuit, of any family: what synthesis runs.
+pub type Work = Arc<dyn PartitionCircuit>;
+
+/// Where a circuit's parameters come from (chosen when the circuit is registered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamSource {
+    /// A parameter file.
+    File(PathBuf),
+    /// Timing-only points generated from the shape's recorded constraint matrices
+    /// ([`cuzk_setup::timing`]): parameters of the real sizes for timing circuits whose real
+    /// parameters are not at hand. Not a real SRS: no proof made with them is valid.
+    TimingOnly(ShapeKey),
 }
 
-impl Work {
-    /// The shape the circuit has.
-    pub fn shape(&self) -> CircuitShape {
+impl std::fmt::Display for ParamSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Work::Builtin(s, _) => CircuitShape::Builtin(*s),
-            Work::Filecoin(f, _) => CircuitShape::Filecoin(*f),
+            ParamSource::File(p) => write!(f, "{}", p.display()),
+            ParamSource::TimingOnly(s) => write!(f, "<timing-only parameters of {s}>"),
         }
     }
 }
@@ -99,8 +102,8 @@ pub struct LoadTask {
     pub circuit: CircuitId,
     /// Where to: the host (a warm copy) or a device.
     pub at: Location,
-    /// The parameter file.
-    pub path: PathBuf,
+    /// Where the parameters come from.
+    pub source: ParamSource,
     /// How carefully to check it.
     pub validation: Validation,
     /// Build the device copy from the warm host copy instead of reading the file.
@@ -152,17 +155,16 @@ pub trait Worker: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Whether synthesis of `shape` hands on only the witness (`a, b, c` are evaluated on the
-    /// device, or on the host at the upload where the device holds no copy of the matrices).
-    fn witness_only(&self, shape: CircuitShape) -> bool {
-        let _ = shape;
+    /// Whether synthesis hands on only the witness (`a, b, c` are evaluated on the device, or
+    /// on the host at the upload where the device holds no copy of the matrices).
+    fn witness_only(&self) -> bool {
         false
     }
 
     /// Device bytes a copy of `shape`'s recorded matrices takes (an upper bound), once they
-    /// are recorded and when this worker evaluates `a, b, c` of `shape` on the device: what
-    /// the engine counts with the parameters (`Engine::matrices_recorded`). `None` otherwise.
-    fn matrices_device_bytes(&self, shape: CircuitShape) -> Option<u64> {
+    /// are recorded and when this worker evaluates `a, b, c` on the device: what the engine
+    /// counts with the parameters (`Engine::matrices_recorded`). `None` otherwise.
+    fn matrices_device_bytes(&self, shape: &ShapeKey) -> Option<u64> {
         let _ = shape;
         None
     }
@@ -172,12 +174,6 @@ pub trait Worker: Send + Sync + 'static {
     /// there; they go with the parameters ([`Worker::evict_params`]).
     fn matrices_reserved(&self, circuit: CircuitId, device: DeviceId) {
         let _ = (circuit, device);
-    }
-
-    /// The engine's id `circuit` names `shape` from now on (told once, at registration,
-    /// before any task of the circuit).
-    fn circuit_registered(&self, circuit: CircuitId, shape: CircuitShape) {
-        let _ = (circuit, shape);
     }
 }
 

@@ -12,11 +12,10 @@ use rayon::prelude::*;
 
 use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::compiled::CompiledSynthesis;
-use cuzk_core::matrices::{ConstraintMatrices, FileImage, WitnessCs};
+use cuzk_core::matrices::{ConstraintMatrices, FileImage, RecordedShare, WitnessCs};
 use cuzk_core::synth::{SynthesizeError, Synthesized};
-use cuzk_core::witness::ParallelWitness;
 
-use crate::shape::CircuitShape;
+use cuzk_core::circuit::{PartitionCircuit, ShapeKey};
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 1 << 13;
@@ -50,30 +49,42 @@ const RECORD_STACK_BYTES: usize = 32 << 20;
 /// [`cuzk_core::matrices::DEFAULT_CHUNK_ROWS`] rows), merged; byte-identical to `record`. The
 /// threads are its own, not rayon's, so callers blocked on the pool cannot stall it. `parts` of
 /// 0 or 1 records sequentially.
-pub fn record_parallel<C: CompiledSynthesis>(circuit: &C, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+pub fn record_parallel<C: CompiledSynthesis + Sync>(circuit: &C, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     record_parallel_chunked(circuit, parts, cuzk_core::matrices::DEFAULT_CHUNK_ROWS)
 }
 
 /// [`record_parallel`] with chunks of `chunk_rows` rows.
-pub fn record_parallel_chunked<C: CompiledSynthesis>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+pub fn record_parallel_chunked<C: CompiledSynthesis + Sync>(circuit: &C, parts: usize, chunk_rows: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+    record_in_threads(parts, |p| circuit.record_share(p, parts, chunk_rows), || circuit.record())
+}
+
+/// [`record_parallel`] of a partition circuit of any family.
+pub fn record_partition_parallel(circuit: &dyn PartitionCircuit, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+    let chunk_rows = cuzk_core::matrices::DEFAULT_CHUNK_ROWS;
+    record_in_threads(parts, |p| circuit.record_share(p, parts, chunk_rows), || circuit.record())
+}
+
+/// Shares `0..parts` from `share`, each on a thread (the calling thread and `parts − 1` more),
+/// merged; `whole` when `parts` is 0 or 1.
+fn record_in_threads(
+    parts: usize,
+    share: impl Fn(usize) -> Result<RecordedShare, SynthesizeError> + Sync,
+    whole: impl FnOnce() -> Result<ConstraintMatrices, SynthesizeError>,
+) -> Result<ConstraintMatrices, SynthesizeError> {
     if parts <= 1 {
-        return circuit.record();
+        return whole();
     }
-    let share = |c: C, p: usize| c.record_share(p, parts, chunk_rows);
+    let share = &share;
     let shares: Vec<Result<_, SynthesizeError>> = std::thread::scope(|s| {
-        let threads: Vec<_> = (1..parts)
-            .map(|p| {
-                let c = circuit.clone();
-                std::thread::Builder::new().name(format!("cuzk-record-{p}")).stack_size(RECORD_STACK_BYTES).spawn_scoped(s, move || share(c, p))
-            })
-            .collect();
+        let threads: Vec<_> =
+            (1..parts).map(|p| std::thread::Builder::new().name(format!("cuzk-record-{p}")).stack_size(RECORD_STACK_BYTES).spawn_scoped(s, move || share(p))).collect();
         let mut out = Vec::with_capacity(parts);
-        out.push(share(circuit.clone(), 0));
+        out.push(share(0));
         for (p, t) in (1..parts).zip(threads) {
             out.push(match t {
                 Ok(t) => t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
                 // No thread to be had: this share runs here, after the others.
-                Err(_) => share(circuit.clone(), p),
+                Err(_) => share(p),
             });
         }
         out
@@ -89,7 +100,7 @@ type Slot = Arc<OnceLock<Option<Arc<ConstraintMatrices>>>>;
 /// syntheses only generate their witness and evaluate `a, b, c` from the matrices.
 #[derive(Debug, Default)]
 pub struct MatrixCache {
-    entries: Mutex<HashMap<CircuitShape, Slot>>,
+    entries: Mutex<HashMap<ShapeKey, Slot>>,
     store: Option<PathBuf>,
 }
 
@@ -112,17 +123,17 @@ impl MatrixCache {
     }
 
     /// The file of `shape` in a persistent cache.
-    pub fn file_of(&self, shape: CircuitShape) -> Option<PathBuf> {
-        self.store.as_ref().map(|d| d.join(format!("{}.matrices", shape.id())))
+    pub fn file_of(&self, shape: &ShapeKey) -> Option<PathBuf> {
+        self.store.as_ref().map(|d| d.join(format!("{}.matrices", shape)))
     }
 
     /// The key a file of `shape` is written under: the shape and the versions its structure
     /// depends on (a circuit's code changes only with a release of cuzk or of its circuit crates).
-    pub fn file_key(shape: CircuitShape) -> String {
-        format!("{} cuzk-worker {} format 2", shape.id(), env!("CARGO_PKG_VERSION"))
+    pub fn file_key(shape: &ShapeKey) -> String {
+        format!("{} cuzk-worker {} format 2", shape, env!("CARGO_PKG_VERSION"))
     }
 
-    fn load(&self, shape: CircuitShape) -> Stored {
+    fn load(&self, shape: &ShapeKey) -> Stored {
         let Some(path) = self.file_of(shape) else { return Stored::Absent };
         // Read into memory of the daemon's own, checked there: a file changed, truncated or
         // replaced afterwards cannot reach the matrices in use (a map of it could: a truncated
@@ -140,7 +151,7 @@ impl MatrixCache {
 
     /// Writes `m` as the file of `shape` (a temporary file renamed over the old one); true if
     /// it was written.
-    fn save(&self, shape: CircuitShape, m: &ConstraintMatrices) -> bool {
+    fn save(&self, shape: &ShapeKey, m: &ConstraintMatrices) -> bool {
         let Some(path) = self.file_of(shape) else { return false };
         let tmp = path.with_extension(format!("matrices.tmp{}", std::process::id()));
         let write = || -> std::io::Result<()> {
@@ -154,12 +165,12 @@ impl MatrixCache {
         };
         match write() {
             Ok(()) => {
-                tracing::info!(circuit = %shape.id(), path = %path.display(), "constraint matrices saved");
+                tracing::info!(circuit = %shape, path = %path.display(), "constraint matrices saved");
                 true
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&tmp);
-                tracing::warn!(circuit = %shape.id(), path = %path.display(), "constraint matrices not saved: {e}");
+                tracing::warn!(circuit = %shape, path = %path.display(), "constraint matrices not saved: {e}");
                 false
             }
         }
@@ -170,62 +181,62 @@ impl MatrixCache {
     /// `None` when the circuit cannot be recorded (then plain synthesis reports why, and a
     /// later call tries again). Records on the calling thread; a circuit that can be sent to
     /// other threads is recorded faster by [`MatrixCache::get_or_record_parallel`].
-    pub fn get_or_record<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+    pub fn get_or_record<C: CompiledSynthesis>(&self, shape: &ShapeKey, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_insert_with(shape, || circuit.record())
     }
 
     /// [`MatrixCache::get_or_record`], recording on as many threads as rayon's pool has
     /// ([`record_parallel`]: the same matrices, byte for byte). The threads
     /// are its own, not the pool's, so callers blocked on the pool cannot stall it.
-    pub fn get_or_record_parallel<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+    pub fn get_or_record_parallel<C: CompiledSynthesis + Sync>(&self, shape: &ShapeKey, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_record_in_parts(shape, circuit, rayon::current_num_threads())
     }
 
-    /// [`MatrixCache::get_or_record_parallel`] for a circuit that may say where it repeats one
-    /// block ([`ParallelWitness::repeats`]): then recorded from its header and two blocks
-    /// ([`ConstraintMatrices::record_repeated`]), else (or when it does not repeat as it says)
-    /// in parallel.
-    pub fn get_or_record_fast<C: CompiledSynthesis + ParallelWitness>(&self, shape: CircuitShape, circuit: &C) -> Option<Arc<ConstraintMatrices>> {
+    /// The matrices of a partition circuit's shape, recorded from it when absent: from its
+    /// header and two blocks where it says it repeats one ([`ConstraintMatrices::record_repeated`]),
+    /// else (or when it does not repeat as it says) on as many threads as rayon's pool has.
+    pub fn get_or_record_partition(&self, circuit: &dyn PartitionCircuit) -> Option<Arc<ConstraintMatrices>> {
+        let shape = circuit.shape();
         self.get_or_insert_with(shape, || {
             if let Some(r) = circuit.repeats() {
                 match circuit.record_repeated(&r)? {
                     Some(m) => return Ok(m),
-                    None => tracing::warn!(circuit = %shape.id(), "the circuit does not repeat as it says: recording it whole"),
+                    None => tracing::warn!(circuit = %shape, "the circuit does not repeat as it says: recording it whole"),
                 }
             }
-            record_parallel(circuit, rayon::current_num_threads())
+            record_partition_parallel(circuit, rayon::current_num_threads())
         })
     }
 
     /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.
-    fn get_or_record_in_parts<C: CompiledSynthesis>(&self, shape: CircuitShape, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
+    fn get_or_record_in_parts<C: CompiledSynthesis + Sync>(&self, shape: &ShapeKey, circuit: &C, parts: usize) -> Option<Arc<ConstraintMatrices>> {
         self.get_or_insert_with(shape, || record_parallel(circuit, parts))
     }
 
     /// The matrices of `shape`: loaded, or made by `record` once however many callers ask at
     /// the same time (the others wait for it); a failure is forgotten so a later call tries
     /// again.
-    fn get_or_insert_with(&self, shape: CircuitShape, record: impl FnOnce() -> Result<ConstraintMatrices, SynthesizeError>) -> Option<Arc<ConstraintMatrices>> {
-        let slot = self.lock().entry(shape).or_default().clone();
+    fn get_or_insert_with(&self, shape: &ShapeKey, record: impl FnOnce() -> Result<ConstraintMatrices, SynthesizeError>) -> Option<Arc<ConstraintMatrices>> {
+        let slot = self.lock().entry(shape.clone()).or_default().clone();
         let recorded = slot
             .get_or_init(|| {
                 match self.load(shape) {
                     Stored::Loaded(m) => {
-                        tracing::info!(circuit = %shape.id(), entries = m.num_entries(), in_place = m.in_file_image(), "constraint matrices loaded");
+                        tracing::info!(circuit = %shape, entries = m.num_entries(), in_place = m.in_file_image(), "constraint matrices loaded");
                         return Some(Arc::new(*m));
                     }
-                    Stored::Unusable(why) => tracing::warn!(circuit = %shape.id(), "constraint matrices file not used, recording again: {why}"),
+                    Stored::Unusable(why) => tracing::warn!(circuit = %shape, "constraint matrices file not used, recording again: {why}"),
                     Stored::Absent => {}
                 }
                 let t = std::time::Instant::now();
                 let m = match record() {
                     Ok(m) => Arc::new(m),
                     Err(e) => {
-                        tracing::warn!(circuit = %shape.id(), "constraint matrices not recorded: {e}");
+                        tracing::warn!(circuit = %shape, "constraint matrices not recorded: {e}");
                         return None;
                     }
                 };
-                tracing::info!(circuit = %shape.id(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
+                tracing::info!(circuit = %shape, entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
                 self.save(shape, &m);
                 Some(m)
             })
@@ -233,27 +244,27 @@ impl MatrixCache {
         if recorded.is_none() {
             // Forget the failure so that a later job (another witness) records again.
             let mut entries = self.lock();
-            if entries.get(&shape).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
-                entries.remove(&shape);
+            if entries.get(shape).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                entries.remove(shape);
             }
         }
         recorded
     }
 
     /// Keeps `m` as the matrices of `shape` (recorded elsewhere), unless some are already.
-    pub fn insert(&self, shape: CircuitShape, m: Arc<ConstraintMatrices>) -> Arc<ConstraintMatrices> {
-        let slot = self.lock().entry(shape).or_default().clone();
+    pub fn insert(&self, shape: &ShapeKey, m: Arc<ConstraintMatrices>) -> Arc<ConstraintMatrices> {
+        let slot = self.lock().entry(shape.clone()).or_default().clone();
         slot.get_or_init(|| Some(m.clone())).clone().unwrap_or(m)
     }
 
     /// The recorded matrices of `shape`, if any (`None` while they are being recorded).
-    pub fn get(&self, shape: CircuitShape) -> Option<Arc<ConstraintMatrices>> {
-        self.lock().get(&shape).and_then(|s| s.get().cloned().flatten())
+    pub fn get(&self, shape: &ShapeKey) -> Option<Arc<ConstraintMatrices>> {
+        self.lock().get(shape).and_then(|s| s.get().cloned().flatten())
     }
 
     /// The recorded shapes and their matrices.
-    pub fn recorded(&self) -> Vec<(CircuitShape, Arc<ConstraintMatrices>)> {
-        self.lock().iter().filter_map(|(shape, slot)| slot.get().cloned().flatten().map(|m| (*shape, m))).collect()
+    pub fn recorded(&self) -> Vec<(ShapeKey, Arc<ConstraintMatrices>)> {
+        self.lock().iter().filter_map(|(shape, slot)| slot.get().cloned().flatten().map(|m| (shape.clone(), m))).collect()
     }
 
     /// Number of recorded shapes.
@@ -266,7 +277,7 @@ impl MatrixCache {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CircuitShape, Slot>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ShapeKey, Slot>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -306,7 +317,7 @@ mod tests {
     use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
     use cuzk_circuits::CircuitKind;
 
-    use crate::shape::BuiltinShape;
+    use cuzk_circuits::BuiltinShape;
 
     /// A circuit that counts how often it is synthesized and can be made to fail.
     #[derive(Clone)]
@@ -333,21 +344,21 @@ mod tests {
     #[test]
     fn a_persistent_cache_loads_instead_of_recording_and_rebuilds_a_damaged_file() {
         let dir = tempfile::tempdir().unwrap();
-        let shape: CircuitShape = BuiltinShape::new(CircuitKind::Sha256Chain, 15).unwrap().into();
+        let shape = BuiltinShape::new(CircuitKind::Sha256Chain, 15).unwrap().key();
         let circuit = CircuitKind::Sha256Chain.instance(15, 3).unwrap();
         let runs = AtomicUsize::new(0);
         let counted = Counting { runs: &runs, inner: circuit.clone() };
         let first = MatrixCache::persistent(dir.path().to_path_buf());
-        let recorded = first.get_or_record(shape, &counted).unwrap();
+        let recorded = first.get_or_record(&shape, &counted).unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
-        let file = first.file_of(shape).unwrap();
+        let file = first.file_of(&shape).unwrap();
         assert!(file.exists());
         assert!(!recorded.in_file_image(), "once saved, the recording is kept as it is");
-        assert!(!MatrixCache::default().get_or_record(shape, &circuit).unwrap().in_file_image(), "without a file, in memory");
+        assert!(!MatrixCache::default().get_or_record(&shape, &circuit).unwrap().in_file_image(), "without a file, in memory");
 
         // A second cache (a restart) loads the file: no recording, the same matrices.
         let second = MatrixCache::persistent(dir.path().to_path_buf());
-        let loaded = second.get_or_record(shape, &counted).unwrap();
+        let loaded = second.get_or_record(&shape, &counted).unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the file was not used");
         let same = |m: &ConstraintMatrices| m.to_file_bytes("k");
         assert!(same(&loaded) == same(&recorded));
@@ -366,9 +377,9 @@ mod tests {
         std::fs::remove_file(&file).unwrap();
         std::fs::write(&file, &bytes).unwrap();
         let third = MatrixCache::persistent(dir.path().to_path_buf());
-        assert!(third.get_or_record(shape, &counted).is_some());
+        assert!(third.get_or_record(&shape, &counted).is_some());
         assert_eq!(runs.load(Ordering::SeqCst), 2, "a corrupt file must be recorded again");
-        assert!(ConstraintMatrices::from_file_bytes(&std::fs::read(&file).unwrap(), &MatrixCache::file_key(shape)).is_ok(), "the file was not rebuilt");
+        assert!(ConstraintMatrices::from_file_bytes(&std::fs::read(&file).unwrap(), &MatrixCache::file_key(&shape)).is_ok(), "the file was not rebuilt");
     }
 
     /// A circuit that counts its syntheses.
@@ -390,44 +401,44 @@ mod tests {
     #[test]
     fn concurrent_first_parallel_recordings_record_once_and_failures_are_retried() {
         // A recording in 3 parts runs the circuit 3 times; six callers at once must cause one.
-        let shape: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 6).unwrap().into();
+        let shape = BuiltinShape::new(CircuitKind::SquaringChain, 6).unwrap().key();
         let cache = MatrixCache::default();
         let runs = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..6 {
-                s.spawn(|| assert!(cache.get_or_record_in_parts(shape, &Counted { runs: &runs, fail: false }, 3).is_some()));
+                s.spawn(|| assert!(cache.get_or_record_in_parts(&shape, &Counted { runs: &runs, fail: false }, 3).is_some()));
             }
         });
         assert_eq!(runs.load(Ordering::SeqCst), 3, "six concurrent first syntheses recorded more than once");
         let sequential = ConstraintMatrices::record(Counted { runs: &AtomicUsize::new(0), fail: false }).unwrap();
-        assert!(cache.get(shape).unwrap().to_file_bytes("k") == sequential.to_file_bytes("k"));
+        assert!(cache.get(&shape).unwrap().to_file_bytes("k") == sequential.to_file_bytes("k"));
 
-        let other: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 7).unwrap().into();
+        let other = BuiltinShape::new(CircuitKind::SquaringChain, 7).unwrap().key();
         let fails = AtomicUsize::new(0);
-        assert!(cache.get_or_record_in_parts(other, &Counted { runs: &fails, fail: true }, 2).is_none());
-        assert!(cache.get(other).is_none());
-        assert!(cache.get_or_record_parallel(other, &Counted { runs: &fails, fail: false }).is_some(), "a failed recording is retried");
+        assert!(cache.get_or_record_in_parts(&other, &Counted { runs: &fails, fail: true }, 2).is_none());
+        assert!(cache.get(&other).is_none());
+        assert!(cache.get_or_record_parallel(&other, &Counted { runs: &fails, fail: false }).is_some(), "a failed recording is retried");
         assert_eq!(cache.len(), 2);
     }
 
     #[test]
     fn concurrent_first_syntheses_record_once_and_failures_are_retried() {
-        let shape: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 4).unwrap().into();
+        let shape = BuiltinShape::new(CircuitKind::SquaringChain, 4).unwrap().key();
         let cache = MatrixCache::default();
         let runs = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..6 {
-                s.spawn(|| assert!(cache.get_or_record(shape, &Counted { runs: &runs, fail: false }).is_some()));
+                s.spawn(|| assert!(cache.get_or_record(&shape, &Counted { runs: &runs, fail: false }).is_some()));
             }
         });
         assert_eq!(runs.load(Ordering::SeqCst), 1, "six concurrent first syntheses recorded more than once");
         assert_eq!(cache.len(), 1);
 
-        let other: CircuitShape = BuiltinShape::new(CircuitKind::SquaringChain, 5).unwrap().into();
+        let other = BuiltinShape::new(CircuitKind::SquaringChain, 5).unwrap().key();
         let fails = AtomicUsize::new(0);
-        assert!(cache.get_or_record(other, &Counted { runs: &fails, fail: true }).is_none());
-        assert!(cache.get(other).is_none());
-        assert!(cache.get_or_record(other, &Counted { runs: &fails, fail: false }).is_some(), "a failed recording is retried");
+        assert!(cache.get_or_record(&other, &Counted { runs: &fails, fail: true }).is_none());
+        assert!(cache.get(&other).is_none());
+        assert!(cache.get_or_record(&other, &Counted { runs: &fails, fail: false }).is_some(), "a failed recording is retried");
         assert_eq!((fails.load(Ordering::SeqCst), cache.len()), (2, 2));
     }
 }

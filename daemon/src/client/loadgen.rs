@@ -17,10 +17,10 @@ use tokio::task::JoinSet;
 
 use cuzk_circuits_filecoin::FilRequest;
 
-use crate::circuits::{BuiltinShape, CircuitShape};
+use crate::circuits::{CircuitShape, GenericShape};
 use crate::client::commands::{Conn, PriorityArg};
 use crate::client::{verify_result, Client, ClientError};
-use crate::driver::BENCH_MODE_NOTE;
+use crate::driver::WITHHELD_NOTE;
 use crate::proto::{self, await_proof_response::Status as AwaitStatus};
 use crate::setup::params_path;
 use crate::CliError;
@@ -105,8 +105,7 @@ impl MixEntry {
         }
         let mut it = body.split(':');
         let (Some(c), Some(k), p) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
-        let kind = cuzk_circuits::CircuitKind::from_name(c)?;
-        let circuit = BuiltinShape::new(kind, k.parse().map_err(|_| bad())?)?;
+        let circuit = GenericShape::new(c, k.parse().map_err(|_| bad())?)?;
         let priority = match p {
             Some(p) => PriorityArg::from_name(p).ok_or_else(bad)?,
             None => PriorityArg::Default,
@@ -262,8 +261,8 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let mut vks: HashMap<usize, Arc<VerifyingKey>> = HashMap::new();
     if verify {
         for (i, m) in mix.iter().enumerate() {
-            if let CircuitShape::Builtin(c) = m.circuit {
-                let p = params_path(data_dir, c.kind, c.log_size);
+            if let CircuitShape::Generic(c) = m.circuit {
+                let p = params_path(data_dir, c);
                 vks.insert(i, Arc::new(cuzk_worker::read_params(&p, Validation::Trusted)?.vk));
             }
         }
@@ -337,11 +336,11 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
                 s.request_id = format!("{}-bench-{run:x}-{i}", s.request_id);
                 s
             }
-            (None, CircuitShape::Builtin(c)) => proto::SubmitProofRequest {
+            (None, CircuitShape::Generic(c)) => proto::SubmitProofRequest {
                 // A request id of its own, so a retry joins the job instead of proving again.
                 request_id: format!("bench-{run:x}-{i}"),
                 proof_kind: proto::ProofKind::Generic as i32,
-                generic: Some(proto::GenericJob { circuit: c.kind.name().into(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
+                generic: Some(proto::GenericJob { circuit: c.name(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
                 ..Default::default()
             },
             (None, CircuitShape::Filecoin(_)) => return Err(CliError::Usage("a Filecoin mix entry needs its request file".into())),
@@ -371,7 +370,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
             pb.inc(1);
             let outcome = match r {
                 Ok(r) => match r.into_inner().result {
-                    Some(res) if res.status == AwaitStatus::Completed as i32 && res.proof.is_empty() && res.error_message.starts_with(BENCH_MODE_NOTE) => {
+                    Some(res) if res.status == AwaitStatus::Completed as i32 && res.proof.is_empty() && res.error_message.starts_with(WITHHELD_NOTE) => {
                         JobOutcome::Withheld(Stages::of(&res))
                     }
                     Some(res) if res.status == AwaitStatus::Completed as i32 => match (vk, fil_check) {

@@ -4,19 +4,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_circuits_filecoin::{FilRequest, Prepared};
+use cuzk_core::circuit::WitnessCheck;
 use cuzk_core::engine::Priority;
 
-use crate::circuits::CircuitShape;
+use crate::circuits::{CircuitShape, ParamChoice};
 
 /// A Filecoin job: the request as sent and, once checked, its partitions.
 #[derive(Debug, Clone)]
 pub struct FilecoinJob {
     /// The request.
     pub request: Arc<FilRequest>,
-    /// Its checked partitions (set by [`prepare_filecoin`] before the job reaches the driver).
+    /// Its checked partitions (set by `crate::request::prepare_filecoin` before the job
+    /// reaches the driver).
     pub prepared: Option<Arc<Prepared>>,
-    /// Bench mode: the query lengths of its circuit's timing-only parameters.
-    pub timing: Option<cuzk_setup::timing::QueryLengths>,
 }
 
 /// A validated proof job.
@@ -33,6 +33,12 @@ pub struct JobRequest {
     pub circuit: CircuitShape,
     /// The Filecoin request, for Filecoin kinds.
     pub filecoin: Option<FilecoinJob>,
+    /// What happens to its partitions' witness checks: trusted for GENERIC jobs (built here
+    /// from the seed), enforced for requests; `Ignore` only where the service chose it
+    /// (then no proof is handed out).
+    pub witness: WitnessCheck,
+    /// Where its circuit's parameters come from, should this job register it.
+    pub params: ParamChoice,
     /// Witness seed of partition 0.
     pub seed: u64,
     /// Number of partitions.

@@ -24,7 +24,8 @@ use cuzk_core::engine::{CircuitId, EngineConfig, EngineError, JobId, Location, N
 use cuzk_core::jobs::{Admission, EndStatus, Event, JobEnd, Jobs, JobsConfig, JobsError, Shutdown, Submission, Work as JobWork};
 use cuzk_core::params::Validation;
 use cuzk_core::proof::Proof;
-use cuzk_worker::{catch_panics, LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+use cuzk_core::circuit::{Partition, WitnessCheck};
+use cuzk_worker::{catch_panics, LoadTask, ParamSource, StageInput, StageOutput, StageTask, WorkError, Worker};
 use ff::PrimeField;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -34,14 +35,15 @@ pub use error::DriverError;
 pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
 pub use job::{FilecoinJob, JobRequest};
 
-use crate::circuits::{CircuitShape, RegisterError, Registry};
+use crate::circuits::{CircuitShape, ParamChoice, RegisterError, Registry};
 use crate::config::{SelfCheck, ShutdownMode};
 use crate::names::priority_name;
 use crate::status::Histogram;
 
-/// The `error_message` of a completed job in bench mode, whose proof is withheld; clients
-/// (`cuzk bench`) recognize it by this prefix.
-pub const BENCH_MODE_NOTE: &str = "bench mode: proved with timing-only parameters; the proof is withheld (not valid)";
+/// The `error_message` of a completed job whose witness checks were ignored
+/// (`WitnessCheck::Ignore`), whose proof is withheld; clients (`cuzk bench`) recognize it by
+/// this prefix.
+pub const WITHHELD_NOTE: &str = "unchecked witness and timing-only parameters: the proof is withheld (not valid)";
 
 /// What the driver needs besides the engine configuration.
 #[derive(Debug, Clone)]
@@ -66,9 +68,6 @@ pub struct DriverConfig {
     pub linger: Duration,
     /// The ordinal each engine device drives, for the status (empty: 0, 1, ...).
     pub ordinals: Vec<u32>,
-    /// Bench mode (`[bench]`): Filecoin circuits have timing-only parameters, their proofs
-    /// are not self-checked and are withheld.
-    pub bench: bool,
     /// Job numbers start here (past those an earlier run gave out, from the journal).
     pub first_job_id: u64,
     /// Job ids an earlier run ended, with their payload digests (from the journal).
@@ -340,8 +339,8 @@ impl<W: Worker> Driver<W> {
     }
 
     fn checks(&self, req: &JobRequest) -> bool {
-        if self.cfg.bench && req.filecoin.is_some() {
-            // Timing-only parameters: no proof could pass.
+        if req.witness == WitnessCheck::Ignore {
+            // A fabricated witness (and timing-only parameters): no proof could pass.
             return false;
         }
         match self.cfg.self_check {
@@ -361,8 +360,13 @@ impl<W: Worker> Driver<W> {
             let seed = live.req.seed.wrapping_add(i as u64);
             let prepared = live.req.filecoin.as_ref().and_then(|f| f.prepared.clone());
             match (self.registry.entry(d.circuit).map(|r| r.spec), prepared) {
-                (Some(CircuitShape::Builtin(s)), _) => StageInput::Circuit(Work::Builtin(s, seed)),
-                (Some(CircuitShape::Filecoin(f)), Some(prep)) => StageInput::Circuit(Work::Filecoin(f, prep.partition(i))),
+                (Some(CircuitShape::Generic(s)), _) => match s.partition(seed) {
+                    Ok(work) => StageInput::Circuit(work),
+                    Err(e) => return self.fail_now(p, d.stage, &e.to_string()),
+                },
+                (Some(spec @ CircuitShape::Filecoin(_)), Some(prep)) => {
+                    StageInput::Circuit(Arc::new(Partition { shape: spec.key(), check: live.req.witness, circuit: prep.partition(i) }))
+                }
                 (Some(CircuitShape::Filecoin(_)), None) => return self.fail_now(p, d.stage, "Filecoin job not prepared"),
                 (None, _) => return self.fail_now(p, d.stage, "circuit unknown"),
             }
@@ -404,16 +408,16 @@ impl<W: Worker> Driver<W> {
         let Some(reg) = self.registry.entry(circuit) else { return };
         // Parameters over the device budget are streamed (`circuits::profile`).
         let streamed = matches!(at, Location::Device(_)) && self.jobs.engine().circuit_profile(circuit).is_some_and(|p| p.params_device_host_bytes > 0);
-        let task = LoadTask { circuit, at, path: reg.path.clone(), validation: self.cfg.validation, from_host, streamed };
+        let task = LoadTask { circuit, at, source: reg.source.clone(), validation: self.cfg.validation, from_host, streamed };
         self.loading.insert((circuit, at), Instant::now());
         let (tx, worker) = (self.done_tx.clone(), self.worker.clone());
         tokio::task::spawn_blocking(move || {
             let t = Instant::now();
-            let path = task.path.clone();
+            let source = task.source.clone();
             let result = catch_panics(|| worker.load_params(task));
             match &result {
-                Ok(()) => tracing::info!(circuit = circuit.0, at = ?at, path = %path.display(), ms = t.elapsed().as_secs_f64() * 1e3, "parameters loaded"),
-                Err(e) => tracing::warn!(circuit = circuit.0, at = ?at, path = %path.display(), error = %e, "parameter load failed"),
+                Ok(()) => tracing::info!(circuit = circuit.0, at = ?at, params = %source, ms = t.elapsed().as_secs_f64() * 1e3, "parameters loaded"),
+                Err(e) => tracing::warn!(circuit = circuit.0, at = ?at, params = %source, error = %e, "parameter load failed"),
             }
             let _ = tx.send(Completion::Params { circuit, at, ended: Instant::now(), result });
         });
@@ -504,29 +508,19 @@ impl<W: Worker> Driver<W> {
         self.events();
     }
 
-    /// The engine's id of `spec`, registered on first use. `timing`: in bench mode, the query
-    /// lengths of a Filecoin circuit's timing-only parameters (from its request's preparation).
-    fn circuit_id(&mut self, spec: CircuitShape, timing: Option<cuzk_setup::timing::QueryLengths>) -> Result<CircuitId, DriverError> {
+    /// The engine's id of `spec`, registered on first use with its parameters from `params`.
+    fn circuit_id(&mut self, spec: CircuitShape, params: ParamChoice) -> Result<CircuitId, DriverError> {
         if let Some(id) = self.registry.get(&spec) {
             return Ok(id);
         }
-        let timing = match (self.cfg.bench, spec) {
-            (true, CircuitShape::Filecoin(f)) => Some(timing.ok_or_else(|| {
-                DriverError::MissingParams(format!(
-                    "bench mode: {} has timing-only parameters, sized by its first request (preloading is not possible)",
-                    f.id()
-                ))
-            })?),
-            _ => None,
-        };
         let budget = crate::circuits::stream_budget(&self.cfg.engine);
-        let (reg, profile) = crate::circuits::registration(&self.cfg.data_dir, &self.cfg.fil_dir, spec, timing, self.worker.witness_only(spec), budget)
+        let (reg, profile) = crate::circuits::registration(&self.cfg.data_dir, &self.cfg.fil_dir, spec, params, self.worker.witness_only(), budget)
             .map_err(|e| match e {
                 RegisterError::MissingParams(m) => DriverError::MissingParams(m),
                 RegisterError::BadParams(p) => DriverError::BadParams(p),
             })?;
-        if reg.timing_only {
-            tracing::warn!(circuit = %spec.id(), bytes = reg.file_bytes, "bench mode: registered with timing-only parameters");
+        if let ParamSource::TimingOnly(_) = reg.source {
+            tracing::warn!(circuit = %spec.id(), bytes = reg.file_bytes, "registered with timing-only parameters: no proof made with them is valid");
         }
         // Registered with the engine first: a circuit it refuses is not kept.
         let id = self.registry.next_id();
@@ -535,7 +529,6 @@ impl<W: Worker> Driver<W> {
             e => DriverError::Internal(e),
         })?;
         self.registry.add(reg);
-        self.worker.circuit_registered(id, spec);
         self.report_matrices(id, self.now());
         Ok(id)
     }
@@ -546,7 +539,7 @@ impl<W: Worker> Driver<W> {
         if self.jobs.engine().matrices_bytes(circuit) != Some(0) {
             return;
         }
-        let Some(bytes) = self.registry.entry(circuit).and_then(|r| self.worker.matrices_device_bytes(r.spec)) else { return };
+        let Some(bytes) = self.registry.entry(circuit).and_then(|r| self.worker.matrices_device_bytes(&r.spec.key())) else { return };
         match self.jobs.with_engine(t, |e, t| e.matrices_recorded(circuit, bytes, t)) {
             Ok(()) => tracing::info!(circuit = circuit.0, bytes, "constraint matrices counted with the parameters"),
             Err(e) => tracing::warn!(error = %e, "engine refused the matrices"),
@@ -563,7 +556,7 @@ impl<W: Worker> Driver<W> {
             }
             Admission::New(t) => t,
         };
-        let circuit = self.circuit_id(req.circuit, req.filecoin.as_ref().and_then(|f| f.timing))?;
+        let circuit = self.circuit_id(req.circuit, req.params)?;
         let work = JobWork {
             circuit,
             partitions: req.partitions,
@@ -615,9 +608,9 @@ impl<W: Worker> Driver<W> {
             interrupted: end.interrupted,
         };
         if status == FinalStatus::Completed {
-            if self.cfg.bench && j.req.filecoin.is_some() {
-                // Timing-only parameters: never hand these proofs out as if valid.
-                res.error = format!("{BENCH_MODE_NOTE} ({} partitions proved)", j.proofs.len());
+            if j.req.witness == WitnessCheck::Ignore {
+                // Never hand these proofs out as if valid.
+                res.error = format!("{WITHHELD_NOTE} ({} partitions proved)", j.proofs.len());
             } else {
                 res.proof = j.proofs.iter().flatten().flat_map(|p| p.to_bytes()).collect();
             }
@@ -644,7 +637,7 @@ impl<W: Worker> Driver<W> {
             let _ = reply.send(Err(DriverError::ShuttingDown));
             return;
         }
-        let id = match self.circuit_id(spec, None) {
+        let id = match self.circuit_id(spec, ParamChoice::File) {
             Ok(id) => id,
             Err(e) => {
                 tracing::warn!(circuit = %spec.id(), error = %e, "preload refused");

@@ -8,11 +8,13 @@ use std::time::Duration;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_circuits::CircuitKind;
 use cuzk_core::engine::{DeviceConfig, EngineConfig, Priority};
-use cuzk_worker::{BuiltinShape, LoadTask, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
+use cuzk_core::circuit::WitnessCheck;
+use cuzk_worker::{LoadTask, StageInput, StageOutput, StageTask, WorkError, Worker};
 use group::Group;
 use rand_chacha::rand_core::SeedableRng;
 
 use super::*;
+use crate::families::GenericShape;
 use crate::setup::params_path;
 
 /// What a partition carries between fake stages: the stages it went through.
@@ -64,13 +66,12 @@ impl Worker for FakeWorker {
         };
         assert_eq!(task.location, want_location, "{} ran at the wrong place", task.stage.name());
         let mut trail = match task.input {
-            StageInput::Circuit(Work::Builtin(shape, seed)) => {
+            StageInput::Circuit(work) => {
                 assert_eq!(task.stage, Stage::Synthesize);
-                assert_eq!(shape.log_size, 10);
+                assert_eq!(work.shape().as_str(), "squaring-chain-2^10");
                 let trail = vec![Stage::Synthesize];
-                return Ok(StageOutput::Synthesized { data: trail, public: vec![Scalar::from(seed)] });
+                return Ok(StageOutput::Synthesized { data: trail, public: work.public_inputs().map_err(WorkError::Circuit)? });
             }
-            StageInput::Circuit(_) => return Err(WorkError::Internal("unexpected circuit".into())),
             StageInput::Data(t) => t,
         };
         let i_prev = Stage::ALL.iter().position(|s| *s == task.stage).unwrap() - 1;
@@ -95,8 +96,8 @@ impl Worker for FakeWorker {
     fn evict_params(&self, _: CircuitId, _: Location) {}
 }
 
-fn shape() -> BuiltinShape {
-    BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap()
+fn shape() -> GenericShape {
+    GenericShape::new("squaring-chain", 10).unwrap()
 }
 
 /// A driver over `worker` with a parameter file for [`shape`] in a fresh data dir (the
@@ -104,12 +105,11 @@ fn shape() -> BuiltinShape {
 fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDir) {
     static PARAMS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     let bytes = PARAMS.get_or_init(|| {
-        let circuit = CircuitKind::SquaringChain.instance(10, 0).unwrap();
-        let params = cuzk_worker::compiled::builtin_parameters(circuit, &mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
+        let params = shape().parameters(&mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
         params.to_bytes()
     });
     let dir = tempfile::tempdir().unwrap();
-    let p = params_path(dir.path(), CircuitKind::SquaringChain, 10);
+    let p = params_path(dir.path(), shape());
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, bytes).unwrap();
     let engine = EngineConfig::new(2, 1 << 30, vec![DeviceConfig { memory_bytes: 1 << 30, gpu_workers: 1, kernel_lanes: 1, fallback: false }]);
@@ -124,7 +124,6 @@ fn start(worker: FakeWorker) -> (DriverHandle, Arc<FakeWorker>, tempfile::TempDi
         preload: Vec::new(),
         linger: Duration::ZERO,
         ordinals: Vec::new(),
-        bench: false,
         first_job_id: 0,
         remembered: Vec::new(),
     };
@@ -139,8 +138,10 @@ fn job(partitions: u32, seed: u64) -> JobRequest {
         request_id: String::new(),
         kind: "generic",
         priority: Priority::Normal,
-        circuit: CircuitShape::Builtin(shape()),
+        circuit: CircuitShape::Generic(shape()),
         filecoin: None,
+        witness: WitnessCheck::Trusted,
+        params: crate::circuits::ParamChoice::File,
         seed,
         partitions,
         deadline: None,
@@ -165,7 +166,7 @@ async fn a_job_runs_every_stage_of_every_partition_in_order() {
     assert_eq!(r.status, FinalStatus::Completed, "{}", r.error);
     let want: Vec<u8> = (0..3).flat_map(|i| fake_proof(i).to_bytes()).collect();
     assert_eq!(r.proof, want, "proofs in partition order");
-    let publics: Vec<Vec<u8>> = (0..3u64).map(|i| Scalar::from(40 + i).to_repr().as_ref().to_vec()).collect();
+    let publics: Vec<Vec<u8>> = (0..3u64).map(|i| scalar_bytes(&CircuitKind::SquaringChain.instance(10, 40 + i).unwrap().public_inputs())).collect();
     assert_eq!(r.public_inputs, publics, "each partition's public inputs, seeded per partition");
     let mut finished = worker.finished.lock().unwrap().clone();
     finished.sort();
@@ -197,7 +198,7 @@ async fn a_failing_or_panicking_stage_fails_its_job_with_the_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_parameter_load_fails_the_job_and_the_preload() {
     let (handle, _worker, _dir) = start(FakeWorker { fail_loads: true, ..Default::default() });
-    let e = handle.preload(CircuitShape::Builtin(shape())).await.unwrap_err();
+    let e = handle.preload(CircuitShape::Generic(shape())).await.unwrap_err();
     assert_eq!(e, DriverError::LoadFailed("internal: no such device memory".into()));
     let s = handle.submit(job(1, 1)).await.unwrap();
     let r = result(&handle, &s).await;
@@ -210,7 +211,7 @@ async fn refusals_are_driver_errors() {
     let (handle, _worker, dir) = start(FakeWorker::default());
     assert_eq!(handle.cancel(JobRef::Id(JobId(99))).await.unwrap_err(), DriverError::NotFound("99".into()));
     let mut missing = job(1, 1);
-    missing.circuit = CircuitShape::Builtin(BuiltinShape::new(CircuitKind::SquaringChain, 11).unwrap());
+    missing.circuit = CircuitShape::Generic(GenericShape::new("squaring-chain", 11).unwrap());
     match handle.submit(missing).await.unwrap_err() {
         DriverError::MissingParams(m) => assert!(m.contains(&dir.path().display().to_string()) && m.contains("cuzk setup"), "{m}"),
         e => panic!("wrong error {e:?}"),

@@ -1,13 +1,13 @@
-//! Bench mode (`[bench] enabled`): shape-only requests (`gen-vanilla --shape-only`), refused
+//! Bench mode (`[bench] enabled`): synthetic requests (`gen-vanilla --shape-only`), refused
 //! by a normal daemon, are proved with timing-only parameters and no parameter file, and the
 //! proofs are withheld. 2 KiB WinningPoSt and WindowPoSt on the CPU backend.
 
 use crate::common;
 
 use common::{config, stop, Daemon};
-use cuzk_circuits_filecoin::{shape_request, FilKind, FilRequest};
+use cuzk_circuits_filecoin::{synthetic_request, FilKind, FilRequest};
 use cuzk_daemon::client::curio::{from_fixture, submission};
-use cuzk_daemon::driver::BENCH_MODE_NOTE;
+use cuzk_daemon::driver::WITHHELD_NOTE;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
 use tonic::Code;
 
@@ -25,16 +25,16 @@ async fn daemon(bench: bool) -> Daemon {
 }
 
 fn request(kind: FilKind) -> FilRequest {
-    from_fixture(shape_request(kind, 2048, 5).expect("shape-only request"))
+    from_fixture(synthetic_request(kind, 2048, 5).expect("synthetic request"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shape_only_requests_are_refused_outside_bench_mode_and_proved_but_withheld_in_it() {
+async fn synthetic_requests_are_refused_outside_bench_mode_and_proved_but_withheld_in_it() {
     let kinds = [FilKind::WinningPoSt, FilKind::WindowPoSt];
     let d = daemon(false).await;
     let mut c = d.client().await;
     for k in kinds {
-        let e = c.submit_proof(submission(&request(k))).await.expect_err("a shape-only request accepted outside bench mode");
+        let e = c.submit_proof(submission(&request(k))).await.expect_err("a synthetic request accepted outside bench mode");
         assert_eq!(e.code(), Code::InvalidArgument, "{k:?}: {}", e.message());
         assert!(e.message().contains("vanilla proof rejected"), "{k:?}: {}", e.message());
     }
@@ -50,7 +50,7 @@ async fn shape_only_requests_are_refused_outside_bench_mode_and_proved_but_withh
             let r = c.await_proof(proto::AwaitProofRequest { job_id: s.job_id, timeout_ms: 0 }).await.expect("await").into_inner();
             assert_eq!(r.status, AwaitStatus::Completed as i32, "{k:?}: {}", r.error_message);
             assert!(r.proof.is_empty(), "{k:?}: a bench-mode proof was returned");
-            assert!(r.error_message.starts_with(BENCH_MODE_NOTE), "{k:?}: {}", r.error_message);
+            assert!(r.error_message.starts_with(WITHHELD_NOTE), "{k:?}: {}", r.error_message);
             assert!(r.gpu_compute_ms > 0 || r.synthesis_ms > 0 || r.total_ms > 0, "{k:?}: no timings");
         }
     }

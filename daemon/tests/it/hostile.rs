@@ -153,7 +153,6 @@ async fn directories_others_may_write_are_refused() {
 /// proof verifies against the verifying key of the one file left (no partial file beside it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_first_jobs_generate_the_parameters_once_and_every_proof_verifies() {
-    use cuzk_circuits::CircuitKind;
     use cuzk_core::params::Validation;
     use cuzk_daemon::proto::{self, Priority};
     const K: u32 = 5;
@@ -169,7 +168,7 @@ async fn concurrent_first_jobs_generate_the_parameters_once_and_every_proof_veri
     let server = cuzk_daemon::server::start(cfg, data.clone()).await.expect("daemon starts");
     let d = crate::common::Daemon { server, tmp, socket };
     let proofs = futures_join(&d, (0..4).map(|i| crate::common::job(K, 10 + i, 1, Priority::Normal)).collect()).await;
-    let path = cuzk_daemon::setup::params_path(&data, CircuitKind::SquaringChain, K);
+    let path = cuzk_daemon::setup::params_path(&data, cuzk_daemon::families::GenericShape::new("squaring-chain", K).unwrap());
     let vk = cuzk_worker::read_params(&path, Validation::Full).expect("the generated file reads and validates").vk;
     for r in &proofs {
         assert_eq!(r.status, proto::await_proof_response::Status::Completed as i32, "{}", r.error_message);

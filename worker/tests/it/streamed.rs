@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_circuits::CircuitKind;
+use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::engine::{CircuitId, DeviceId, Location};
 use cuzk_core::params::Validation;
-use cuzk_worker::{prove_one, BackendWorker, BuiltinShape, LoadTask, Work, Worker};
+use cuzk_worker::{prove_one, BackendWorker, LoadTask, ParamSource, Worker};
+
+use crate::work;
 use ff::Field;
 use rand::SeedableRng;
 
@@ -25,13 +27,13 @@ fn a_streamed_load_proves_the_same_bytes_as_a_resident_load() {
     let worker = |streamed: bool| {
         let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]);
         let at = Location::Device(DeviceId(0));
-        w.load_params(LoadTask { circuit: CircuitId(0), at, path: path.clone(), validation: Validation::Full, from_host: false, streamed }).unwrap();
+        w.load_params(LoadTask { circuit: CircuitId(0), at, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host: false, streamed }).unwrap();
         w
     };
     let (resident, streamed) = (worker(false), worker(true));
     for seed in [1u64, 2] {
         let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let prove = |w: &BackendWorker<CpuBackend>| prove_one(w, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof");
+        let prove = |w: &BackendWorker<CpuBackend>| prove_one(w, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof");
         let (want, want_public) = prove(&resident);
         let (got, got_public) = prove(&streamed);
         assert_eq!(got.to_bytes(), want.to_bytes(), "seed {seed}: proofs differ");

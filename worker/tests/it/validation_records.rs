@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_circuits::CircuitKind;
+use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::engine::{CircuitId, Location};
 use cuzk_core::params::{Parameters, ParamsError, ParamsLayout, PointError, Section, Validation};
 use cuzk_worker::params::{checksum, record_path};
-use cuzk_worker::{read_params, read_params_with_records, BackendWorker, BuiltinShape, Checked, LoadTask, WorkError, Worker};
+use cuzk_worker::{read_params, read_params_with_records, BackendWorker, Checked, LoadTask, ParamSource, WorkError, Worker};
 use rand::SeedableRng;
 
 /// A small parameter file in `dir`, and its parameters.
@@ -153,7 +153,7 @@ fn the_worker_records_validations_in_its_directory() {
     let (path, _) = params_file(dir.path());
     let records = dir.path().join("validated");
     let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
-    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, path: path.clone(), validation: Validation::Full, from_host: false, streamed: false })
+    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host: false, streamed: false })
         .unwrap();
     assert!(record_of(&records, &path).is_file());
     assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
@@ -167,7 +167,8 @@ fn the_worker_records_validations_in_its_directory() {
 fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     use blstrs::Scalar;
     use cuzk_core::engine::DeviceId;
-    use cuzk_worker::{prove_one, Work};
+    use crate::work;
+    use cuzk_worker::prove_one;
     use ff::Field;
 
     let dir = tempfile::tempdir().unwrap();
@@ -175,7 +176,7 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     let records = dir.path().join("validated");
     let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
     let device = Location::Device(DeviceId(0));
-    let task = |at, from_host| LoadTask { circuit: CircuitId(0), at, path: path.clone(), validation: Validation::Full, from_host, streamed: false };
+    let task = |at, from_host| LoadTask { circuit: CircuitId(0), at, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host, streamed: false };
     let worker = || BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
 
     let reference = worker();
@@ -190,7 +191,7 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     for seed in [1u64, 2] {
         let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
         let prove = |w: &BackendWorker<CpuBackend>| {
-            prove_one(w, CircuitId(0), 0, Work::Builtin(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof").0.to_bytes()
+            prove_one(w, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof").0.to_bytes()
         };
         let want = prove(&reference);
         assert_eq!(prove(&from_file), want, "seed {seed}: the load from the file proves otherwise");
@@ -211,7 +212,7 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     }
     assert!(!record_of(&records, &path).exists(), "a failed validation wrote a record");
     let rs = (Scalar::ZERO, Scalar::ZERO);
-    assert!(prove_one(&w, CircuitId(0), 0, Work::Builtin(shape, 1), Some(rs), true, |_, _, _| {}).is_err(), "a failed load left a key");
+    assert!(prove_one(&w, CircuitId(0), 0, work(shape, 1), Some(rs), true, |_, _, _| {}).is_err(), "a failed load left a key");
 }
 
 /// A parameter file truncated or rewritten after it was opened (and its record checked), while
