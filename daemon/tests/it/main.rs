@@ -17,6 +17,7 @@ mod http_metrics;
 mod intake;
 mod journal;
 mod listeners;
+mod outside_circuit;
 mod restart;
 mod status_page;
 mod wire;
