@@ -20,7 +20,7 @@ pub const MINER_ID: u64 = 1000;
 pub const SECTOR_NUMBER: u64 = 42;
 
 /// A request of `kind` for [`MINER_ID`]'s sector [`SECTOR_NUMBER`] with no vanilla proofs or
-/// other public data yet (the fixtures and the shape-only requests fill them in).
+/// other public data yet (the fixtures and the synthetic requests fill them in).
 pub(crate) fn blank(kind: FilKind, registered_proof: u64) -> FilRequest {
     FilRequest {
         kind,

@@ -22,7 +22,7 @@ use cuzk_core::matrices::Repeats;
 use crate::decode;
 use crate::error::FilError;
 use crate::ids::{porep_config, post_config, update_porep_config, FilKind};
-use crate::porep_witness::ChallengeInputs;
+use crate::porep::witness::ChallengeInputs;
 use crate::request::FilRequest;
 
 /// What the shape-generic jobs have in common.
@@ -75,7 +75,7 @@ pub(crate) enum Checks {
     /// The request's form (decoding, lengths, counts) and its vanilla proofs against its public
     /// data: what the daemon accepts.
     Full,
-    /// The form only: the vanilla proofs are not verified (shape-only requests, benchmarks).
+    /// The form only: the vanilla proofs are not verified (synthetic requests, benchmarks).
     FormOnly,
 }
 
@@ -135,7 +135,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         Ok(PoRepJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from vanilla proofs that were not checked (shape-only jobs, `crate::shape`, and
+    /// A job from vanilla proofs that were not checked (synthetic jobs, `crate::porep::synthetic`, and
     /// [`Checks::FormOnly`]).
     pub(crate) fn unchecked(params: stacked::PublicParams<Tree>, inputs: PoRepPub<Tree>, proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>) -> Self {
         PoRepJob { params, inputs, proofs, header: OnceLock::new() }
@@ -192,12 +192,12 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
         };
         let Some(header) = header else { return Ok(false) };
         let Ok(challenges) = proofs.iter().map(ChallengeInputs::of::<Tree>).collect::<Result<Vec<_>, _>>() else { return Ok(false) };
-        let replica_id = crate::porep_witness::replica_id_bits(self.inputs.replica_id.into());
-        let arities = crate::porep_witness::arities::<Tree>();
+        let replica_id = crate::porep::witness::replica_id_bits(self.inputs.replica_id.into());
+        let arities = crate::porep::witness::arities::<Tree>();
         let Some(tau) = &self.inputs.tau else { return Ok(false) };
-        let roots = crate::porep_witness::Roots { comm_d: tau.comm_d.into(), comm_c: first.comm_c().into(), comm_r_last: first.comm_r_last().into() };
+        let roots = crate::porep::witness::Roots { comm_d: tau.comm_d.into(), comm_c: first.comm_c().into(), comm_r_last: first.comm_r_last().into() };
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
-            crate::porep_witness::write_challenge(a, &replica_id, roots, &challenges[i], arities)
+            crate::porep::witness::write_challenge(a, &replica_id, roots, &challenges[i], arities)
                 .map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };
         crate::parallel::native_challenges(header_of()?, "challenge_0", header, challenges.len(), write, input, aux)
@@ -241,7 +241,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         Ok(SnapJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from partition proofs that were not checked (shape-only jobs, `crate::snap_shape`,
+    /// A job from partition proofs that were not checked (synthetic jobs, `crate::snap::synthetic`,
     /// and [`Checks::FormOnly`]).
     pub(crate) fn unchecked(
         params: storage_proofs_update::PublicParams,
@@ -284,9 +284,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
     }
 
     /// The header by Filecoin's gadgets (stopped where the first challenge starts), then each
-    /// challenge natively on its own thread (`crate::snap_witness`).
+    /// challenge natively on its own thread (`crate::snap::witness`).
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
-        use crate::snap_witness::{SnapPartition, FIRST_CHALLENGE};
+        use crate::snap::witness::{SnapPartition, FIRST_CHALLENGE};
         let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
         if proof.challenge_proofs.is_empty() {
             return Ok(false);
@@ -426,13 +426,13 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
     }
 
     fn witness_in_parts(&self, _k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
-        use crate::post_witness::{write_sector, SectorInputs};
+        use crate::post::witness::{write_sector, SectorInputs};
         let Some(proof) = &self.proof else { return Ok(false) };
         let circuit = FallbackPoStCompound::<Tree>::circuit(&self.inputs, Default::default(), proof, &self.params, Some(0))
             .map_err(unsat)
             .map_err(WitnessError::Circuit)?;
         let Ok(sectors) = SectorInputs::of(&circuit, &proof.sectors) else { return Ok(false) };
-        let arities = crate::porep_witness::arities::<Tree>();
+        let arities = crate::porep::witness::arities::<Tree>();
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
             write_sector(a, &sectors[i], arities).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };

@@ -13,9 +13,12 @@
 //! uses ([`params`]); [`params::generate`] writes random test parameters there with
 //! `cuzk-setup`. [`verify`] runs Filecoin's own verifiers, and [`fixtures`] seals small sectors
 //! to produce vanilla proofs for tests and benchmarks. For sizes where no sealed sector exists,
-//! [`shape_request`] fabricates structurally exact requests of every kind and
+//! [`synthetic_request`] fabricates structurally exact requests of every kind and
 //! [`prepare_unchecked`] builds their circuits without verifying their vanilla proofs (for
 //! benchmarks only: nothing proved from them is valid).
+//!
+//! Each proof kind has a folder ([`porep`], [`snap`], [`post`]) with the native witness writer
+//! of its partitions and its synthetic jobs and requests (`synthetic`).
 
 #![warn(missing_docs)]
 
@@ -29,15 +32,12 @@ mod jobs;
 mod kind;
 mod parallel;
 pub mod params;
-mod porep_witness;
-pub mod post_shape;
-mod post_witness;
+pub mod porep;
+pub mod post;
 pub mod reference;
 mod request;
-pub mod shape;
-mod shape_request;
-pub mod snap_shape;
-mod snap_witness;
+pub mod snap;
+mod synthetic;
 pub mod verify;
 
 pub use circuit::{prepare, prepare_unchecked, PartitionCircuit, Prepared};
@@ -47,4 +47,4 @@ pub use error::FilError;
 pub use ids::{circuit_of, porep_config, post_config, seal_proof_name, seal_proof_number, update_porep_config, FilKind, FilShape};
 pub use parallel::CircuitSize;
 pub use request::{commitment_cid, parse_commitment, prover_id, CommitmentKind, FilRequest};
-pub use shape_request::shape_request;
+pub use synthetic::synthetic_request;

@@ -6,7 +6,7 @@
 //! challenge's `get_challenge_high_bits` starts). Their variables are therefore the header's,
 //! then one run per challenge, each as long as the others. The header is written by Filecoin's
 //! own gadgets in a [`SegmentCs`], stopped at the first challenge's namespace; each challenge is
-//! written natively on its own thread (`porep_witness`, `snap_witness`), so the assignment is the
+//! written natively on its own thread (`porep::witness`, `snap::witness`), so the assignment is the
 //! sequential one index for index. A layout that does not divide so (or a part that does not
 //! fill its window exactly) is written sequentially by the gadgets instead. The PoSt kinds are
 //! written sequentially.

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cuzk_circuits_filecoin::{fixtures, params, reference, shape_request, verify, FilError, FilKind, FilRequest, FilShape};
+use cuzk_circuits_filecoin::{fixtures, params, reference, synthetic_request, verify, FilError, FilKind, FilRequest, FilShape};
 
 use crate::CliError;
 
@@ -62,19 +62,20 @@ pub fn read_request(path: &Path) -> Result<FilRequest, CliError> {
 
 /// `cuzk gen-vanilla`: seals a sector and writes one request per kind into `out`, named by
 /// circuit id (`porep-2k.json`, `snap-2k.json`, `wpost-2k.json`, `winning-2k.json`), in Curio's
-/// encodings; prints each path. With `shape_only`, seals nothing and writes shape-only requests
-/// of any sector size instead (`cuzk_circuits_filecoin::shape_request`: the real structure,
-/// random values; they do not verify, so the daemon accepts them only in its bench mode).
-pub fn gen_vanilla(out: &Path, size: u64, seed: u64, shape_only: bool) -> Result<Vec<PathBuf>, CliError> {
+/// encodings; prints each path. With `synthetic` (`--shape-only`), seals nothing and writes
+/// synthetic requests of any sector size instead (`cuzk_circuits_filecoin::synthetic_request`:
+/// the real structure, random values; they do not verify, so the daemon accepts them only in its
+/// bench mode).
+pub fn gen_vanilla(out: &Path, size: u64, seed: u64, synthetic: bool) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(out).map_err(io(out))?;
     let mut paths = Vec::new();
-    if shape_only {
+    if synthetic {
         for kind in FilKind::ALL {
             let t = Instant::now();
-            let r = shape_request(kind, size, seed).map_err(fil)?;
+            let r = synthetic_request(kind, size, seed).map_err(fil)?;
             let path = write_request(out, r)?;
             let bytes = std::fs::metadata(&path).map_err(io(&path))?.len();
-            eprintln!("{}: shape-only (does not verify), {bytes} bytes, made in {:.1} s", path.display(), t.elapsed().as_secs_f64());
+            eprintln!("{}: synthetic (does not verify), {bytes} bytes, made in {:.1} s", path.display(), t.elapsed().as_secs_f64());
             paths.push(path);
         }
         return Ok(paths);

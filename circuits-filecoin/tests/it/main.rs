@@ -8,5 +8,5 @@ mod post;
 mod record_parallel;
 mod record_repeated;
 mod reference;
-mod shape_requests;
+mod synthetic_requests;
 mod witness;

@@ -1,6 +1,6 @@
 //! Parallel recording of constraint matrices (`cuzk_worker::matrices::record_parallel`; here its shares one after another, `cuzk_core::compiled::record_in_shares`) gives the
 //! same file bytes as sequential recording on Filecoin partitions: the 2 KiB partitions of
-//! every kind and a shape-only 32 GiB PoRep partition of two challenges.
+//! every kind and a synthetic 32 GiB PoRep partition of two challenges.
 
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, FilKind, PartitionCircuit};
@@ -32,6 +32,6 @@ fn parallel_recording_equals_sequential_on_2_kib_partitions() {
 #[test]
 #[ignore = "slow: a 32 GiB PoRep partition of two challenges"]
 fn parallel_recording_equals_sequential_on_a_32_gib_porep_partition() {
-    let job = cuzk_circuits_filecoin::shape::porep(32 << 30, Some(1), Some(2), 11).expect("shape-only job");
+    let job = cuzk_circuits_filecoin::porep::synthetic::porep(32 << 30, Some(1), Some(2), 11).expect("synthetic job");
     parallel_equals_sequential(&job.partition(0), &[4], "PoRep 32 GiB, 2 challenges");
 }

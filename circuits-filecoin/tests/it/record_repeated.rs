@@ -2,13 +2,13 @@
 //! (`ConstraintMatrices::record_repeated`, the blocks `ParallelWitness::repeats` names: PoRep's
 //! challenges, PoSt's sectors) gives the same file bytes as recording it whole: the 2 KiB
 //! partitions of every kind, a 32 GiB PoRep partition of three challenges and a 32 GiB
-//! WinningPoSt partition (shape-only). SnapDeals names no blocks (each challenge uses other
+//! WinningPoSt partition (synthetic). SnapDeals names no blocks (each challenge uses other
 //! header bits).
 
 use std::time::Instant;
 
 use crate::common::fixtures;
-use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind, PartitionCircuit};
+use cuzk_circuits_filecoin::{prepare, prepare_unchecked, synthetic_request, FilKind, PartitionCircuit};
 use cuzk_core::compiled::CompiledSynthesis;
 use cuzk_core::witness::ParallelWitness;
 
@@ -41,16 +41,16 @@ fn repeated_recording_equals_whole_on_2_kib_partitions() {
             }
         }
     }
-    // A 2 KiB PoRep partition of five challenges (shape-only).
-    let job = cuzk_circuits_filecoin::shape::porep(2048, Some(1), Some(5), 7).expect("shape-only job");
+    // A 2 KiB PoRep partition of five challenges (synthetic).
+    let job = cuzk_circuits_filecoin::porep::synthetic::porep(2048, Some(1), Some(5), 7).expect("synthetic job");
     repeated_equals_whole(&job.partition(0), "PoRep 2 KiB, 5 challenges");
 }
 
 #[test]
 #[ignore = "slow: a 32 GiB PoRep partition of three challenges (about 22 M constraints) and a 32 GiB WinningPoSt"]
 fn repeated_recording_equals_whole_at_32_gib() {
-    let job = cuzk_circuits_filecoin::shape::porep(32 << 30, Some(1), Some(3), 11).expect("shape-only job");
+    let job = cuzk_circuits_filecoin::porep::synthetic::porep(32 << 30, Some(1), Some(3), 11).expect("synthetic job");
     repeated_equals_whole(&job.partition(0), "PoRep 32 GiB, 3 challenges");
-    let req = shape_request(FilKind::WinningPoSt, 32 << 30, 3).expect("shape-only request");
+    let req = synthetic_request(FilKind::WinningPoSt, 32 << 30, 3).expect("synthetic request");
     repeated_equals_whole(&prepare_unchecked(&req).expect("prepare").partition(0), "WinningPoSt 32 GiB");
 }

@@ -4,7 +4,7 @@
 //! kind's partitions do split.
 
 use crate::common::fixtures;
-use cuzk_circuits_filecoin::{prepare, prepare_unchecked, shape_request, FilKind};
+use cuzk_circuits_filecoin::{prepare, prepare_unchecked, synthetic_request, FilKind};
 use cuzk_core::alloc::heap;
 use cuzk_core::compiled::CompiledSynthesis;
 use ff::Field;
@@ -50,22 +50,22 @@ fn native_equals_sequential(c: &cuzk_circuits_filecoin::PartitionCircuit, what: 
 }
 
 /// The native PoRep witness on the production tree shapes (32 GiB: base arity 8 with a sub-tree
-/// level of 8; 64 GiB: also a top level of 2) and 11 layers, from shape-only vanilla proofs of
+/// level of 8; 64 GiB: also a top level of 2) and 11 layers, from synthetic vanilla proofs of
 /// one partition of two challenges: equal index for index to Filecoin's gadgets run
 /// sequentially.
 #[test]
 fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
     for sector_size in [32u64 << 30, 64 << 30] {
-        let p = cuzk_circuits_filecoin::shape::porep(sector_size, Some(1), Some(2), 11).expect("shape-only job");
+        let p = cuzk_circuits_filecoin::porep::synthetic::porep(sector_size, Some(1), Some(2), 11).expect("synthetic job");
         native_equals_sequential(&p.partition(0), &format!("porep, {sector_size} bytes"));
     }
 }
 
-/// The native SnapDeals witness of a shape-only partition of `sector_size` with `challenges`
+/// The native SnapDeals witness of a synthetic partition of `sector_size` with `challenges`
 /// challenges (`None`: the real count) equals Filecoin's gadgets run sequentially, index for
 /// index.
 fn native_snap_witness_equals_the_gadgets(sector_size: u64, challenges: Option<usize>) {
-    let p = cuzk_circuits_filecoin::snap_shape::snap(sector_size, challenges, 3).expect("shape-only job");
+    let p = cuzk_circuits_filecoin::snap::synthetic::snap(sector_size, challenges, 3).expect("synthetic job");
     native_equals_sequential(&p.partition(0), &format!("snap, {sector_size} bytes, {challenges:?} challenges"));
 }
 
@@ -94,13 +94,13 @@ fn native_snap_witness_equals_the_gadgets_on_whole_production_partitions() {
 }
 
 /// The native PoSt witness on the production tree shapes (32 GiB: 8-8-0; 64 GiB: 8-8-2), from
-/// shape-only WinningPoSt requests (66 one-challenge sectors): equal index for index to
+/// synthetic WinningPoSt requests (66 one-challenge sectors): equal index for index to
 /// Filecoin's gadgets run sequentially. WindowPoSt shares the sector writer; its 2 KiB fixture
 /// is checked above with real proofs.
 #[test]
 fn native_post_witness_equals_the_gadgets_at_production_shapes() {
     for sector_size in [32u64 << 30, 64 << 30] {
-        let req = shape_request(FilKind::WinningPoSt, sector_size, 7).expect("shape-only request");
+        let req = synthetic_request(FilKind::WinningPoSt, sector_size, 7).expect("synthetic request");
         let p = prepare_unchecked(&req).expect("prepare");
         native_equals_sequential(&p.partition(0), &format!("winning post, {sector_size} bytes"));
     }

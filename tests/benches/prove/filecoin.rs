@@ -206,25 +206,25 @@ fn gadgets_against_native(c: &cuzk_circuits_filecoin::PartitionCircuit, n: cuzk_
     (gadgets, native)
 }
 
-/// `--fil-shapes 32g,64g`: the witness of a shape-only PoRep partition of `sector_size`
-/// (`cuzk_circuits_filecoin::shape`: the real circuit, fabricated values; no proof). Filecoin's
-/// gadgets and the native writer on one thread over a partition of two challenges (the same
-/// values, checked), then the native writer over a whole partition on all threads. Sizes are
-/// counted on partitions of one and two challenges (a partition is a header and equal
-/// challenges).
-pub fn shape_witness(sector_size: u64) {
-    use cuzk_circuits_filecoin::shape;
+/// `--fil-shapes 32g,64g`: the witness of a synthetic PoRep partition of `sector_size`
+/// (`cuzk_circuits_filecoin::porep::synthetic`: the real circuit, fabricated values; no
+/// proof). Filecoin's gadgets and the native writer on one thread over a partition of two
+/// challenges (the same values, checked), then the native writer over a whole partition on all
+/// threads. Sizes are counted on partitions of one and two challenges (a partition is a header
+/// and equal challenges).
+pub fn synthetic_porep_witness(sector_size: u64) {
+    use cuzk_circuits_filecoin::porep::synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
-    let job = |challenges: Option<usize>| shape::porep(sector_size, Some(1), challenges, 3).expect("shape-only job").partition(0);
+    let job = |challenges: Option<usize>| synthetic::porep(sector_size, Some(1), challenges, 3).expect("synthetic job").partition(0);
     let (one, two) = (job(Some(1)).size().expect("size"), job(Some(2)).size().expect("size"));
-    let n = shape::porep_challenges(sector_size).expect("challenges per partition");
+    let n = synthetic::porep_challenges(sector_size).expect("challenges per partition");
     let full = |a: usize, b: usize| a + (n - 1) * (b - a);
     let (rows, inputs, aux) = (full(one.constraints, two.constraints), full(one.inputs, two.inputs), full(one.aux, two.aux));
     // One thread, two challenges: gadgets against the native writer.
     let (gadgets, native) = gadgets_against_native(&job(Some(2)), two, &id);
     let per = |t: f64, rows: usize| t / rows as f64 * 1e9;
     println!(
-        "{id} (shape-only): {rows} constraints, {inputs} inputs, {aux} aux per partition of {n} challenges; one thread, 2 challenges ({} constraints): gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x)",
+        "{id} (synthetic): {rows} constraints, {inputs} inputs, {aux} aux per partition of {n} challenges; one thread, 2 challenges ({} constraints): gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x)",
         two.constraints,
         gadgets,
         per(gadgets, two.constraints),
@@ -239,7 +239,7 @@ pub fn shape_witness(sector_size: u64) {
     assert!(c.witness_in_parts(&mut input, &mut aux_buf).expect("native"), "{id}: the native writer did not run");
     let (wall, cpu) = (secs(t), (cpu_time() - cpu).as_secs_f64());
     println!(
-        "{id} (shape-only): whole partition native on {} threads: {:.3} s wall, {:.2} s CPU ({:.0} ns/constraint of CPU); witness {:.2} GiB",
+        "{id} (synthetic): whole partition native on {} threads: {:.3} s wall, {:.2} s CPU ({:.0} ns/constraint of CPU); witness {:.2} GiB",
         rayon::current_num_threads(),
         wall,
         cpu,
@@ -269,17 +269,17 @@ fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
     (t.0, t.1)
 }
 
-/// `--fil-shapes`: recording the matrices of a whole shape-only PoRep partition of
-/// `sector_size` (`cuzk_circuits_filecoin::shape`, the real challenge count) sequentially
+/// `--fil-shapes`: recording the matrices of a whole synthetic PoRep partition of
+/// `sector_size` (`cuzk_circuits_filecoin::porep::synthetic`, the real challenge count) sequentially
 /// (`ConstraintMatrices::record`) against in parallel on all threads
 /// (`cuzk_worker::matrices::record_parallel`) and from two of its challenges
 /// (`ConstraintMatrices::record_repeated`), checked to give the same file bytes; and the
 /// circuit run once without building any constraint (`ShapeCounter`), the part of its work
 /// every thread of a parallel recording repeats.
-pub fn shape_recording(sector_size: u64) {
-    use cuzk_circuits_filecoin::shape;
+pub fn synthetic_porep_recording(sector_size: u64) {
+    use cuzk_circuits_filecoin::porep::synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
-    let c = shape::porep(sector_size, Some(1), None, 3).expect("shape-only job").partition(0);
+    let c = synthetic::porep(sector_size, Some(1), None, 3).expect("synthetic job").partition(0);
     let threads = rayon::current_num_threads();
     let t = Instant::now();
     let counted = cuzk_core::synth::ShapeCounter::of(c.clone()).expect("count");
@@ -301,7 +301,7 @@ pub fn shape_recording(sector_size: u64) {
     let repeated = secs(t);
     assert!(file_digest(&rep) == want, "{id}: recording from two challenges differs from sequential recording");
     println!(
-        "{id} (shape-only): recording one partition ({rows} constraints, {entries} entries): sequential {sequential:.3} s, parallel on {threads} threads {parallel:.3} s ({:.2}x), from 2 of its {} challenges {repeated:.3} s ({:.2}x), same bytes; the circuit without constraints (what each thread repeats) {skip:.3} s = {:.2} of sequential",
+        "{id} (synthetic): recording one partition ({rows} constraints, {entries} entries): sequential {sequential:.3} s, parallel on {threads} threads {parallel:.3} s ({:.2}x), from 2 of its {} challenges {repeated:.3} s ({:.2}x), same bytes; the circuit without constraints (what each thread repeats) {skip:.3} s = {:.2} of sequential",
         sequential / parallel,
         r.count,
         sequential / repeated,
@@ -309,13 +309,13 @@ pub fn shape_recording(sector_size: u64) {
     );
 }
 
-/// `--fil-shapes`: the witness of a shape-only SnapDeals partition of `sector_size`
-/// (`cuzk_circuits_filecoin::snap_shape`, the real challenge count): Filecoin's gadgets and the
+/// `--fil-shapes`: the witness of a synthetic SnapDeals partition of `sector_size`
+/// (`cuzk_circuits_filecoin::snap::synthetic`, the real challenge count): Filecoin's gadgets and the
 /// native writer on one thread (the same values, checked), then the native writer on all
 /// threads.
-pub fn snap_shape_witness(sector_size: u64) {
+pub fn synthetic_snap_witness(sector_size: u64) {
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::SnapDeals, sector_size).expect("a SnapDeals sector size").id();
-    let c = cuzk_circuits_filecoin::snap_shape::snap(sector_size, None, 3).expect("shape-only job").partition(0);
+    let c = cuzk_circuits_filecoin::snap::synthetic::snap(sector_size, None, 3).expect("synthetic job").partition(0);
     let n = c.size().expect("size");
     let (gadgets, native) = gadgets_against_native(&c, n, &id);
     let (mut input, mut aux) = zeros(n.inputs, n.aux);
@@ -324,7 +324,7 @@ pub fn snap_shape_witness(sector_size: u64) {
     let (wall, cpu) = (secs(t), (cpu_time() - cpu).as_secs_f64());
     let per = |t: f64| t / n.constraints as f64 * 1e9;
     println!(
-        "{id} (shape-only): {} constraints, {} inputs, {} aux; one thread: gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x); native on {} threads {:.3} s wall, {:.2} s CPU ({:.0} ns/constraint of CPU)",
+        "{id} (synthetic): {} constraints, {} inputs, {} aux; one thread: gadgets {:.3} s = {:.0} ns/constraint, native {:.3} s = {:.0} ns/constraint ({:.2}x); native on {} threads {:.3} s wall, {:.2} s CPU ({:.0} ns/constraint of CPU)",
         n.constraints,
         n.inputs,
         n.aux,
@@ -340,24 +340,24 @@ pub fn snap_shape_witness(sector_size: u64) {
     );
 }
 
-/// `--fil-shape-proofs 32g`: one whole shape-only PoRep C2 of `sector_size` (its real partition
+/// `--fil-shape-proofs 32g`: one whole synthetic PoRep C2 of `sector_size` (its real partition
 /// count) proved on `backend` with timing-only parameters of the circuit's exact shape
 /// (`super::timing_params`: pseudo-random points, so nothing is verified): the matrices recorded
 /// from partition 0, made resident with the parameters, then every partition's witness written
 /// on a thread of its own (the next one while the device proves the current one) and proved
 /// through the witness path. Prints the one-time costs and per partition the witness and the
 /// upload → proof time, then the proof's wall time from the first witness to the last partition.
-pub fn shape_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
-    use cuzk_circuits_filecoin::shape;
+pub fn synthetic_porep_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
+    use cuzk_circuits_filecoin::porep::synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
-    let job = shape::porep(sector_size, None, None, 5).expect("shape-only job");
+    let job = synthetic::porep(sector_size, None, None, 5).expect("synthetic job");
     let parts = job.partitions();
     let t = Instant::now();
     let m = std::sync::Arc::new(job.partition(0).record().expect("record"));
     let record = secs(t);
     let rows = m.num_constraints();
     println!(
-        "{id} (shape-only) on {name}: {parts} partitions of {rows} constraints, {} inputs, {} aux; matrices {} entries ({:.0} MiB), recorded in {record:.1} s",
+        "{id} (synthetic) on {name}: {parts} partitions of {rows} constraints, {} inputs, {} aux; matrices {} entries ({:.0} MiB), recorded in {record:.1} s",
         m.num_inputs,
         m.num_aux,
         m.num_entries(),
@@ -404,5 +404,5 @@ pub fn shape_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
         }
     });
     let wall = secs(start);
-    println!("{id} (shape-only) on {name}: {parts} partitions proved in {wall:.2} s from the first witness ({:.2} s a partition)", wall / parts as f64);
+    println!("{id} (synthetic) on {name}: {parts} partitions proved in {wall:.2} s from the first witness ({:.2} s a partition)", wall / parts as f64);
 }

@@ -15,7 +15,7 @@ use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_post::fallback::{FallbackPoStCircuit, SectorProof};
 
 use crate::error::FilError;
-use crate::porep_witness::{path_of, Path};
+use crate::porep::witness::{path_of, Path};
 
 /// What one sector of a partition reads from its public sector and its vanilla proof.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! Shape-only WindowPoSt and WinningPoSt requests: sector proofs that are structurally exact for
+//! Synthetic WindowPoSt and WinningPoSt requests: sector proofs that are structurally exact for
 //! a sector size (a full partition's sector count, the challenge count per sector, Merkle path
 //! lengths and arities) with fabricated values, so production-size PoSt circuits can be built
 //! ([`crate::prepare_unchecked`]) and timed without a sealed sector. Each sector's `comm_r` is
@@ -17,7 +17,7 @@ use crate::error::FilError;
 use crate::fixtures::blank;
 use crate::ids::{post_config, FilKind, FilShape};
 use crate::request::FilRequest;
-use crate::shape::{comm_r_of, random_ticket, tree_levels, tree_proof};
+use crate::synthetic::{comm_r_of, random_ticket, tree_levels, tree_proof};
 
 /// `sectors` fabricated sector proofs (sector ids 1, 2, …) of `challenges` inclusion proofs
 /// each in a sector of `sector_size` bytes.
@@ -42,7 +42,7 @@ fn sector_proofs<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .collect())
 }
 
-/// A shape-only WindowPoSt or WinningPoSt request of `sector_size`, fabricated from `seed`, in
+/// A synthetic WindowPoSt or WinningPoSt request of `sector_size`, fabricated from `seed`, in
 /// Curio's encodings: the default registered PoSt proof of that size (V1_1 window, V1 winning),
 /// one bincode `FallbackPoStSectorProof` per sector in `vanilla_proofs` — WindowPoSt: a full
 /// partition (partition 0), as many sectors as a partition of that size proves (2349 at

@@ -1,4 +1,4 @@
-//! Shape-only SnapDeals jobs and requests: partition proofs that are structurally exact for a
+//! Synthetic SnapDeals jobs and requests: partition proofs that are structurally exact for a
 //! sector size (challenge count, apex leaves, Merkle path lengths and arities, one partition
 //! path shared by every challenge of a partition) with fabricated values, so production-size
 //! partitions can be synthesized without updating a sector. Each new replica leaf is the
@@ -26,7 +26,7 @@ use crate::fixtures::blank;
 use crate::ids::{FilKind, FilShape};
 use crate::jobs::SnapJob;
 use crate::request::FilRequest;
-use crate::shape::{comm_r_of, path, tree_levels};
+use crate::synthetic::{comm_r_of, path, tree_levels};
 
 type TreeRDomain = <TreeRHasher as Hasher>::Domain;
 
@@ -94,7 +94,7 @@ fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     Ok(SnapFabric { params, inputs, proofs })
 }
 
-/// A shape-only SnapDeals job of `sector_size` (2 KiB, 32 GiB or 64 GiB, by tree shape): one
+/// A synthetic SnapDeals job of `sector_size` (2 KiB, 32 GiB or 64 GiB, by tree shape): one
 /// partition (`k = 0`) of `challenges` challenges (`None`: the real count), fabricated from
 /// `seed`. It synthesizes like a real partition of that size; the proofs made from it are not
 /// valid.
@@ -118,7 +118,7 @@ pub fn snap(sector_size: u64, challenges: Option<usize>, seed: u64) -> Result<Pr
     Ok(Prepared::from_job(circuit, Arc::new(job), 1))
 }
 
-/// A shape-only SnapDeals request of `sector_size`, fabricated from `seed`, in Curio's
+/// A synthetic SnapDeals request of `sector_size`, fabricated from `seed`, in Curio's
 /// encodings: the update proof of that size, one bincode `PartitionProof` per partition (the
 /// real count) in `vanilla_proofs`, and the three commitments as raw 32 bytes. It decodes; its
 /// partition proofs do not verify ([`crate::prepare`] refuses it, [`crate::prepare_unchecked`]

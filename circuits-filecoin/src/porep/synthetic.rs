@@ -1,18 +1,17 @@
-//! Shape-only PoRep jobs and requests: vanilla proofs that are structurally exact for a sector
+//! Synthetic PoRep jobs and requests: vanilla proofs that are structurally exact for a sector
 //! size (its partition and challenge counts, Merkle path lengths and arities, column heights,
 //! parent counts) with fabricated values, so production-size circuits can be synthesized and
 //! timed without sealing a sector. They do not verify: their partitions are built without
 //! Filecoin's check, and nothing proved from them is a valid proof.
 //!
 //! One fabricator serves both [`porep`] (a [`Prepared`] job, built directly) and
-//! [`porep_request`] (the request Curio would send, for [`crate::prepare_unchecked`]). The
-//! Merkle-path helpers here are shared with the SnapDeals and PoSt fabricators.
+//! [`porep_request`] (the request Curio would send, for [`crate::prepare_unchecked`]).
 
 use std::sync::Arc;
 
 use cuzk_gadget_witness::por::level_arities;
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Hasher};
-use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, SealCommitPhase1Output, SectorShape2KiB, SectorShape32GiB, SectorShape64GiB, TreeRHasher};
 use rand::{Rng, SeedableRng};
 use storage_proofs_core::merkle::{compound_path_length, MerkleProof, MerkleTreeTrait};
@@ -25,57 +24,7 @@ use crate::fixtures::{blank, MINER_ID, SECTOR_NUMBER};
 use crate::ids::{porep_config, FilKind, FilShape};
 use crate::jobs::PoRepJob;
 use crate::request::{prover_id, FilRequest};
-
-pub(crate) type TreeProof<Tree> = MerkleProof<
-    <Tree as MerkleTreeTrait>::Hasher,
-    <Tree as MerkleTreeTrait>::Arity,
-    <Tree as MerkleTreeTrait>::SubTreeArity,
-    <Tree as MerkleTreeTrait>::TopTreeArity,
->;
-
-/// A path to leaf `node` through levels of the given arities (from the leaf up): per level,
-/// fabricated siblings and `node`'s digit at that level.
-pub(crate) fn path<D: Domain>(node: usize, level_arities: &[usize], rng: &mut impl Rng) -> Vec<(Vec<D>, usize)> {
-    let mut rest = node;
-    level_arities
-        .iter()
-        .map(|&arity| {
-            let index = rest % arity;
-            rest /= arity;
-            ((0..arity - 1).map(|_| D::random(&mut *rng)).collect(), index)
-        })
-        .collect()
-}
-
-/// The arity of each level (from the leaf up) of `Tree` over `leaves` leaves.
-pub(crate) fn tree_levels<Tree: MerkleTreeTrait>(leaves: usize) -> Result<Vec<usize>, FilError> {
-    let len = compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
-    level_arities(crate::porep_witness::arities::<Tree>(), len).map_err(|e| FilError::Filecoin(e.to_string()))
-}
-
-/// An inclusion proof of a fabricated leaf at `node` of a tree with levels `tree_levels` and
-/// root `root`.
-pub(crate) fn tree_proof<Tree: MerkleTreeTrait>(
-    node: usize,
-    tree_levels: &[usize],
-    root: <Tree::Hasher as Hasher>::Domain,
-    rng: &mut impl Rng,
-) -> TreeProof<Tree> {
-    let leaf = <Tree::Hasher as Hasher>::Domain::random(&mut *rng);
-    MerkleProof::from_parts(leaf, root, path(node, tree_levels, rng))
-}
-
-/// `comm_r = H(comm_c, comm_r_last)`, as sealing computes it.
-pub(crate) fn comm_r_of(comm_c: &<TreeRHasher as Hasher>::Domain, comm_r_last: &<TreeRHasher as Hasher>::Domain) -> <TreeRHasher as Hasher>::Domain {
-    <TreeRHasher as Hasher>::Function::hash2(comm_c, comm_r_last)
-}
-
-/// 32 random bytes that are a field element (top bits cleared), as tickets and seeds are.
-pub(crate) fn random_ticket(rng: &mut impl Rng) -> [u8; 32] {
-    let mut t: [u8; 32] = rng.gen();
-    t[31] &= 0x3f;
-    t
-}
+use crate::synthetic::{comm_r_of, path, random_ticket, tree_levels, tree_proof, TreeProof};
 
 fn column_proof<Tree: MerkleTreeTrait>(
     node: usize,
@@ -177,7 +126,7 @@ pub fn porep_challenges(sector_size: u64) -> Result<usize, FilError> {
     Ok(filecoin_proofs::parameters::setup_params(&config).map_err(FilError::fil)?.challenges.num_challenges_per_partition())
 }
 
-/// A shape-only PoRep job of `sector_size` (2 KiB, 8 MiB, 512 MiB, 32 GiB or 64 GiB):
+/// A synthetic PoRep job of `sector_size` (2 KiB, 8 MiB, 512 MiB, 32 GiB or 64 GiB):
 /// `partitions` partitions (`None`: the real count) of `challenges` challenges each (`None`:
 /// the real count), fabricated from `seed`. Its partitions synthesize like a real job's of that
 /// size; the proofs made from them are not valid.
@@ -212,7 +161,7 @@ pub fn porep(sector_size: u64, partitions: Option<usize>, challenges: Option<usi
     Ok(Prepared::from_job(circuit, Arc::new(job), partitions))
 }
 
-/// A shape-only PoRep request of `sector_size`, fabricated from `seed`: the default (V1_1)
+/// A synthetic PoRep request of `sector_size`, fabricated from `seed`: the default (V1_1)
 /// registered seal proof, miner [`MINER_ID`], sector [`SECTOR_NUMBER`], and in `vanilla_proof`
 /// filecoin-proofs' C1 output JSON (bare, as [`crate::fixtures::generate`] writes it;
 /// [`crate::wrap_c1_like_curio`] puts it in Curio's wrapper) with every partition and challenge

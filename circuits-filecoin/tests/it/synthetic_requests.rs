@@ -1,4 +1,4 @@
-//! Shape-only requests (`shape_request`) built without vanilla verification
+//! Synthetic requests (`synthetic_request`) built without vanilla verification
 //! (`prepare_unchecked`), each against an independent reference:
 //! - at 2 KiB, the real fixture requests of every kind (a sealed sector, `prepare`): the same
 //!   partition count and, per partition, the same constraints, inputs and aux variables;
@@ -16,7 +16,7 @@ use std::time::Instant;
 use crate::common::{fixture, KIB2};
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use cuzk_circuits_filecoin::{decode_request_parts, prepare, prepare_unchecked, shape_request, wrap_c1_like_curio, FilError, FilKind, FilRequest};
+use cuzk_circuits_filecoin::{decode_request_parts, prepare, prepare_unchecked, synthetic_request, wrap_c1_like_curio, FilError, FilKind, FilRequest};
 use cuzk_core::synth::ShapeCounter;
 use filecoin_proofs::parameters::{setup_params, window_post_setup_params, winning_post_setup_params};
 use filecoin_proofs::{DefaultPieceHasher, PoRepConfig, PoStConfig, PoStType, SectorShape32GiB, SectorUpdateConfig};
@@ -55,19 +55,19 @@ fn round_trips(r: &FilRequest) -> usize {
 }
 
 #[test]
-fn shape_requests_have_the_real_shapes_at_2_kib() {
+fn synthetic_requests_have_the_real_structure_at_2_kib() {
     for kind in FilKind::ALL {
         let real = prepare(&fixture(kind)).expect("the fixture prepares");
-        let req = shape_request(kind, KIB2, 1).expect("shape-only request");
+        let req = synthetic_request(kind, KIB2, 1).expect("synthetic request");
         decode_request_parts(&req).expect("decodes");
-        let shape = prepare_unchecked(&req).expect("prepare_unchecked");
-        assert_eq!(shape.circuit, real.circuit, "{kind:?}");
-        assert_eq!(shape.cache_id, real.cache_id, "{kind:?}");
-        assert_eq!(shape.partitions(), real.partitions(), "{kind:?}: partitions");
+        let synthetic = prepare_unchecked(&req).expect("prepare_unchecked");
+        assert_eq!(synthetic.circuit, real.circuit, "{kind:?}");
+        assert_eq!(synthetic.cache_id, real.cache_id, "{kind:?}");
+        assert_eq!(synthetic.partitions(), real.partitions(), "{kind:?}: partitions");
         for k in 0..real.partitions() {
-            let (s, r) = (count(shape.partition(k)), count(real.partition(k)));
+            let (s, r) = (count(synthetic.partition(k)), count(real.partition(k)));
             assert_eq!(s, r, "{kind:?} partition {k}: (constraints, inputs, aux)");
-            assert_eq!(shape.partition(k).public_inputs().expect("public inputs").len() + 1, s.1, "{kind:?}: public inputs");
+            assert_eq!(synthetic.partition(k).public_inputs().expect("public inputs").len() + 1, s.1, "{kind:?}: public inputs");
             eprintln!("{kind:?} 2 KiB partition {k}: {s:?} (constraints, inputs, aux), as the sealed sector's");
         }
         // In Curio's wrapper, as gen-vanilla writes it, and through JSON.
@@ -78,9 +78,9 @@ fn shape_requests_have_the_real_shapes_at_2_kib() {
 }
 
 #[test]
-fn the_checked_path_refuses_shape_requests() {
+fn the_checked_path_refuses_synthetic_requests() {
     for kind in FilKind::ALL {
-        let req = shape_request(kind, KIB2, 2).expect("shape-only request");
+        let req = synthetic_request(kind, KIB2, 2).expect("synthetic request");
         match prepare(&req) {
             Err(FilError::VanillaInvalid(why)) => eprintln!("{kind:?}: refused: {why}"),
             other => panic!("{kind:?}: expected the vanilla proofs to be refused, got {other:?}"),
@@ -91,7 +91,7 @@ fn the_checked_path_refuses_shape_requests() {
 #[test]
 fn form_errors_are_the_checked_paths() {
     for kind in FilKind::ALL {
-        let good = shape_request(kind, KIB2, 3).expect("shape-only request");
+        let good = synthetic_request(kind, KIB2, 3).expect("synthetic request");
         let mut bad = vec![];
         let mut r = good.clone();
         r.registered_proof = 99;
@@ -121,33 +121,33 @@ fn form_errors_are_the_checked_paths() {
     }
 }
 
-/// Partition count and partition 0's size of the shape-only request of `kind` at 32 GiB, against
+/// Partition count and partition 0's size of the synthetic request of `kind` at 32 GiB, against
 /// those of Filecoin's blank circuit (`reference`: its partition count and blank circuit's
 /// size); both counted at once on two threads. Also: `prepare` refuses the request, and it
 /// round-trips through JSON as gen-vanilla writes it.
 fn against_blank_at_32_gib(kind: FilKind, reference: impl FnOnce() -> (usize, Size) + Send) {
     let t = Instant::now();
-    let req = shape_request(kind, GIB32, 5).expect("shape-only request");
+    let req = synthetic_request(kind, GIB32, 5).expect("synthetic request");
     let made = t.elapsed().as_secs_f64();
     let bytes = req.vanilla_proof.len() + req.vanilla_proofs.iter().map(Vec::len).sum::<usize>();
     let t = Instant::now();
     let p = prepare_unchecked(&req).expect("prepare_unchecked");
     let prepared = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let ((partitions, blank), shape) = std::thread::scope(|s| {
+    let ((partitions, blank), synthetic) = std::thread::scope(|s| {
         let r = s.spawn(reference);
-        let shape = count(p.partition(0));
-        (r.join().expect("reference"), shape)
+        let synthetic = count(p.partition(0));
+        (r.join().expect("reference"), synthetic)
     });
     let counted = t.elapsed().as_secs_f64();
     assert_eq!(p.partitions(), partitions, "{kind:?}: partitions");
-    assert_eq!(shape, blank, "{kind:?}: partition 0 (constraints, inputs, aux) against Filecoin's blank circuit");
+    assert_eq!(synthetic, blank, "{kind:?}: partition 0 (constraints, inputs, aux) against Filecoin's blank circuit");
     let t = Instant::now();
     assert!(matches!(prepare(&req), Err(FilError::VanillaInvalid(_))), "{kind:?}: the checked path must refuse it");
     let refused = t.elapsed().as_secs_f64();
     let json = round_trips(&as_written(req, GIB32));
     eprintln!(
-        "{kind:?} 32 GiB: {partitions} partitions, {shape:?} (constraints, inputs, aux) as Filecoin's blank circuit; vanilla proofs {bytes} bytes, JSON {json} bytes; made in {made:.1} s, prepared (unchecked) in {prepared:.1} s, counted in {counted:.1} s, refused by prepare in {refused:.1} s"
+        "{kind:?} 32 GiB: {partitions} partitions, {synthetic:?} (constraints, inputs, aux) as Filecoin's blank circuit; vanilla proofs {bytes} bytes, JSON {json} bytes; made in {made:.1} s, prepared (unchecked) in {prepared:.1} s, counted in {counted:.1} s, refused by prepare in {refused:.1} s"
     );
 }
 
