@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use blstrs::{Bls12, Scalar};
 use cuzk_backend_cpu::CpuBackend;
+use cuzk_circuits::BuiltinShape;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::engine::{CircuitId, DeviceId, Location};
 use cuzk_core::params::Validation;
-use cuzk_circuits::BuiltinShape;
 use cuzk_worker::{prove_one, BackendWorker, LoadTask, ParamSource, PartData, StageOutput, Worker};
 use ff::Field;
 use rand::SeedableRng;

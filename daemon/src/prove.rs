@@ -63,7 +63,9 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
     let worker = if run.partitions > 1 { worker } else { worker.without_matrix_cache() };
     let circuit = CircuitId(0);
     let t = Instant::now();
-    let load = |at, from_host| worker.load_params(LoadTask { circuit, at, source: ParamSource::File(run.path.clone()), validation: run.validation, from_host, streamed: false });
+    let load = |at, from_host| {
+        worker.load_params(LoadTask { circuit, at, source: ParamSource::File(run.path.clone()), validation: run.validation, from_host, streamed: false })
+    };
     if n_dev == 1 {
         load(Location::Device(DeviceId(0)), false)?;
     } else {
@@ -95,12 +97,20 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
                         let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
                         let (mut times, mut constraints) = (Vec::new(), 0);
                         let t = Instant::now();
-                        let (proof, public) = prove_one(worker, circuit, d as u32, run.shape.partition(seed).map_err(CliError::Build)?, Some((r, s)), true, |stage, took, out| {
-                            if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
-                                constraints = s.num_constraints();
-                            }
-                            times.push((stage, took));
-                        })?;
+                        let (proof, public) = prove_one(
+                            worker,
+                            circuit,
+                            d as u32,
+                            run.shape.partition(seed).map_err(CliError::Build)?,
+                            Some((r, s)),
+                            true,
+                            |stage, took, out| {
+                                if let StageOutput::Synthesized { data: PartData::Synthesized(s), .. } = out {
+                                    constraints = s.num_constraints();
+                                }
+                                times.push((stage, took));
+                            },
+                        )?;
                         done.push((i, ProvedPartition { device: d, proof, public: public.len(), constraints, times, total: t.elapsed() }));
                     }
                 })

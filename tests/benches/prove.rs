@@ -525,8 +525,7 @@ fn run<B: Backend, W: Worker<Data = PartData<B>>>(worker: &W, backend: &B, vk: O
                 let tx = tx.clone();
                 scope.spawn(move || {
                     for i in (w..pipeline).step_by(workers) {
-                        let (synth, public) = match worker.run_stage(task(i, Stage::Synthesize, StageInput::Circuit(case.work(100 + i as u64))))
-                        {
+                        let (synth, public) = match worker.run_stage(task(i, Stage::Synthesize, StageInput::Circuit(case.work(100 + i as u64)))) {
                             Ok(StageOutput::Synthesized { data, public }) => (data, public),
                             Ok(_) => panic!("synthesis produced no record"),
                             Err(e) => panic!("synthesize: {e}"),
@@ -643,7 +642,14 @@ impl<B: Backend + 'static> Side<B> {
     fn run_from_file(&self, file: &ParamsFile, case: &Case) -> Row {
         let t = Instant::now();
         let at = Location::Device(DeviceId(0));
-        let task = LoadTask { circuit: case.circuit, at, source: ParamSource::File(file.0.clone()), validation: Validation::Trusted, from_host: false, streamed: false };
+        let task = LoadTask {
+            circuit: case.circuit,
+            at,
+            source: ParamSource::File(file.0.clone()),
+            validation: Validation::Trusted,
+            from_host: false,
+            streamed: false,
+        };
         if let Err(e) = self.worker.load_params(task) {
             panic!("{}: loading {}: {e}", self.name, file.0.display());
         }

@@ -298,7 +298,12 @@ impl<B: Backend> BackendWorker<B> {
 /// `a, b, c` on the device) or the whole record, and its public inputs. A witness that is not
 /// trusted ([`WitnessCheck`]) has its public inputs checked here, and its constraints here on
 /// a record (else at the upload).
-fn synthesize_work(work: &dyn PartitionCircuit, matrices: Option<&MatrixCache>, alloc: SharedAllocator, witness_only: bool) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
+fn synthesize_work(
+    work: &dyn PartitionCircuit,
+    matrices: Option<&MatrixCache>,
+    alloc: SharedAllocator,
+    witness_only: bool,
+) -> Result<(Synthesis, Vec<Scalar>), WorkError> {
     let public = work.public_inputs().map_err(WorkError::Circuit)?;
     let synth = synthesize_circuit(matrices, work, alloc, witness_only)?;
     let check = work.witness_check();

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use cuzk_core::circuit::CircuitError;
 use cuzk_core::backend::BackendError;
+use cuzk_core::circuit::CircuitError;
 use cuzk_core::jobs::{backend_fault, Fault};
 use cuzk_core::params::ParamsError;
 use cuzk_core::proof::VerifyError;

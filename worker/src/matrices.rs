@@ -76,8 +76,9 @@ fn record_in_threads(
     }
     let share = &share;
     let shares: Vec<Result<_, SynthesizeError>> = std::thread::scope(|s| {
-        let threads: Vec<_> =
-            (1..parts).map(|p| std::thread::Builder::new().name(format!("cuzk-record-{p}")).stack_size(RECORD_STACK_BYTES).spawn_scoped(s, move || share(p))).collect();
+        let threads: Vec<_> = (1..parts)
+            .map(|p| std::thread::Builder::new().name(format!("cuzk-record-{p}")).stack_size(RECORD_STACK_BYTES).spawn_scoped(s, move || share(p)))
+            .collect();
         let mut out = Vec::with_capacity(parts);
         out.push(share(0));
         for (p, t) in (1..parts).zip(threads) {

@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use cuzk_core::circuit::{Partition, WitnessCheck};
 use cuzk_core::engine::{CircuitId, EngineConfig, EngineError, JobId, Location, Nanos, PartitionId, Presence, Stage};
 use cuzk_core::jobs::{Admission, EndStatus, Event, JobEnd, Jobs, JobsConfig, JobsError, Shutdown, Submission, Work as JobWork};
 use cuzk_core::params::Validation;
 use cuzk_core::proof::Proof;
-use cuzk_core::circuit::{Partition, WitnessCheck};
 use cuzk_worker::{catch_panics, LoadTask, ParamSource, StageInput, StageOutput, StageTask, WorkError, Worker};
 use ff::PrimeField;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -514,8 +514,8 @@ impl<W: Worker> Driver<W> {
             return Ok(id);
         }
         let budget = crate::circuits::stream_budget(&self.cfg.engine);
-        let (reg, profile) = crate::circuits::registration(&self.cfg.data_dir, &self.cfg.fil_dir, spec, params, self.worker.witness_only(), budget)
-            .map_err(|e| match e {
+        let (reg, profile) =
+            crate::circuits::registration(&self.cfg.data_dir, &self.cfg.fil_dir, spec, params, self.worker.witness_only(), budget).map_err(|e| match e {
                 RegisterError::MissingParams(m) => DriverError::MissingParams(m),
                 RegisterError::BadParams(p) => DriverError::BadParams(p),
             })?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_circuits::CircuitKind;
-use cuzk_core::engine::{DeviceConfig, EngineConfig, Priority};
 use cuzk_core::circuit::WitnessCheck;
+use cuzk_core::engine::{DeviceConfig, EngineConfig, Priority};
 use cuzk_worker::{LoadTask, StageInput, StageOutput, StageTask, WorkError, Worker};
 use group::Group;
 use rand_chacha::rand_core::SeedableRng;

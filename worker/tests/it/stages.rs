@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::work;
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::{BuiltinShape, CircuitKind};
@@ -14,10 +15,9 @@ use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::circuit::{CircuitError, Partition, PartitionCircuit, ShapeKey, WitnessCheck};
 use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
 use cuzk_core::matrices::{ConstraintMatrices, RecordedShare, Repeats};
+use cuzk_core::params::Validation;
 use cuzk_core::synth::{SizeHint, SynthesizeError, Synthesized};
 use cuzk_core::witness::WitnessError;
-use cuzk_core::params::Validation;
-use crate::work;
 use cuzk_worker::{prove_one, BackendWorker, LoadTask, ParamSource, PartData, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 use ff::Field;
 use rand::SeedableRng;
@@ -42,7 +42,15 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
         std::fs::write(&path, params.to_bytes()).unwrap();
         // The file is checked in full once; the other two workers take the same bytes as trusted.
         let load = |w: &dyn Fn(LoadTask) -> Result<(), cuzk_worker::WorkError>, validation| {
-            w(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), source: ParamSource::File(path.clone()), validation, from_host: false, streamed: false }).unwrap()
+            w(LoadTask {
+                circuit: CircuitId(0),
+                at: Location::Device(DeviceId(0)),
+                source: ParamSource::File(path.clone()),
+                validation,
+                from_host: false,
+                streamed: false,
+            })
+            .unwrap()
         };
         let full = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).without_matrix_cache();
         load(&|t| full.load_params(t), Validation::Full);
@@ -56,8 +64,7 @@ fn witness_only_proofs_equal_full_synthesis_proofs_and_verify() {
             .into_iter()
             .map(|seed| {
                 let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-                let (proof, public) =
-                    prove_one(&full, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("full synthesis proof");
+                let (proof, public) = prove_one(&full, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("full synthesis proof");
                 (seed, rs, proof, public)
             })
             .collect();
@@ -123,7 +130,14 @@ fn request_witnesses_are_checked_on_the_witness_path() {
     let params = cuzk_setup::generate_parameters(shape.kind.instance(shape.log_size, 0).unwrap(), &mut rand_chacha::ChaCha8Rng::seed_from_u64(11)).unwrap();
     std::fs::write(&path, params.to_bytes()).unwrap();
     device
-        .load_params(LoadTask { circuit: CircuitId(0), at: Location::Device(DeviceId(0)), source: ParamSource::File(path), validation: Validation::Full, from_host: false, streamed: false })
+        .load_params(LoadTask {
+            circuit: CircuitId(0),
+            at: Location::Device(DeviceId(0)),
+            source: ParamSource::File(path),
+            validation: Validation::Full,
+            from_host: false,
+            streamed: false,
+        })
         .unwrap();
     let request = |check| -> Work { Arc::new(Partition { check, ..shape.partition(3).unwrap() }) };
     for check in [WitnessCheck::Enforce, WitnessCheck::Ignore] {
@@ -200,7 +214,15 @@ fn budgeted_matrices_follow_the_reservation() {
     std::fs::write(&path, params.to_bytes()).unwrap();
     let w = BackendWorker::new(vec![Arc::new(CpuBackend::on_witness_path())]).with_budgeted_matrices();
     let (c, d) = (CircuitId(0), DeviceId(0));
-    w.load_params(LoadTask { circuit: c, at: Location::Device(d), source: ParamSource::File(path), validation: Validation::Full, from_host: false, streamed: false }).unwrap();
+    w.load_params(LoadTask {
+        circuit: c,
+        at: Location::Device(d),
+        source: ParamSource::File(path),
+        validation: Validation::Full,
+        from_host: false,
+        streamed: false,
+    })
+    .unwrap();
     assert_eq!(w.matrices_device_bytes(&shape.key()), None, "nothing recorded yet");
     let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
     let prove = |w: &BackendWorker<CpuBackend>| {
@@ -303,7 +325,8 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
             match next {
                 Action::LoadParams { circuit, to, from_host, .. } => {
                     let path = files[circuit.0 as usize].clone();
-                    w.load_params(LoadTask { circuit, at: to, source: ParamSource::File(path), validation: Validation::Full, from_host, streamed: false }).unwrap();
+                    w.load_params(LoadTask { circuit, at: to, source: ParamSource::File(path), validation: Validation::Full, from_host, streamed: false })
+                        .unwrap();
                     e.params_loaded(circuit, to, Nanos(clock)).unwrap();
                 }
                 Action::Start(d) => {

@@ -27,7 +27,15 @@ fn a_streamed_load_proves_the_same_bytes_as_a_resident_load() {
     let worker = |streamed: bool| {
         let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]);
         let at = Location::Device(DeviceId(0));
-        w.load_params(LoadTask { circuit: CircuitId(0), at, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host: false, streamed }).unwrap();
+        w.load_params(LoadTask {
+            circuit: CircuitId(0),
+            at,
+            source: ParamSource::File(path.clone()),
+            validation: Validation::Full,
+            from_host: false,
+            streamed,
+        })
+        .unwrap();
         w
     };
     let (resident, streamed) = (worker(false), worker(true));

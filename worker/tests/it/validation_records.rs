@@ -153,8 +153,15 @@ fn the_worker_records_validations_in_its_directory() {
     let (path, _) = params_file(dir.path());
     let records = dir.path().join("validated");
     let w = BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
-    w.load_params(LoadTask { circuit: CircuitId(0), at: Location::Host, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host: false, streamed: false })
-        .unwrap();
+    w.load_params(LoadTask {
+        circuit: CircuitId(0),
+        at: Location::Host,
+        source: ParamSource::File(path.clone()),
+        validation: Validation::Full,
+        from_host: false,
+        streamed: false,
+    })
+    .unwrap();
     assert!(record_of(&records, &path).is_file());
     assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Record);
 }
@@ -165,9 +172,9 @@ fn the_worker_records_validations_in_its_directory() {
 /// a warm host copy prove the bytes a key made from the whole decoded set proves.
 #[test]
 fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
+    use crate::work;
     use blstrs::Scalar;
     use cuzk_core::engine::DeviceId;
-    use crate::work;
     use cuzk_worker::prove_one;
     use ff::Field;
 
@@ -176,7 +183,14 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     let records = dir.path().join("validated");
     let shape = BuiltinShape::new(CircuitKind::SquaringChain, 10).unwrap();
     let device = Location::Device(DeviceId(0));
-    let task = |at, from_host| LoadTask { circuit: CircuitId(0), at, source: ParamSource::File(path.clone()), validation: Validation::Full, from_host, streamed: false };
+    let task = |at, from_host| LoadTask {
+        circuit: CircuitId(0),
+        at,
+        source: ParamSource::File(path.clone()),
+        validation: Validation::Full,
+        from_host,
+        streamed: false,
+    };
     let worker = || BackendWorker::new(vec![Arc::new(CpuBackend::new())]).with_validation_records(records.clone());
 
     let reference = worker();
@@ -190,9 +204,7 @@ fn device_loads_take_one_query_at_a_time_and_record_or_fail_as_host_loads() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
     for seed in [1u64, 2] {
         let rs = (Scalar::random(&mut rng), Scalar::random(&mut rng));
-        let prove = |w: &BackendWorker<CpuBackend>| {
-            prove_one(w, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof").0.to_bytes()
-        };
+        let prove = |w: &BackendWorker<CpuBackend>| prove_one(w, CircuitId(0), 0, work(shape, seed), Some(rs), true, |_, _, _| {}).expect("proof").0.to_bytes();
         let want = prove(&reference);
         assert_eq!(prove(&from_file), want, "seed {seed}: the load from the file proves otherwise");
         assert_eq!(prove(&from_host), want, "seed {seed}: the load from the warm host copy proves otherwise");

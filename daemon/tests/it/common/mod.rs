@@ -22,7 +22,8 @@ pub fn params_dir() -> PathBuf {
 /// Ensures the squaring-chain parameters at `log_size` exist (generated once: `ensure_params`
 /// locks the file against other generators).
 pub fn ensure(log_size: u32) -> PathBuf {
-    cuzk_daemon::setup::ensure_params(&params_dir(), cuzk_daemon::families::GenericShape::new("squaring-chain", log_size).expect("shape"), false).expect("setup")
+    cuzk_daemon::setup::ensure_params(&params_dir(), cuzk_daemon::families::GenericShape::new("squaring-chain", log_size).expect("shape"), false)
+        .expect("setup")
 }
 
 /// The verifying key of squaring-chain at `log_size`.
