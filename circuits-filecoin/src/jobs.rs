@@ -135,7 +135,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PoRepJob<Tree> {
         Ok(PoRepJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from vanilla proofs that were not checked (synthetic jobs, `crate::porep::synthetic`, and
+    /// A job from vanilla proofs that were not checked (synthetic jobs, `crate::synthetic::porep`, and
     /// [`Checks::FormOnly`]).
     pub(crate) fn unchecked(params: stacked::PublicParams<Tree>, inputs: PoRepPub<Tree>, proofs: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>>) -> Self {
         PoRepJob { params, inputs, proofs, header: OnceLock::new() }
@@ -241,7 +241,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         Ok(SnapJob { params, inputs, proofs, header: OnceLock::new() })
     }
 
-    /// A job from partition proofs that were not checked (synthetic jobs, `crate::snap::synthetic`,
+    /// A job from partition proofs that were not checked (synthetic jobs, `crate::synthetic::snap`,
     /// and [`Checks::FormOnly`]).
     pub(crate) fn unchecked(
         params: storage_proofs_update::PublicParams,

@@ -37,7 +37,7 @@ pub mod post;
 pub mod reference;
 mod request;
 pub mod snap;
-mod synthetic;
+pub mod synthetic;
 pub mod verify;
 
 pub use circuit::{prepare, prepare_unchecked, PartitionCircuit, Prepared};

@@ -1,5 +1,4 @@
 //! PoRep C2 (`StackedCircuit`): the native witness of a partition and synthetic jobs and
-//! requests ([`synthetic`]).
+//! requests (`crate::synthetic::porep`).
 
-pub mod synthetic;
 pub(crate) mod witness;

@@ -1,5 +1,4 @@
 //! WindowPoSt and WinningPoSt (`FallbackPoStCircuit`): the native witness of a partition and
-//! synthetic requests ([`synthetic`]).
+//! synthetic requests (`crate::synthetic::post`).
 
-pub mod synthetic;
 pub(crate) mod witness;

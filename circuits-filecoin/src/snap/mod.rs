@@ -1,5 +1,4 @@
 //! SnapDeals (`EmptySectorUpdateCircuit`): the native witness of a partition and synthetic jobs
-//! and requests ([`synthetic`]).
+//! and requests (`crate::synthetic::snap`).
 
-pub mod synthetic;
 pub(crate) mod witness;

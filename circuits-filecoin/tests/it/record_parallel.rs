@@ -32,6 +32,6 @@ fn parallel_recording_equals_sequential_on_2_kib_partitions() {
 #[test]
 #[ignore = "slow: a 32 GiB PoRep partition of two challenges"]
 fn parallel_recording_equals_sequential_on_a_32_gib_porep_partition() {
-    let job = cuzk_circuits_filecoin::porep::synthetic::porep(32 << 30, Some(1), Some(2), 11).expect("synthetic job");
+    let job = cuzk_circuits_filecoin::synthetic::porep::porep(32 << 30, Some(1), Some(2), 11).expect("synthetic job");
     parallel_equals_sequential(&job.partition(0), &[4], "PoRep 32 GiB, 2 challenges");
 }

@@ -42,14 +42,14 @@ fn repeated_recording_equals_whole_on_2_kib_partitions() {
         }
     }
     // A 2 KiB PoRep partition of five challenges (synthetic).
-    let job = cuzk_circuits_filecoin::porep::synthetic::porep(2048, Some(1), Some(5), 7).expect("synthetic job");
+    let job = cuzk_circuits_filecoin::synthetic::porep::porep(2048, Some(1), Some(5), 7).expect("synthetic job");
     repeated_equals_whole(&job.partition(0), "PoRep 2 KiB, 5 challenges");
 }
 
 #[test]
 #[ignore = "slow: a 32 GiB PoRep partition of three challenges (about 22 M constraints) and a 32 GiB WinningPoSt"]
 fn repeated_recording_equals_whole_at_32_gib() {
-    let job = cuzk_circuits_filecoin::porep::synthetic::porep(32 << 30, Some(1), Some(3), 11).expect("synthetic job");
+    let job = cuzk_circuits_filecoin::synthetic::porep::porep(32 << 30, Some(1), Some(3), 11).expect("synthetic job");
     repeated_equals_whole(&job.partition(0), "PoRep 32 GiB, 3 challenges");
     let req = synthetic_request(FilKind::WinningPoSt, 32 << 30, 3).expect("synthetic request");
     repeated_equals_whole(&prepare_unchecked(&req).expect("prepare").partition(0), "WinningPoSt 32 GiB");

@@ -56,7 +56,7 @@ fn native_equals_sequential(c: &cuzk_circuits_filecoin::PartitionCircuit, what: 
 #[test]
 fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
     for sector_size in [32u64 << 30, 64 << 30] {
-        let p = cuzk_circuits_filecoin::porep::synthetic::porep(sector_size, Some(1), Some(2), 11).expect("synthetic job");
+        let p = cuzk_circuits_filecoin::synthetic::porep::porep(sector_size, Some(1), Some(2), 11).expect("synthetic job");
         native_equals_sequential(&p.partition(0), &format!("porep, {sector_size} bytes"));
     }
 }
@@ -65,7 +65,7 @@ fn native_porep_witness_equals_the_gadgets_at_production_shapes() {
 /// challenges (`None`: the real count) equals Filecoin's gadgets run sequentially, index for
 /// index.
 fn native_snap_witness_equals_the_gadgets(sector_size: u64, challenges: Option<usize>) {
-    let p = cuzk_circuits_filecoin::snap::synthetic::snap(sector_size, challenges, 3).expect("synthetic job");
+    let p = cuzk_circuits_filecoin::synthetic::snap::snap(sector_size, challenges, 3).expect("synthetic job");
     native_equals_sequential(&p.partition(0), &format!("snap, {sector_size} bytes, {challenges:?} challenges"));
 }
 

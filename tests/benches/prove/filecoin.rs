@@ -207,13 +207,13 @@ fn gadgets_against_native(c: &cuzk_circuits_filecoin::PartitionCircuit, n: cuzk_
 }
 
 /// `--fil-shapes 32g,64g`: the witness of a synthetic PoRep partition of `sector_size`
-/// (`cuzk_circuits_filecoin::porep::synthetic`: the real circuit, fabricated values; no
+/// (`cuzk_circuits_filecoin::synthetic::porep`: the real circuit, fabricated values; no
 /// proof). Filecoin's gadgets and the native writer on one thread over a partition of two
 /// challenges (the same values, checked), then the native writer over a whole partition on all
 /// threads. Sizes are counted on partitions of one and two challenges (a partition is a header
 /// and equal challenges).
 pub fn synthetic_porep_witness(sector_size: u64) {
-    use cuzk_circuits_filecoin::porep::synthetic;
+    use cuzk_circuits_filecoin::synthetic::porep;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let job = |challenges: Option<usize>| synthetic::porep(sector_size, Some(1), challenges, 3).expect("synthetic job").partition(0);
     let (one, two) = (job(Some(1)).size().expect("size"), job(Some(2)).size().expect("size"));
@@ -270,14 +270,14 @@ fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
 }
 
 /// `--fil-shapes`: recording the matrices of a whole synthetic PoRep partition of
-/// `sector_size` (`cuzk_circuits_filecoin::porep::synthetic`, the real challenge count) sequentially
+/// `sector_size` (`cuzk_circuits_filecoin::synthetic::porep`, the real challenge count) sequentially
 /// (`ConstraintMatrices::record`) against in parallel on all threads
 /// (`cuzk_worker::matrices::record_parallel`) and from two of its challenges
 /// (`ConstraintMatrices::record_repeated`), checked to give the same file bytes; and the
 /// circuit run once without building any constraint (`ShapeCounter`), the part of its work
 /// every thread of a parallel recording repeats.
 pub fn synthetic_porep_recording(sector_size: u64) {
-    use cuzk_circuits_filecoin::porep::synthetic;
+    use cuzk_circuits_filecoin::synthetic::porep;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let c = synthetic::porep(sector_size, Some(1), None, 3).expect("synthetic job").partition(0);
     let threads = rayon::current_num_threads();
@@ -310,12 +310,12 @@ pub fn synthetic_porep_recording(sector_size: u64) {
 }
 
 /// `--fil-shapes`: the witness of a synthetic SnapDeals partition of `sector_size`
-/// (`cuzk_circuits_filecoin::snap::synthetic`, the real challenge count): Filecoin's gadgets and the
+/// (`cuzk_circuits_filecoin::synthetic::snap`, the real challenge count): Filecoin's gadgets and the
 /// native writer on one thread (the same values, checked), then the native writer on all
 /// threads.
 pub fn synthetic_snap_witness(sector_size: u64) {
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::SnapDeals, sector_size).expect("a SnapDeals sector size").id();
-    let c = cuzk_circuits_filecoin::snap::synthetic::snap(sector_size, None, 3).expect("synthetic job").partition(0);
+    let c = cuzk_circuits_filecoin::synthetic::snap::snap(sector_size, None, 3).expect("synthetic job").partition(0);
     let n = c.size().expect("size");
     let (gadgets, native) = gadgets_against_native(&c, n, &id);
     let (mut input, mut aux) = zeros(n.inputs, n.aux);
@@ -348,7 +348,7 @@ pub fn synthetic_snap_witness(sector_size: u64) {
 /// through the witness path. Prints the one-time costs and per partition the witness and the
 /// upload → proof time, then the proof's wall time from the first witness to the last partition.
 pub fn synthetic_porep_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
-    use cuzk_circuits_filecoin::porep::synthetic;
+    use cuzk_circuits_filecoin::synthetic::porep;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let job = synthetic::porep(sector_size, None, None, 5).expect("synthetic job");
     let parts = job.partitions();

@@ -1,7 +1,7 @@
 //! Synthetic requests of every kind, for benchmarks: what Curio's client would send for a sector
 //! of any supported size, with the real structure and fabricated values. Each kind fabricates
-//! its own in its folder ([`crate::porep::synthetic`], [`crate::snap::synthetic`],
-//! [`crate::post::synthetic`]) with the Merkle-path helpers here.
+//! its own in its folder ([`crate::synthetic::porep`], [`crate::synthetic::snap`],
+//! [`crate::synthetic::post`]) with the Merkle-path helpers here.
 
 use cuzk_gadget_witness::por::level_arities;
 use filecoin_hashers::{Domain, HashFunction, Hasher};
@@ -77,8 +77,12 @@ pub(crate) fn random_ticket(rng: &mut impl Rng) -> [u8; 32] {
 /// proved from it is a valid proof.
 pub fn synthetic_request(kind: FilKind, sector_size: u64, seed: u64) -> Result<FilRequest, FilError> {
     match kind {
-        FilKind::PoRep => crate::porep::synthetic::porep_request(sector_size, seed),
-        FilKind::SnapDeals => crate::snap::synthetic::snap_request(sector_size, seed),
-        FilKind::WindowPoSt | FilKind::WinningPoSt => crate::post::synthetic::post_request(kind, sector_size, seed),
+        FilKind::PoRep => crate::synthetic::porep::porep_request(sector_size, seed),
+        FilKind::SnapDeals => crate::synthetic::snap::snap_request(sector_size, seed),
+        FilKind::WindowPoSt | FilKind::WinningPoSt => crate::synthetic::post::post_request(kind, sector_size, seed),
     }
 }
+
+pub mod porep;
+pub mod post;
+pub mod snap;
