@@ -213,7 +213,7 @@ fn gadgets_against_native(c: &cuzk_circuits_filecoin::PartitionCircuit, n: cuzk_
 /// threads. Sizes are counted on partitions of one and two challenges (a partition is a header
 /// and equal challenges).
 pub fn synthetic_porep_witness(sector_size: u64) {
-    use cuzk_circuits_filecoin::synthetic::porep;
+    use cuzk_circuits_filecoin::synthetic::porep as synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let job = |challenges: Option<usize>| synthetic::porep(sector_size, Some(1), challenges, 3).expect("synthetic job").partition(0);
     let (one, two) = (job(Some(1)).size().expect("size"), job(Some(2)).size().expect("size"));
@@ -277,7 +277,7 @@ fn file_digest(m: &ConstraintMatrices) -> (u64, [u8; 8]) {
 /// circuit run once without building any constraint (`ShapeCounter`), the part of its work
 /// every thread of a parallel recording repeats.
 pub fn synthetic_porep_recording(sector_size: u64) {
-    use cuzk_circuits_filecoin::synthetic::porep;
+    use cuzk_circuits_filecoin::synthetic::porep as synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let c = synthetic::porep(sector_size, Some(1), None, 3).expect("synthetic job").partition(0);
     let threads = rayon::current_num_threads();
@@ -348,7 +348,7 @@ pub fn synthetic_snap_witness(sector_size: u64) {
 /// through the witness path. Prints the one-time costs and per partition the witness and the
 /// upload → proof time, then the proof's wall time from the first witness to the last partition.
 pub fn synthetic_porep_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
-    use cuzk_circuits_filecoin::synthetic::porep;
+    use cuzk_circuits_filecoin::synthetic::porep as synthetic;
     let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
     let job = synthetic::porep(sector_size, None, None, 5).expect("synthetic job");
     let parts = job.partitions();
