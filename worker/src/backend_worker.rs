@@ -170,24 +170,20 @@ impl<B: Backend> BackendWorker<B> {
         self
     }
 
-    /// The timing-only points of a load from [`ParamSource::TimingOnly`], `None` for a file.
-    fn timing_queries(&self, task: &LoadTask) -> Result<Option<TimingQueries>, WorkError> {
-        let ParamSource::TimingOnly(shape) = &task.source else { return Ok(None) };
+    /// The timing-only points of `shape` ([`ParamSource::TimingOnly`]), from its recorded matrices.
+    fn timing_queries(&self, shape: &ShapeKey) -> Result<TimingQueries, WorkError> {
         let m = self.matrices.as_ref().and_then(|c| c.get(shape));
         let m = m.ok_or_else(|| WorkError::Internal(format!("{shape}: timing-only parameters need the recorded matrices")))?;
         let q = TimingQueries::of(&m).map_err(|e| WorkError::Internal(format!("{shape}: {e}")))?;
         tracing::warn!(circuit = %shape, "TIMING-ONLY parameters (not a real SRS; no proof made with them is valid)");
-        Ok(Some(q))
+        Ok(q)
     }
 
     /// The whole parameter set of a host load.
     fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
         match &task.source {
             ParamSource::File(path) => read_params_with_records(path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p),
-            ParamSource::TimingOnly(shape) => match self.timing_queries(task)? {
-                Some(q) => Ok(q.params()),
-                None => Err(WorkError::Internal(format!("{shape}: no timing-only parameters"))),
-            },
+            ParamSource::TimingOnly(shape) => Ok(self.timing_queries(shape)?.params()),
         }
     }
 
@@ -445,14 +441,14 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
             // query, 12.9 GB of a 32 GiB PoRep's 47.4 GB), not a second whole set.
             Location::Device(d) => {
                 let (d, streamed) = (d.0 as usize, task.streamed);
-                if let Some(p) = host {
-                    self.load_key_from(task.circuit, d, &*p, streamed)?;
-                } else if let Some(q) = self.timing_queries(&task)? {
-                    self.load_key_from(task.circuit, d, &q, streamed)?;
-                } else if let ParamSource::File(path) = &task.source {
-                    let file = ParamsFile::open(path, task.validation, self.validation_records.as_deref())?;
-                    self.load_key_from(task.circuit, d, &file, streamed)?;
-                    file.finish();
+                match (host, &task.source) {
+                    (Some(p), _) => self.load_key_from(task.circuit, d, &*p, streamed)?,
+                    (None, ParamSource::TimingOnly(shape)) => self.load_key_from(task.circuit, d, &self.timing_queries(shape)?, streamed)?,
+                    (None, ParamSource::File(path)) => {
+                        let file = ParamsFile::open(path, task.validation, self.validation_records.as_deref())?;
+                        self.load_key_from(task.circuit, d, &file, streamed)?;
+                        file.finish();
+                    }
                 }
             }
         }
