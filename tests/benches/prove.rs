@@ -123,14 +123,6 @@ fn list(v: &str) -> impl Iterator<Item = &str> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty())
 }
 
-fn on_off(name: &str, v: &str) -> Result<bool, String> {
-    match v {
-        "on" | "1" | "true" => Ok(true),
-        "off" | "0" | "false" => Ok(false),
-        _ => Err(format!("{name} takes on or off, not {v:?}")),
-    }
-}
-
 impl Args {
     /// Parses `--name value` and `--name=value`; `None` for `--help`.
     fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
@@ -242,7 +234,7 @@ impl Args {
                 "--cpu-max-log" => a.cpu_max_log = number()?,
                 "--pipeline" => a.pipeline = number()? as usize,
                 "--synth-workers" => a.synth_workers = number()?.max(1) as usize,
-                "--matrices" => a.matrices = on_off(&name, &v)?,
+                "--matrices" => a.matrices = cuzk_tests::on_off(&name, &v)?,
                 "--eval" => {
                     a.evals = list(&v)
                         .map(|e| match e {
@@ -252,7 +244,7 @@ impl Args {
                         })
                         .collect::<Result<_, _>>()?
                 }
-                "--stage-wait" => a.stage_wait = on_off(&name, &v)?,
+                "--stage-wait" => a.stage_wait = cuzk_tests::on_off(&name, &v)?,
                 _ => a.timing_from = number()?,
             }
         }

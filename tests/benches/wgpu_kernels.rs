@@ -66,14 +66,6 @@ fn log_list(name: &str, v: &str) -> Result<Vec<u32>, String> {
         .collect()
 }
 
-fn on_off(name: &str, v: &str) -> Result<bool, String> {
-    match v {
-        "on" | "1" | "true" => Ok(true),
-        "off" | "0" | "false" => Ok(false),
-        _ => Err(format!("{name} takes on or off, not {v:?}")),
-    }
-}
-
 impl Args {
     /// Parses `--name value` and `--name=value`; `None` for `--help`.
     fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
@@ -102,7 +94,7 @@ impl Args {
                 "--msm" => a.msm = log_list(&name, &v)?,
                 "--proof" => a.proof = number()?,
                 "--reps" => a.reps = number()? as usize,
-                _ => a.cuda = on_off(&name, &v)?,
+                _ => a.cuda = cuzk_tests::on_off(&name, &v)?,
             }
         }
         if a.reps == 0 {

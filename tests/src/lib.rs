@@ -49,6 +49,15 @@ pub fn optional_vectors_dir() -> Result<PathBuf, String> {
 
 const GETH_DIR: &str = "geth-bls-precompiles";
 
+/// A benchmark flag's on/off value (`on`, `1`, `true` / `off`, `0`, `false`).
+pub fn on_off(name: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        _ => Err(format!("{name} takes on or off, not {v:?}")),
+    }
+}
+
 /// Random scalars with a share of zeros and ones, as real circuits have.
 pub fn random_scalars(n: usize, rng: &mut ChaCha8Rng) -> Vec<Scalar> {
     (0..n)

@@ -77,6 +77,24 @@ fn from_bytes<T: Copy>(b: &[u8]) -> Vec<T> {
     out
 }
 
+/// Entries of `out` (five per pair: product, sum, difference, negation of `x`, square of `x`)
+/// that differ from the field's own operations on `x[i], y[i]`; the first few are printed.
+fn op_mismatches<F: ff::Field>(field: &str, x: &[F], y: &[F], out: &[F]) -> usize {
+    let mut bad = 0;
+    for (i, (x, y)) in x.iter().zip(y).enumerate() {
+        let want = [*x * y, *x + y, *x - y, -*x, x.square()];
+        for k in 0..5 {
+            if out[5 * i + k] != want[k] {
+                bad += 1;
+                if bad < 5 {
+                    eprintln!("{field} op {k} mismatch at {i}");
+                }
+            }
+        }
+    }
+    bad
+}
+
 #[test]
 fn field_ops_match_blstrs() {
     let b = need_gpu!();
@@ -86,52 +104,18 @@ fn field_ops_match_blstrs() {
     let x: Vec<Scalar> = (0..n).map(|i| if i == 0 { Scalar::ZERO } else { Scalar::random(&mut r) }).collect();
     let y: Vec<Scalar> = (0..n).map(|i| if i == 1 { -Scalar::ONE } else { Scalar::random(&mut r) }).collect();
     let out: Vec<Scalar> = from_bytes(&b.selftest("selftest_fr_ops", &bytes(&x), &bytes(&y), n, 5 * 32 * n).unwrap());
-    let mut bad = 0;
-    for i in 0..n {
-        let want = [x[i] * y[i], x[i] + y[i], x[i] - y[i], -x[i], x[i].square()];
-        for k in 0..5 {
-            if out[5 * i + k] != want[k] {
-                bad += 1;
-                if bad < 5 {
-                    eprintln!("Fr op {k} mismatch at {i}");
-                }
-            }
-        }
-    }
-    assert_eq!(bad, 0, "Fr ops");
+    assert_eq!(op_mismatches("Fr", &x, &y, &out), 0, "Fr ops");
     // Fp via G1 coordinates of random points.
     let pts: Vec<G1Affine> = (0..2 * n).map(|_| G1Projective::random(&mut r).to_affine()).collect();
     let xs: Vec<blstrs::Fp> = pts[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp> = pts[n..].iter().map(|p| p.y()).collect();
     let out: Vec<blstrs::Fp> = from_bytes(&b.selftest("selftest_fp_ops", &bytes(&xs), &bytes(&ys), n, 5 * 48 * n).unwrap());
-    for i in 0..n {
-        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
-        for k in 0..5 {
-            if out[5 * i + k] != want[k] {
-                bad += 1;
-                if bad < 5 {
-                    eprintln!("Fp op {k} mismatch at {i}");
-                }
-            }
-        }
-    }
-    assert_eq!(bad, 0, "Fp ops");
+    assert_eq!(op_mismatches("Fp", &xs, &ys, &out), 0, "Fp ops");
     let p2: Vec<G2Affine> = (0..2 * n).map(|_| G2Projective::random(&mut r).to_affine()).collect();
     let xs: Vec<blstrs::Fp2> = p2[..n].iter().map(|p| p.x()).collect();
     let ys: Vec<blstrs::Fp2> = p2[n..].iter().map(|p| p.y()).collect();
     let out: Vec<blstrs::Fp2> = from_bytes(&b.selftest("selftest_fp2_ops", &bytes(&xs), &bytes(&ys), n, 5 * 96 * n).unwrap());
-    for i in 0..n {
-        let want = [xs[i] * ys[i], xs[i] + ys[i], xs[i] - ys[i], -xs[i], xs[i].square()];
-        for k in 0..5 {
-            if out[5 * i + k] != want[k] {
-                bad += 1;
-                if bad < 5 {
-                    eprintln!("Fp2 op {k} mismatch at {i}");
-                }
-            }
-        }
-    }
-    assert_eq!(bad, 0, "Fp2 ops");
+    assert_eq!(op_mismatches("Fp2", &xs, &ys, &out), 0, "Fp2 ops");
 }
 
 /// The experimental FP64-unit product (`field/fp64_mont.cuh`) on the device: a·b·2^(-52L),
