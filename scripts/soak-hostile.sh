@@ -4,7 +4,7 @@
 #
 #   DURATION=30m OUT=/tmp/soak-hostile bash scripts/soak-hostile.sh
 #
-# Honest load: `cuzk bench --duration $DURATION --verify-all` (built-in kinds at four
+# Honest load: `cuzk load --duration $DURATION --verify-all` (built-in kinds at four
 # priorities, 2 KiB WindowPoSt and WinningPoSt requests from `cuzk gen-vanilla`), every
 # returned proof re-verified by the load generator, calls cut by the kill sent again with the
 # same request id (`--retry-s`, as Curio's client does). Hostile load: `--hostile` (junk bytes,

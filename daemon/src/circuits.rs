@@ -202,7 +202,7 @@ fn locate(data_dir: &Path, fil_dir: &Path, spec: CircuitShape) -> Option<(PathBu
 }
 
 /// Where a job's circuit takes its parameters from (chosen with the job's witness check,
-/// `crate::service`).
+/// `crate::server::service`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamChoice {
     /// Its parameter file.

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::client::commands::{self, Conn, SubmitArgs};
-use crate::client::loadgen::BenchArgs;
+use crate::client::loadgen::LoadArgs;
 use crate::config::{Config, DeviceSelection, LogFormat, ShutdownMode};
-use crate::prove::{run_prove, ProveRun};
-use crate::{compare_bellperson, data_dir, server, setup, CliError};
+use crate::tools::compare_bellperson;
+use crate::tools::prove::{run_prove, ProveRun};
+use crate::{data_dir, server, setup, CliError};
 use clap::{Parser, Subcommand, ValueEnum};
 use cuzk_core::params::Validation;
 
@@ -89,7 +90,7 @@ struct ServeArgs {
     #[arg(long)]
     filecoin_dir: Option<PathBuf>,
     /// Bench mode (bench.enabled): Filecoin requests unchecked, timing-only parameters,
-    /// proofs withheld; for shape-only requests (`gen-vanilla --shape-only`). Never in production.
+    /// proofs withheld; for synthetic requests (`gen-vanilla --synthetic`). Never in production.
     #[arg(long)]
     bench_mode: bool,
 }
@@ -116,17 +117,17 @@ enum Command {
         force: bool,
     },
     /// Seals a small sector with filecoin-proofs and writes a request (vanilla proofs and public
-    /// data) of each Filecoin kind as JSON: test fixtures and `cuzk bench` inputs. With
-    /// --shape-only, fabricates requests of any sector size instead (they do not verify).
+    /// data) of each Filecoin kind as JSON: test fixtures and `cuzk load` inputs. With
+    /// --synthetic, fabricates requests of any sector size instead (they do not verify).
     GenVanilla {
-        /// Sector size: 2k, 8m or 512m (with --shape-only also 32g and 64g).
+        /// Sector size: 2k, 8m or 512m (with --synthetic also 32g and 64g).
         #[arg(long, default_value = "2k")]
         sector_size: String,
-        /// Shape-only requests: the real partition, challenge and sector counts and Merkle paths
+        /// Synthetic requests: the real partition, challenge and sector counts and Merkle paths
         /// with random values, no sector sealed. They do not verify; the daemon accepts them only
-        /// in its bench mode, and nothing proved from them is valid.
+        /// with unchecked witnesses and timing-only parameters, and withholds what it proves from them.
         #[arg(long)]
-        shape_only: bool,
+        synthetic: bool,
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
@@ -194,7 +195,7 @@ enum Command {
         #[arg(long)]
         trust_params: bool,
     },
-    /// Benchmarks our CPU prover against bellperson's on the same circuits and parameters.
+    /// Times our CPU prover against bellperson's on the same circuits and parameters.
     CompareBellperson {
         /// Built-in circuits to run (default: both).
         #[arg(long, value_delimiter = ',')]
@@ -229,7 +230,7 @@ enum Command {
         job_id: String,
     },
     /// Load generator: mixed circuits and priorities against a running daemon.
-    Bench(BenchArgs),
+    Load(LoadArgs),
     /// Writes the daemon's timeline as a Chrome trace (chrome://tracing, Perfetto).
     Trace {
         /// The daemon's HTTP address.
@@ -308,22 +309,22 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Setup { circuit, log_size, filecoin, filecoin_dir, force } => {
             if !filecoin.is_empty() {
                 let fdir = filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir);
-                return crate::filecoin::setup(&fdir, &filecoin, force);
+                return crate::tools::filecoin::setup(&fdir, &filecoin, force);
             }
             let (Some(circuit), Some(log_size)) = (circuit, log_size) else { return Err(CliError::Usage("--circuit and --log-size are required".into())) };
             let p = setup::ensure_params(&dir, crate::families::GenericShape::new(&circuit, log_size)?, force)?;
             println!("parameters: {}", p.display());
             Ok(())
         }
-        Command::GenVanilla { sector_size, out, seed, shape_only } => {
-            crate::filecoin::gen_vanilla(&out, crate::filecoin::sector_size(&sector_size)?, seed, shape_only).map(|_| ())
+        Command::GenVanilla { sector_size, out, seed, synthetic } => {
+            crate::tools::filecoin::gen_vanilla(&out, crate::tools::filecoin::sector_size(&sector_size)?, seed, synthetic).map(|_| ())
         }
         Command::FilVerify { request, proof, filecoin_dir } => {
-            crate::filecoin::verify_file(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, &proof)
+            crate::tools::filecoin::verify_file(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, &proof)
         }
-        Command::FilSynthTimes { request, reps } => crate::filecoin::synth_times(&request, reps).map(|_| ()),
+        Command::FilSynthTimes { request, reps } => crate::tools::filecoin::synth_times(&request, reps).map(|_| ()),
         Command::FilReference { request, filecoin_dir, out } => {
-            crate::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
+            crate::tools::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
         Command::Prove { circuit, log_size, backend, devices, partitions, seed, trust_params } => {
             let shape = crate::families::GenericShape::new(&circuit, log_size)?; // before any setup work
@@ -359,7 +360,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Await { job_id, timeout_ms, out } => runtime()?.block_on(commands::await_job(&conn(), &job_id, timeout_ms, out.as_ref())),
         Command::Status => runtime()?.block_on(commands::status(&conn())),
         Command::Cancel { job_id } => runtime()?.block_on(commands::cancel(&conn(), &job_id)),
-        Command::Bench(args) => runtime()?.block_on(crate::client::loadgen::bench(&conn(), &dir, &args)).map(|_| ()),
+        Command::Load(args) => runtime()?.block_on(crate::client::loadgen::run(&conn(), &dir, &args)).map(|_| ()),
         Command::Trace { http, out } => runtime()?.block_on(commands::trace(http, cli.token.as_deref(), &out)),
     }
 }

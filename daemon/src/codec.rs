@@ -4,6 +4,7 @@
 //! `vanilla_proofs` in a 255 MiB message decoded into 6.3 GB), and a large message is decoded
 //! off the runtime's worker threads.
 
+use crate::limits::MAX_ENTRIES;
 use std::marker::PhantomData;
 
 use prost::Message;
@@ -84,11 +85,6 @@ pub fn decode<U: Message + Default + Bounded>(body: &[u8]) -> Result<U, Status> 
 
 /// Messages at least this large are decoded off the runtime's worker threads, bytes.
 pub const OFF_THREAD_BYTES: usize = 1 << 20;
-
-/// Most fields one message may carry, its nested [`Bounded::NESTED`] messages' included. Each
-/// field may become an allocation of its own (an empty `bytes` entry is 2 bytes on the wire
-/// and 24 decoded); the most a client sends is a WindowPoSt partition's 2,349 sector proofs.
-pub const MAX_ENTRIES: usize = 65_536;
 
 /// A message type whose fields [`StrictDecoder`] counts before decoding it.
 pub trait Bounded {

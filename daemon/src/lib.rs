@@ -1,13 +1,12 @@
 //! `cuzk-daemon`: the `cuzk` command and the `cuzk serve` proving daemon.
 //!
-//! The daemon is plumbing over the two layers below it: the sans-io engine (`cuzk-core`) decides
-//! what runs, the worker (`cuzk-worker`) runs it. Server side: [`driver`] owns the engine and
-//! hands its actions to the worker; [`request`] validates API requests into jobs; [`service`]
-//! is the `cuzk.v1.ProvingEngine` gRPC API ([`proto`]) and the one place driver errors become
-//! gRPC codes; [`http`] serves the status page, `/status` and `/metrics` ([`status`],
-//! [`metrics`]); [`server`] wires the listeners and the shutdown. Shared by both sides:
-//! [`proto`], [`names`], [`auth`], [`circuits`], [`config`], [`setup`]. Client side: [`client`]
-//! (nothing on the server side imports it). Command-line tools: [`filecoin`], [`compare_bellperson`].
+//! The daemon is plumbing over the layers below it: the sans-io job layer and engine
+//! (`cuzk-core`) decide what runs, the worker (`cuzk-worker`) runs it. Three sides, one folder
+//! each: [`server`] (the driver, the gRPC API, the journal, the status endpoints and the
+//! listeners), [`client`] (the client commands and the `cuzk load` load generator) and
+//! [`tools`] (one-shot commands). Shared by all: [`proto`] and its [`codec`], [`names`], [`auth`], [`circuits`],
+//! [`families`], [`config`], [`setup`], [`devices`]. [`cli`] parses the command line; the server
+//! side imports neither it nor the client side.
 
 #![warn(missing_docs)]
 // gRPC handlers return `tonic::Status` (176 bytes) by design; boxing it everywhere buys nothing.
@@ -19,25 +18,16 @@ pub mod circuits;
 pub mod cli;
 pub mod client;
 pub mod codec;
-pub mod compare_bellperson;
 pub mod config;
 pub mod devices;
-pub mod driver;
 pub mod families;
-pub mod filecoin;
-pub mod http;
-pub mod intake;
-pub mod journal;
-pub mod listen;
-pub mod metrics;
+pub mod limits;
+pub mod meminfo;
 pub mod names;
 pub mod proto;
-pub mod prove;
-pub mod request;
 pub mod server;
-pub mod service;
 pub mod setup;
-pub mod status;
+pub mod tools;
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The daemon on the GPU host: `cuzk serve` (engine.backend = auto, so the first CUDA device)
-# with `cuzk bench` against it, every proof verified, then SIGTERM (drain and stop). The
+# with `cuzk load` against it, every proof verified, then SIGTERM (drain and stop). The
 # figures are in docs/perf-daemon.md, "CUDA backend on the H200".
 #
 #   OUT=/tmp/daemon bash scripts/h200/daemon.sh
@@ -20,9 +20,9 @@ step prove 300 "$CUZK" prove --backend cuda --circuit sha256-chain --log-size 20
 tail -14 "$OUT/prove.txt" | tee -a "$S"
 start_daemon "$OUT/serve.log" --trust-params --http 127.0.0.1:9180
 if [ "${WARMUP:-0}" -gt 0 ]; then
-  step warmup 300 "$CUZK" bench --quiet --verify --jobs "$WARMUP" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
+  step warmup 300 "$CUZK" load --quiet --verify --jobs "$WARMUP" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
 fi
-step bench 400 "$CUZK" bench --quiet --verify --jobs "${JOBS:-32}" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
+step bench 400 "$CUZK" load --quiet --verify --jobs "${JOBS:-32}" --concurrency "${CONCURRENCY:-12}" --mix "$MIX"
 tee -a "$S" < "$OUT/bench.txt"
 curl -s 127.0.0.1:9180/status > "$OUT/status.json"
 kill -TERM $pid; wait $pid; note "serve exited $?"

@@ -6,7 +6,7 @@
 # Parts (PARTS, default "prove daemon"):
 #   prove    `cuzk prove --partitions $P` of sha256-chain 2^$PROVE_K on device 0 and then on the
 #            devices $TWO; the proofs must be byte-identical (the same seeds and r, s)
-#   daemon   `cuzk serve` on engine.devices = $DEVICES with a backlog of $MIX (`cuzk bench
+#   daemon   `cuzk serve` on engine.devices = $DEVICES with a backlog of $MIX (`cuzk load
 #            --verify`, every proof verified); a CRITICAL job is submitted while the devices are
 #            full; /status and /trace are saved for the spans (which device ran what; when the
 #            CRITICAL partition left synthesis and started its upload)
@@ -72,9 +72,9 @@ trusted = true
 TOML
   start_daemon "$dir/serve.log" --config "$dir/serve.toml"
   if [ "${WARMUP:-8}" -gt 0 ]; then
-    step "$name/warmup" 600 "$CUZK" bench --quiet --verify --jobs "${WARMUP:-8}" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
+    step "$name/warmup" 600 "$CUZK" load --quiet --verify --jobs "${WARMUP:-8}" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
   fi
-  "$CUZK" bench --quiet --verify --jobs "${JOBS:-32}" --concurrency "${CONCURRENCY:-8}" --mix "$MIX" > "$dir/bench.txt" 2>&1 &
+  "$CUZK" load --quiet --verify --jobs "${JOBS:-32}" --concurrency "${CONCURRENCY:-8}" --mix "$MIX" > "$dir/bench.txt" 2>&1 &
   bench=$!
   sleep "${CRITICAL_AFTER:-6}"
   local crit=${MIX%%,*}

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The journal's cost on the GPU host: `cuzk bench` throughput against `cuzk serve` on CUDA with
+# The journal's cost on the GPU host: `cuzk load` throughput against `cuzk serve` on CUDA with
 # `[journal] enabled = false` and `true`, alternated (off, on, off, on, ...), one daemon per
 # run; with SETTING=selfcheck, `engine.self_check = "off"` and `"all"` instead (journal on).
 # Part `2k`: the 2 KiB Filecoin kinds (real parameters, every proof verified by the load
 # generator), after 8 warm-up jobs JN_JOBS (128) jobs per run at concurrency 4. Part
-# `backlog`: a PoRep backlog of SIZE (32g) in bench mode (shape-only requests, timing-only
+# `backlog`: a PoRep backlog of SIZE (32g) in bench mode (synthetic requests, timing-only
 # parameters), one warm-up job and then BACKLOG (6) jobs, 3 in flight, per run. The figures
 # go in docs/perf.md, "Faults and load".
 #
@@ -37,7 +37,7 @@ up() { # up NAME ON(true|false) BENCH_MODE(0|1): a daemon with the setting measu
 measure() { # measure NAME BENCH_ARGS...: a bench whose throughput is noted
   local name=$1
   shift
-  step "$name" 600 "$CUZK" bench --quiet "$@"
+  step "$name" 600 "$CUZK" load --quiet "$@"
   note "$name: $(grep -h '^throughput' "$OUT/$name.txt") $(grep -h 'wrong proofs' "$OUT/$name.txt" | cut -d';' -f2)"
 }
 down() {
@@ -52,7 +52,7 @@ if [[ " $PARTS " == *" 2k "* ]]; then
     for r in $(seq 1 "${ROUNDS:-3}"); do
       for jn in false true; do
         up "$kind-$jn-$r" "$jn" 0
-        step "warm-$kind-$jn-$r" 300 "$CUZK" bench --quiet --jobs 8 --concurrency 4 --mix "@$W/req/$kind.json"
+        step "warm-$kind-$jn-$r" 300 "$CUZK" load --quiet --jobs 8 --concurrency 4 --mix "@$W/req/$kind.json"
         measure "$kind-$SETTING-$jn-$r" --verify --jobs "${JN_JOBS:-128}" --concurrency 4 --mix "@$W/req/$kind.json"
         down
       done
@@ -62,11 +62,11 @@ fi
 
 if [[ " $PARTS " == *" backlog "* ]]; then
   SIZE=${SIZE:-32g}
-  [ -f "$W/req/porep-$SIZE.json" ] || step gen-vanilla-$SIZE 300 "$CUZK" gen-vanilla --shape-only --sector-size "$SIZE" --out "$W/req"
+  [ -f "$W/req/porep-$SIZE.json" ] || step gen-vanilla-$SIZE 300 "$CUZK" gen-vanilla --synthetic --sector-size "$SIZE" --out "$W/req"
   for r in $(seq 1 "${BL_ROUNDS:-1}"); do
     for jn in false true; do
       up "porep-$SIZE-$jn-$r" "$jn" 1
-      step "warm-$SIZE-$jn-$r" 600 "$CUZK" bench --quiet --jobs 1 --concurrency 1 --mix "@$W/req/porep-$SIZE.json"
+      step "warm-$SIZE-$jn-$r" 600 "$CUZK" load --quiet --jobs 1 --concurrency 1 --mix "@$W/req/porep-$SIZE.json"
       measure "backlog-$SIZE-$SETTING-$jn-$r" --jobs "${BACKLOG:-6}" --concurrency 3 --mix "@$W/req/porep-$SIZE.json"
       down
     done

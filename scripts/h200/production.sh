@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Production sector sizes through the daemon on the GPU host: shape-only requests of the four
-# Filecoin kinds (`cuzk gen-vanilla --shape-only`) proved by `cuzk serve --bench-mode`
-# (timing-only parameters generated in memory, proofs withheld) with `cuzk bench` against it.
+# Production sector sizes through the daemon on the GPU host: synthetic requests of the four
+# Filecoin kinds (`cuzk gen-vanilla --synthetic`) proved by `cuzk serve --bench-mode`
+# (timing-only parameters generated in memory, proofs withheld) with `cuzk load` against it.
 # The figures are in docs/perf.md, "Production sector sizes through the daemon".
 #
 #   SIZE=32g OUT=/tmp/prod bash scripts/h200/production.sh
@@ -24,7 +24,7 @@
 #   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
 #             parameters: STREAMED (3) PoRep jobs, 2 in flight
 # Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
-# `cuzk bench` and as VmHWM at each stop. Needs gpu-bin/cuzk. Everything but the traces and the
+# `cuzk load` and as VmHWM at each stop. Needs gpu-bin/cuzk. Everything but the traces and the
 # request files is also packed into $OUT.tgz (a few MB), also when a part is cut short: pass
 # that file back, not the folder (the requests alone are ~200 MB).
 source "$(dirname "$0")/common.sh"
@@ -40,7 +40,7 @@ nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 
 smi=$!
 free -g | tee -a "$S"; df -h /tmp | tail -1 | tee -a "$S"
 
-step gen-vanilla 300 "$CUZK" gen-vanilla --shape-only --sector-size "$SIZE" --out "$REQ"
+step gen-vanilla 300 "$CUZK" gen-vanilla --synthetic --sector-size "$SIZE" --out "$REQ"
 ls -l "$REQ" | tee -a "$S"
 
 pack() { # on exit: no daemon or sampler left behind, the results packed
@@ -69,7 +69,7 @@ stop() { # stop NAME
 bench() { # bench NAME SECS ARGS...
   local name=$1 secs=$2
   shift 2
-  step "$name" "$secs" "$CUZK" bench --quiet "$@"
+  step "$name" "$secs" "$CUZK" load --quiet "$@"
   grep -E "^(wall|throughput|\| [a-z]+-[0-9]|device|daemon RSS|bench mode|error)" "$OUT/$name.txt" | tee -a "$S"
 }
 has() { [[ " $PARTS " == *" $1 "* ]]; }

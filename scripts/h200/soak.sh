@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Faults and load on the GPU host. Part `soak`: `cuzk serve` on CUDA with faults injected at
 # random ([faults]: corrupted MSMs, device errors, out-of-memory, MSMs delayed past the
-# watchdog) under `cuzk bench --duration` (mixed built-in kinds and 2 KiB WindowPoSt and
+# watchdog) under `cuzk load --duration` (mixed built-in kinds and 2 KiB WindowPoSt and
 # WinningPoSt), every returned proof re-verified by the load generator; the daemon's RSS and
 # budgets come from its /metrics, device memory from nvidia-smi every 10 s. Part `selfcheck`:
-# the cost of the self-check per kind, `cuzk bench` against `cuzk serve` with
+# the cost of the self-check per kind, `cuzk load` against `cuzk serve` with
 # engine.self_check = "off" and then "all", the finalize time per partition from /metrics
 # (cuzk_stage_seconds_total / cuzk_stage_runs_total) in both runs, and its difference as a
 # share of the summed stage time per partition. Part `fallback`: `engine.cpu_fallback` on

@@ -118,7 +118,7 @@ impl<B: Backend> BackendWorker<B> {
     /// resident by the first upload that uses them) and drops them with the parameters
     /// ([`Worker::evict_params`]); elsewhere a witness-only partition has `a, b, c` evaluated
     /// on the host at its upload (the host path). Without this (the default, for single proofs
-    /// and benchmarks) matrices are made resident on first use and stay.
+    /// and timing runs) matrices are made resident on first use and stay.
     pub fn with_budgeted_matrices(mut self) -> Self {
         self.budgeted = true;
         self
@@ -163,7 +163,7 @@ impl<B: Backend> BackendWorker<B> {
     }
 
     /// Waits for the device at the end of every device stage, so a stage's wall time is its
-    /// own (benchmarks); by default an asynchronous backend lets a stage's work overlap the
+    /// own (timing runs); by default an asynchronous backend lets a stage's work overlap the
     /// next one, as in production.
     pub fn with_stage_sync(mut self, on: bool) -> Self {
         self.sync_stages = on;

@@ -6,7 +6,7 @@
 //! parameters resident on the host and on each device and the recorded constraint matrices
 //! ([`matrices::MatrixCache`]) as values, so two workers in one process share nothing.
 //! Nothing here spawns a thread of its own beyond rayon's pool, waits on a runtime or speaks a
-//! wire protocol; `cuzk prove`, the benches and the daemon all run their stages through it.
+//! wire protocol; `cuzk prove`, the timing programs of `cuzk-tests` and the daemon all run their stages through it.
 
 #![warn(missing_docs)]
 
@@ -178,7 +178,7 @@ pub trait Worker: Send + Sync + 'static {
 }
 
 /// Proves one partition on the calling thread, stage after stage (what `cuzk prove` and the
-/// benches run; the daemon dispatches the same stages one by one). The parameters of `circuit`
+/// timing programs of `cuzk-tests` run; the daemon dispatches the same stages one by one). The parameters of `circuit`
 /// must be resident on `device`. With `verify`, finalize checks the proof against the
 /// synthesized public inputs. `on_stage` sees each stage, its wall time and its output.
 /// Returns the proof and the public inputs (without `ONE`).

@@ -96,7 +96,7 @@ impl SubmitArgs {
     /// The request.
     pub fn request(&self) -> Result<proto::SubmitProofRequest, CliError> {
         let mut r = match &self.request {
-            Some(path) => crate::client::curio::submission(&crate::filecoin::read_request(path)?),
+            Some(path) => crate::client::curio::submission(&crate::client::curio::read_request(path)?),
             None => proto::SubmitProofRequest {
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob {

@@ -1,7 +1,7 @@
 //! Requests as Curio's Go client builds them (`lib/ffi/cuzk_funcs.go` in filecoin-project/curio):
 //! the request ids it reuses on every retry, the priority of each kind and the fields each kind
-//! sets. `cuzk gen-vanilla` writes fixtures in these encodings and `cuzk submit` / `cuzk bench`
-//! send them with [`submission`], so the daemon's tests and benchmarks speak the one wire format
+//! sets. `cuzk gen-vanilla` writes fixtures in these encodings and `cuzk submit` / `cuzk load`
+//! send them with [`submission`], so the daemon's tests and load runs speak the one wire format
 //! Curio speaks.
 
 use cuzk_circuits_filecoin::{circuit_of, wrap_c1_like_curio, FilKind, FilRequest};
@@ -113,4 +113,10 @@ mod tests {
         assert_eq!(request_id(&req(FilKind::PoRep)), "porep-1000-42");
         assert_eq!(request_id(&req(FilKind::SnapDeals)), "snap-1000-42");
     }
+}
+
+/// Reads a request file (JSON, as `cuzk gen-vanilla` writes it).
+pub fn read_request(path: &std::path::Path) -> Result<FilRequest, crate::CliError> {
+    let bytes = std::fs::read(path).map_err(|source| crate::CliError::Io { path: path.into(), source })?;
+    serde_json::from_slice(&bytes).map_err(|e| crate::CliError::Usage(format!("{}: not a Filecoin request: {e}", path.display())))
 }

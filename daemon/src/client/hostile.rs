@@ -1,4 +1,4 @@
-//! Hostile clients for `cuzk bench --hostile`: beside the honest load, bytes that are not a
+//! Hostile clients for `cuzk load --hostile`: beside the honest load, bytes that are not a
 //! message, messages too large for the request budget, messages of millions of fields, fields
 //! a kind does not read, and connections that stay silent or stall in their handshake. Every
 //! hostile call must be refused; one that is accepted is counted, and fails the run.
@@ -215,7 +215,7 @@ impl Conn {
 }
 
 impl HostileReport {
-    /// The report as lines for the bench summary.
+    /// The report as lines for the load summary.
     pub fn lines(&self) -> Vec<String> {
         let mut out =
             vec![format!("hostile clients: {} calls accepted (must be 0); {} silent or stalled connections opened", self.accepted, self.silent_connections)];

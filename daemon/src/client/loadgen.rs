@@ -1,4 +1,4 @@
-//! `cuzk bench`: a load generator against a running daemon with mixed circuits and
+//! `cuzk load`: a load generator against a running daemon with mixed circuits and
 //! priorities; prints throughput, p50/p99 latency per kind and the device busy fraction.
 //! With `--duration` it keeps the load up for that long (a soak), samples the daemon's
 //! memory through its metrics and, with `--verify-all`, counts every returned proof that does
@@ -20,14 +20,14 @@ use cuzk_circuits_filecoin::FilRequest;
 use crate::circuits::{CircuitShape, GenericShape};
 use crate::client::commands::{Conn, PriorityArg};
 use crate::client::{verify_result, Client, ClientError};
-use crate::driver::WITHHELD_NOTE;
 use crate::proto::{self, await_proof_response::Status as AwaitStatus};
+use crate::server::driver::WITHHELD_NOTE;
 use crate::setup::params_path;
 use crate::CliError;
 
-/// `cuzk bench`.
+/// `cuzk load`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
+pub struct LoadArgs {
     /// Jobs to run in all.
     #[arg(long, default_value_t = 32)]
     pub jobs: usize,
@@ -99,7 +99,7 @@ impl MixEntry {
                 Some((p, pr)) if PriorityArg::from_name(pr).is_some() => (p, PriorityArg::from_name(pr).unwrap_or(PriorityArg::Default)),
                 _ => (path, PriorityArg::Default),
             };
-            let req = crate::filecoin::read_request(Path::new(path))?;
+            let req = crate::client::curio::read_request(Path::new(path))?;
             let circuit = cuzk_circuits_filecoin::circuit_of(req.kind, req.registered_proof).map_err(|e| CliError::Usage(format!("{path}: {e}")))?;
             return Ok(MixEntry { circuit: CircuitShape::Filecoin(circuit), filecoin: Some(Arc::new(req)), priority, weight: weight.max(1) });
         }
@@ -195,7 +195,7 @@ fn series(v: &[f64]) -> String {
 enum JobOutcome {
     /// Completed (and verified, when asked).
     Verified(Stages),
-    /// Completed by a daemon in bench mode, which withholds the proof: timed, not verified.
+    /// Completed with the proof withheld (timing-only parameters, unchecked witness): timed, not verified.
     Withheld(Stages),
     Failed(String),
     Wrong(String),
@@ -250,8 +250,8 @@ async fn metrics(c: &mut Client) -> Result<String, CliError> {
     Ok(c.get_metrics(proto::GetMetricsRequest {}).await.map_err(ClientError::from)?.into_inner().prometheus_text)
 }
 
-/// Runs the benchmark and prints the summary; returns it too.
-pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<String, CliError> {
+/// Runs the load and prints the summary; returns it too.
+pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String, CliError> {
     let mix = args.mix.iter().map(|m| MixEntry::parse(m)).collect::<Result<Vec<_>, _>>()?;
     if mix.is_empty() {
         return Err(CliError::Usage("--mix is empty".into()));
@@ -333,12 +333,12 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
                 // repeating it, in this run or a later one, would join the first job instead
                 // of proving again).
                 let mut s = crate::client::curio::submission(f);
-                s.request_id = format!("{}-bench-{run:x}-{i}", s.request_id);
+                s.request_id = format!("{}-load-{run:x}-{i}", s.request_id);
                 s
             }
             (None, CircuitShape::Generic(c)) => proto::SubmitProofRequest {
                 // A request id of its own, so a retry joins the job instead of proving again.
-                request_id: format!("bench-{run:x}-{i}"),
+                request_id: format!("load-{run:x}-{i}"),
                 proof_kind: proto::ProofKind::Generic as i32,
                 generic: Some(proto::GenericJob { circuit: c.name(), log_size: c.log_size, seed: i as u64 * 1000, partitions: args.partitions }),
                 ..Default::default()
@@ -406,7 +406,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     let mut withheld = 0usize;
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     while let Some(r) = set.join_next().await {
-        let (k, took, outcome) = r.map_err(|e| CliError::Usage(format!("bench task: {e}")))?;
+        let (k, took, outcome) = r.map_err(|e| CliError::Usage(format!("load task: {e}")))?;
         match outcome {
             JobOutcome::Verified(s) => {
                 lat[k].push(took);
@@ -449,7 +449,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
 
     let ok: usize = lat.iter().map(Vec::len).sum();
     let mut o = String::new();
-    let _ = writeln!(o, "cuzk bench: {submitted} jobs ({} partitions each) against {}, concurrency {}", args.partitions.max(1), conn.addr, args.concurrency);
+    let _ = writeln!(o, "cuzk load: {submitted} jobs ({} partitions each) against {}, concurrency {}", args.partitions.max(1), conn.addr, args.concurrency);
     let _ = writeln!(
         o,
         "wall {:.2} s; completed {ok}, failed {}{}",
@@ -467,7 +467,7 @@ pub async fn bench(conn: &Conn, data_dir: &Path, args: &BenchArgs) -> Result<Str
     if withheld > 0 {
         let _ = writeln!(
             o,
-            "bench mode: {withheld} completed jobs were proved with timing-only parameters and their proofs withheld by the daemon: timed, not verified"
+            "withheld: {withheld} completed jobs were proved with timing-only parameters and their proofs withheld by the daemon: timed, not verified"
         );
     }
     let _ = writeln!(o);

@@ -139,7 +139,7 @@ impl ServerConfig {
     /// when set, else an eighth of `host_budget`, at most 4 GiB, at least what one message of
     /// `max_request_bytes` is charged.
     pub fn request_budget(&self, host_budget: u64) -> u64 {
-        let one = crate::intake::charge(self.max_request_bytes);
+        let one = crate::limits::charge(self.max_request_bytes);
         if self.request_budget_bytes > 0 {
             return self.request_budget_bytes;
         }
@@ -415,7 +415,7 @@ pub struct ParamsSection {
 }
 
 /// `[bench]`: timing Filecoin proofs at sizes whose sectors and parameters are not at hand
-/// (shape-only requests from `cuzk gen-vanilla --shape-only`). Never enable it in production.
+/// (synthetic requests from `cuzk gen-vanilla --synthetic`). Never enable it in production.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct BenchSection {
@@ -577,7 +577,7 @@ impl Config {
         if self.server.max_request_bytes < 1024 {
             return Err(ConfigError::Invalid("server.max_request_bytes must be at least 1024".into()));
         }
-        let one = crate::intake::charge(self.server.max_request_bytes);
+        let one = crate::limits::charge(self.server.max_request_bytes);
         if self.server.request_budget_bytes > 0 && self.server.request_budget_bytes < one {
             return Err(ConfigError::Invalid(format!(
                 "server.request_budget_bytes = {} cannot hold one message of server.max_request_bytes = {} (charged {one} bytes: three copies and its fields): raise it to at least {one}, or lower max_request_bytes",
@@ -623,7 +623,7 @@ impl Config {
             }
         }
         let meminfo = e.meminfo();
-        if let Some(total) = crate::driver::meminfo::mem_total(&meminfo) {
+        if let Some(total) = crate::meminfo::mem_total(&meminfo) {
             for (key, bytes) in [
                 ("engine.host_memory_bytes", e.host_memory_bytes),
                 ("engine.cpu_fallback_memory_bytes", e.cpu_fallback_memory_bytes),

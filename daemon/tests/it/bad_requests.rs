@@ -133,7 +133,7 @@ async fn tcp_needs_the_token() {
 
 #[test]
 fn decode_request_never_panics_on_samples() {
-    use cuzk_daemon::request::decode_request;
+    use cuzk_daemon::server::request::decode_request;
     for m in ["SubmitProof", "Prove", "AwaitProof", "CancelProof", "PreloadSRS", "EvictSRS", "GetStatus", "GetMetrics", "x"] {
         for body in [&[][..], &[0xff; 9][..], &[0x12, 0x01, 0x00][..], &[0x10, 0x64, 0x82, 0x06, 0x00][..]] {
             let _ = decode_request(m, body);

@@ -1,4 +1,4 @@
-//! Bench mode (`[bench] enabled`): synthetic requests (`gen-vanilla --shape-only`), refused
+//! Bench mode (`[bench] enabled`): synthetic requests (`gen-vanilla --synthetic`), refused
 //! by a normal daemon, are proved with timing-only parameters and no parameter file, and the
 //! proofs are withheld. 2 KiB WinningPoSt and WindowPoSt on the CPU backend.
 
@@ -7,8 +7,8 @@ use crate::common;
 use common::{config, stop, Daemon};
 use cuzk_circuits_filecoin::{synthetic_request, FilKind, FilRequest};
 use cuzk_daemon::client::curio::{from_fixture, submission};
-use cuzk_daemon::driver::WITHHELD_NOTE;
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus};
+use cuzk_daemon::server::driver::WITHHELD_NOTE;
 use tonic::Code;
 
 /// A daemon whose Filecoin parameter cache is empty.

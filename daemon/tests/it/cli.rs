@@ -1,5 +1,5 @@
 //! The `cuzk` binary end to end: `serve` in a child process, the client commands and
-//! `cuzk bench` against it, then SIGTERM with jobs in flight: every one gets a final status.
+//! `cuzk load` against it, then SIGTERM with jobs in flight: every one gets a final status.
 
 use crate::common;
 
@@ -41,7 +41,7 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_bench_and_sigterm() {
+async fn serve_load_and_sigterm() {
     ensure(4);
     ensure(6);
     let tmp = tempfile::tempdir().unwrap();
@@ -84,7 +84,7 @@ async fn serve_bench_and_sigterm() {
 
     // The load generator.
     let out =
-        cuzk(&socket, &["bench", "--jobs", "8", "--concurrency", "4", "--mix", "squaring-chain:4:normal*3,squaring-chain:6:critical", "--verify", "--quiet"]);
+        cuzk(&socket, &["load", "--jobs", "8", "--concurrency", "4", "--mix", "squaring-chain:4:normal*3,squaring-chain:6:critical", "--verify", "--quiet"]);
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}");
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -20,7 +20,7 @@ use cuzk_daemon::client::{http_get, verify_result};
 use cuzk_daemon::config::{Config, SelfCheck};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
 use cuzk_daemon::server::start_with;
-use cuzk_daemon::status::CopyState;
+use cuzk_daemon::server::status::CopyState;
 use cuzk_faults::{FaultPlan, FaultProbe, FaultyBackend};
 use tonic::Code;
 
@@ -277,7 +277,8 @@ async fn with_the_cpu_fallback_a_gpu_fault_is_retried_on_the_cpu_and_other_work_
     let s = h.snapshot().await.unwrap();
     assert!(!s.devices[0].fallback && s.devices[1].fallback, "{:?}", s.devices.iter().map(|x| x.fallback).collect::<Vec<_>>());
     assert!(s.devices[1].name.ends_with("(fallback)"), "{}", s.devices[1].name);
-    let msms = |s: &cuzk_daemon::status::Snapshot, dev: usize| s.devices[dev].spans.iter().filter(|x| x.stage == "msm").map(|x| x.failed).collect::<Vec<_>>();
+    let msms =
+        |s: &cuzk_daemon::server::status::Snapshot, dev: usize| s.devices[dev].spans.iter().filter(|x| x.stage == "msm").map(|x| x.failed).collect::<Vec<_>>();
     assert_eq!(msms(&s, 0), [true], "the first MSM failed on the GPU");
     assert_eq!(msms(&s, 1), [false], "the retry ran on the CPU fallback");
     // Work that no fault sent away stays on the GPU.

@@ -137,9 +137,9 @@ async fn post_kinds_end_to_end_and_bad_requests_are_refused() {
         assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
     }
     // Default priorities: WinningPoSt CRITICAL, WindowPoSt HIGH.
-    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::WinningPost).unwrap(), cuzk_core::engine::Priority::Critical);
-    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::WindowPostPartition).unwrap(), cuzk_core::engine::Priority::High);
-    assert_eq!(cuzk_daemon::request::priority(0, proto::ProofKind::PorepSealCommit).unwrap(), cuzk_core::engine::Priority::Normal);
+    assert_eq!(cuzk_daemon::server::request::priority(0, proto::ProofKind::WinningPost).unwrap(), cuzk_core::engine::Priority::Critical);
+    assert_eq!(cuzk_daemon::server::request::priority(0, proto::ProofKind::WindowPostPartition).unwrap(), cuzk_core::engine::Priority::High);
+    assert_eq!(cuzk_daemon::server::request::priority(0, proto::ProofKind::PorepSealCommit).unwrap(), cuzk_core::engine::Priority::Normal);
     stop(d).await;
 }
 

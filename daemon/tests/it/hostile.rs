@@ -110,7 +110,7 @@ fn config_and_token_paths_must_be_regular_files() {
 #[test]
 fn request_ids_with_control_characters_are_refused() {
     use cuzk_daemon::proto::Priority;
-    use cuzk_daemon::request::validate;
+    use cuzk_daemon::server::request::validate;
     let mut req = crate::common::job(4, 1, 1, Priority::Normal);
     for id in ["porep-1000-7", "wdpost-f01234-17-3", "ünïcode id"] {
         req.request_id = id.into();

@@ -5,7 +5,7 @@ use crate::common;
 use common::*;
 use cuzk_daemon::client::http_get;
 use cuzk_daemon::proto::{self, Priority as P};
-use cuzk_daemon::status::Snapshot;
+use cuzk_daemon::server::status::Snapshot;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_parse_and_match_status() {

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::common::*;
-use cuzk_daemon::intake::charge;
 use cuzk_daemon::proto::{self, Priority as P};
+use cuzk_daemon::server::intake::charge;
 use tonic::Code;
 
 /// A GENERIC submission carrying `len` bytes in a field GENERIC does not use.
@@ -18,7 +18,7 @@ fn junk(len: usize) -> proto::SubmitProofRequest {
 /// Bytes charged to requests in flight, from the status.
 async fn in_flight(d: &Daemon) -> u64 {
     let (_, body) = cuzk_daemon::client::http_get(d.http(), "/status", None).await.expect("status");
-    let s: cuzk_daemon::status::Snapshot = serde_json::from_str(&body).expect("json");
+    let s: cuzk_daemon::server::status::Snapshot = serde_json::from_str(&body).expect("json");
     s.requests.in_flight_bytes
 }
 
@@ -77,7 +77,7 @@ async fn a_request_over_the_budget_is_refused_at_once_and_small_calls_go_on() {
 /// requests set only fields their kind reads (`curio.rs` sends them).
 #[test]
 fn fields_a_kind_does_not_use_are_refused() {
-    use cuzk_daemon::request::validate;
+    use cuzk_daemon::server::request::validate;
     type Set = fn(&mut proto::SubmitProofRequest);
     let cases: [(proto::ProofKind, Set, &str); 5] = [
         (proto::ProofKind::Generic, |r| r.vanilla_proofs = vec![Vec::new(); 3], "vanilla_proofs (set to 3 entries)"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::common::*;
 use cuzk_daemon::client::{connect, http_get};
 use cuzk_daemon::proto::{self, Priority as P};
-use cuzk_daemon::status::Snapshot;
+use cuzk_daemon::server::status::Snapshot;
 
 fn config(dir: &std::path::Path, faults: &str) -> String {
     format!(
@@ -114,14 +114,14 @@ async fn kill_9_with_jobs_queued_and_running_loses_none_of_them() {
 /// says so instead of NOT_FOUND.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journaled_job_refused_after_the_restart_fails_with_the_reason() {
-    use cuzk_daemon::journal::Journal;
+    use cuzk_daemon::server::journal::Journal;
     use prost::Message;
     let tmp = tempfile::tempdir().unwrap();
     {
         let (j, _) = Journal::open(&tmp.path().join("journal"), Duration::from_secs(60), 10).unwrap();
         // squaring-chain at 2^27 has no parameter file here.
         let req = proto::SubmitProofRequest { request_id: "gone".into(), ..job(27, 1, 1, P::Normal) };
-        j.accepted("gone", cuzk_daemon::request::payload_digest(&req), &req.encode_to_vec()).unwrap();
+        j.accepted("gone", cuzk_daemon::server::request::payload_digest(&req), &req.encode_to_vec()).unwrap();
     }
     let d = daemon_with(&[4], |c| c.journal.dir = Some(tmp.path().join("journal"))).await;
     let mut c = d.client().await;

@@ -14,7 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::common::{self, *};
 use cuzk_daemon::client::{connect, http_get};
 use cuzk_daemon::proto::{self, Priority as P};
-use cuzk_daemon::status::{ListenerState, Snapshot};
+use cuzk_daemon::server::listen::ListenerState;
+use cuzk_daemon::server::status::Snapshot;
 
 /// Reads from `s` until the daemon closes it (EOF or reset) and returns how long that took;
 /// panics past `limit`.

@@ -15,8 +15,8 @@ use common::*;
 use cuzk_circuits_filecoin::{verify, FilKind};
 use cuzk_daemon::client::{connect, http_get};
 use cuzk_daemon::proto::{self, await_proof_response::Status as AwaitStatus, Priority as P};
+use cuzk_daemon::server::status::Snapshot;
 use cuzk_daemon::server::{start, ServeError};
-use cuzk_daemon::status::Snapshot;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_socket_is_replaced_a_live_one_and_other_files_are_refused() {

@@ -11,7 +11,7 @@ use common::*;
 use cuzk_daemon::client::http_get;
 use cuzk_daemon::config::DeviceSelection;
 use cuzk_daemon::proto::{self, Priority as P};
-use cuzk_daemon::status::Snapshot;
+use cuzk_daemon::server::status::Snapshot;
 
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CUZK_CHROMIUM") {

@@ -5,10 +5,12 @@
 //!   anything above it, in no section of its manifest and in none of its sources, tests,
 //!   examples and benches (programs that compare backends live in cuzk-tests);
 //! - the daemon's driver and the core's job layer know nothing of gRPC (no `proto`, `tonic`,
-//!   `prost`): they answer their own types, which `service.rs` maps;
-//! - on the daemon's server side, no module reaches the client side (`daemon/src/client/`), the
-//!   command-line tools or the crate root's `CliError`, directly or through a shared module;
-//! - within a crate, the top-level modules import one another one way (no import circles).
+//!   `prost`): they answer their own types, which `server/service.rs` maps;
+//! - on the daemon's server side (`daemon/src/server/`), no module reaches the client side
+//!   (`daemon/src/client/`), the command line and its tools (`cli`, `daemon/src/tools/`) or the
+//!   crate root's `CliError`, directly or through a shared module;
+//! - within a crate, the top-level modules import one another one way (no import circles), and
+//!   so do the modules of the daemon's server side.
 //!
 //! Dependencies come from `cargo tree` (offline: the build has already fetched everything);
 //! imports from the sources, read without their `//` comment lines (prose may name anything).
@@ -118,13 +120,14 @@ fn first_segment(path: &str) -> String {
     path.trim_start().chars().take_while(|&c| is_ident(c)).collect()
 }
 
-/// The first names of the paths that start with `crate::` in `code` (`crate::a::b` → `a`,
-/// `crate::{a, b::{c, d}}` → `a` and `b`; `$crate::` counts), each with its line.
-fn crate_paths(code: &str) -> Vec<(usize, String)> {
+/// The first names of the paths that start with `anchor` (`crate::`, or `crate::m::` for the
+/// modules of folder `m`) in `code` (`crate::a::b` → `a`, `crate::{a, b::{c, d}}` → `a` and
+/// `b`; `$crate::` counts), each with its line.
+fn crate_paths(code: &str, anchor: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    for at in word_starts(code, "crate::") {
+    for at in word_starts(code, anchor) {
         let line = line_of(code, at);
-        let rest = &code[at + "crate::".len()..];
+        let rest = &code[at + anchor.len()..];
         let Some(group) = rest.strip_prefix('{') else {
             out.push((line, first_segment(rest)));
             continue;
@@ -160,16 +163,23 @@ const ROOT: &str = "crate";
 /// name modules by their names (`client::ClientError`); its `mod` and `use` lines are not
 /// edges. `main.rs` and `bin/` are crates of their own.
 fn module_graph(src: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    module_graph_at(src, "lib.rs", "crate::")
+}
+
+/// [`module_graph`] of the modules in folder `src` below the crate root, whose `root` file
+/// (`mod.rs`) is [`ROOT`] and whose modules the code names as `anchor` (`crate::server::`).
+fn module_graph_at(src: &Path, root: &str, anchor: &str) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut modules = BTreeSet::new();
     for e in std::fs::read_dir(src).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-        if (p.is_dir() && name != "bin") || (p.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main") {
+        let file = p.file_name().unwrap().to_string_lossy().into_owned();
+        if (p.is_dir() && name != "bin") || (p.extension().is_some_and(|x| x == "rs") && file != root && name != "main") {
             modules.insert(name);
         }
     }
     // The root's own items (its `mod` and `use` statements blanked) and what it re-exports.
-    let lib = src.join("lib.rs");
+    let lib = src.join(root);
     let (mut items, mut exported) = (Vec::new(), BTreeMap::new());
     let mut statement: Option<String> = None;
     let root_code = code(&lib);
@@ -202,8 +212,8 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     }
     let items = items.join("\n");
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for (line, name) in crate_paths(&items).into_iter().filter(|(_, name)| modules.contains(name)) {
-        graph.entry(ROOT.into()).or_default().entry(name.clone()).or_insert_with(|| format!("{}:{line}: `crate::{name}`", rel(&lib)));
+    for (line, name) in crate_paths(&items, anchor).into_iter().filter(|(_, name)| modules.contains(name)) {
+        graph.entry(ROOT.into()).or_default().entry(name.clone()).or_insert_with(|| format!("{}:{line}: `{anchor}{name}`", rel(&lib)));
     }
     for m in &modules {
         if let Some(&at) = word_starts(&items, &format!("{m}::")).first() {
@@ -213,10 +223,10 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut files = if dir.is_dir() { rust_files(&dir) } else { Vec::new() };
         files.extend([src.join(format!("{m}.rs"))].into_iter().filter(|f| f.exists()));
         for f in files {
-            for (line, name) in crate_paths(&code(&f)) {
+            for (line, name) in crate_paths(&code(&f), anchor) {
                 let to = if modules.contains(&name) { name.clone() } else { exported.get(&name).cloned().unwrap_or_else(|| ROOT.into()) };
                 if &to != m {
-                    graph.entry(m.clone()).or_default().entry(to).or_insert_with(|| format!("{}:{line}: `crate::{name}`", rel(&f)));
+                    graph.entry(m.clone()).or_default().entry(to).or_insert_with(|| format!("{}:{line}: `{anchor}{name}`", rel(&f)));
                 }
             }
         }
@@ -229,7 +239,7 @@ const GRPC: [&str; 4] = ["crate::proto", "proto::", "tonic", "prost"];
 
 #[test]
 fn the_driver_and_the_job_layer_know_no_grpc() {
-    let mut files = rust_files(&root().join("daemon/src/driver"));
+    let mut files = rust_files(&root().join("daemon/src/server/driver"));
     let jobs = root().join("core/src/jobs");
     if jobs.is_dir() {
         files.extend(rust_files(&jobs));
@@ -249,21 +259,21 @@ fn the_driver_and_the_job_layer_know_no_grpc() {
     }
     assert!(
         found.is_empty(),
-        "the driver and the job layer speak gRPC; they answer their own types, which `daemon/src/service.rs` maps to the API's:\n{}",
+        "the driver and the job layer speak gRPC; they answer their own types, which `daemon/src/server/service.rs` maps to the API's:\n{}",
         found.join("\n")
     );
 }
 
 /// Modules of the daemon above its server side: the client side, the command line and its
 /// tools, and the crate root (whose `CliError` wraps the client's errors).
-const CLIENT_AND_TOOLS: [&str; 6] = ["client", "cli", "filecoin", "compare_bellperson", "prove", ROOT];
+const CLIENT_AND_TOOLS: [&str; 4] = ["client", "cli", "tools", ROOT];
 
 #[test]
 fn the_server_side_reaches_no_client_module() {
     let graph = module_graph(&root().join("daemon/src"));
     let above = |m: &str| CLIENT_AND_TOOLS.contains(&m);
     let server: Vec<&str> = graph.keys().map(String::as_str).filter(|m| !above(m)).collect();
-    assert!(["driver", "service", "server"].iter().all(|m| server.contains(m)), "server modules found: {server:?}");
+    assert!(["server", "circuits", "names"].iter().all(|m| server.contains(m)), "server and shared modules found: {server:?}");
     // Every module each server module reaches, directly or through others.
     let reach = |start: &str| {
         let (mut seen, mut todo) = (BTreeSet::new(), vec![start]);
@@ -376,7 +386,8 @@ fn backends_depend_on_no_other_backend_and_not_on_the_worker() {
 }
 
 /// Crates whose top-level modules import one another one way only.
-const NO_CIRCLES: [&str; 9] = ["core", "circuits-filecoin", "worker", "circuits", "gadget-witness", "backend-cpu", "backend-cuda", "setup", "faults"];
+const NO_CIRCLES: [&str; 10] =
+    ["core", "circuits-filecoin", "worker", "circuits", "gadget-witness", "backend-cpu", "backend-cuda", "setup", "faults", "daemon"];
 
 /// The import circles of `graph` ([`ROOT`] left out): one per edge back to a module still
 /// being walked, as the modules around it with the place of each import
@@ -419,6 +430,11 @@ fn modules_import_one_way() {
         for circle in circles(&module_graph(&root().join(krate).join("src"))) {
             found.push(format!("  {krate}: {circle}"));
         }
+    }
+    let server = module_graph_at(&root().join("daemon/src/server"), "mod.rs", "crate::server::");
+    assert!(server.get("service").is_some_and(|to| to.contains_key("driver")), "the server's imports are read wrong: {server:?}");
+    for circle in circles(&server) {
+        found.push(format!("  daemon/src/server: {circle}"));
     }
     assert!(found.is_empty(), "import circles between modules (move what both use to the lower module):\n{}", found.join("\n"));
 }

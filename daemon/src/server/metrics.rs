@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::status::{CopyState, KindStatus, Snapshot};
+use crate::server::status::{CopyState, KindStatus, Snapshot};
 
 fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -20,7 +20,7 @@ pub fn render(s: &Snapshot) -> String {
     let _ = writeln!(o, "cuzk_uptime_seconds {}", s.uptime_s);
     head(&mut o, "cuzk_listener_up", "gauge", "1 while a listener accepts connections, 0 while it backs off or has stopped.");
     for l in &s.listeners {
-        let up = u8::from(l.state == crate::status::ListenerState::Serving);
+        let up = u8::from(l.state == crate::server::listen::ListenerState::Serving);
         let _ = writeln!(o, "cuzk_listener_up{{listener=\"{}\"}} {up}", l.name);
     }
     head(&mut o, "cuzk_listener_connections", "gauge", "Connections open per listener.");

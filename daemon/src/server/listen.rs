@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tokio_stream::wrappers::ReceiverStream;
 
-pub use crate::status::{ListenerState, ListenerStatus};
+use serde::{Deserialize, Serialize};
 
 /// How many connections a listener holds and how long a silent one is kept.
 #[derive(Clone, Copy, Debug)]
@@ -304,4 +304,39 @@ pub fn raise_file_limit() -> Option<u64> {
         }
     }
     Some(r.rlim_cur)
+}
+
+/// A listener's state, as the status page and `/metrics` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListenerState {
+    /// Accepting connections.
+    Serving,
+    /// Its last accept failed for want of a resource (file descriptors, memory); retrying.
+    BackingOff,
+    /// Its loop has ended (the daemon is stopping).
+    Stopped,
+}
+
+/// A listener's report on the status page (`listeners` in `/status`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenerStatus {
+    /// `grpc-unix`, `grpc-tcp` or `http`.
+    pub name: String,
+    /// The socket path or address.
+    pub address: String,
+    /// Whether it accepts connections.
+    pub state: ListenerState,
+    /// Connections open now.
+    pub open: usize,
+    /// The most it holds at once.
+    pub max_connections: usize,
+    /// Connections accepted since the start.
+    pub accepted: u64,
+    /// Connections closed on accept because the listener was full.
+    pub refused: u64,
+    /// Accepts that failed (descriptors or memory exhausted, handshakes aborted).
+    pub accept_errors: u64,
+    /// Connections closed because they sent nothing in time.
+    pub timed_out: u64,
 }

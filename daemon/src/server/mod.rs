@@ -1,4 +1,21 @@
-//! `cuzk serve`: starts the driver and the listeners, and shuts everything down in order.
+//! The server side of `cuzk serve`: [`driver`] owns the sans-io job layer and hands its events
+//! to the worker; [`request`] validates API requests into jobs ([`intake`] bounds their
+//! size in flight); [`service`] is the `cuzk.v1.ProvingEngine` gRPC
+//! API and the one place driver errors become gRPC codes; [`journal`] keeps accepted jobs across
+//! restarts; [`http`] serves the status page, `/status` and `/metrics` ([`status`],
+//! [`metrics`]); [`listen`] accepts connections. This module starts the driver and the
+//! listeners and shuts everything down in order. Nothing here imports the client side or the
+//! command line.
+
+pub mod driver;
+pub mod http;
+pub mod intake;
+pub mod journal;
+pub mod listen;
+pub mod metrics;
+pub mod request;
+pub mod service;
+pub mod status;
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -21,12 +38,12 @@ use crate::auth::RequireToken;
 use crate::circuits::CircuitShape;
 use crate::config::{Config, ConfigError, EngineSection, ShutdownMode};
 use crate::devices::{self, DeviceError, Devices};
-use crate::driver::{self, DriverConfig, DriverHandle, Recovery};
-use crate::journal::{Journal, OpenJob};
-use crate::listen::{self, Limits, ListenerStats, Listeners};
 use crate::proto::proving_engine_server::ProvingEngineServer;
-use crate::service::{Service, ServiceConfig};
-use crate::status::Outside;
+use crate::server::driver::{DriverConfig, DriverHandle, Recovery};
+use crate::server::journal::{Journal, OpenJob};
+use crate::server::listen::{Limits, ListenerStats, Listeners};
+use crate::server::service::{Service, ServiceConfig};
+use crate::server::status::Outside;
 use cuzk_core::engine::Nanos;
 use cuzk_core::jobs::JobsConfig;
 
@@ -69,7 +86,7 @@ pub enum ServeError {
     },
     /// The journal could not be opened.
     #[error(transparent)]
-    Journal(#[from] crate::journal::JournalError),
+    Journal(#[from] crate::server::journal::JournalError),
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -172,7 +189,7 @@ async fn launch(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>, ordin
 fn engine_config(cfg: &Config, backends: &[AnyBackend], ordinals: &[u32]) -> (EngineConfig, u64) {
     let e = &cfg.engine;
     let meminfo = e.meminfo();
-    let whole = e.host_budget(crate::driver::meminfo::mem_available(&meminfo));
+    let whole = e.host_budget(crate::meminfo::mem_available(&meminfo));
     let requests = cfg.server.request_budget(whole);
     let host = whole.saturating_sub(requests).max(whole / 2);
     tracing::info!(budget = requests, sized = cfg.server.request_budget_bytes == 0, "request bytes in flight budget (out of the host budget)");
@@ -333,7 +350,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     }
     check_dir("the Filecoin parameter cache (params.filecoin_dir)", &cfg.filecoin_dir())?;
     let (ec, request_budget) = engine_config(&cfg, &backends, &ordinals);
-    let request_budget = crate::intake::RequestBudget::new(request_budget);
+    let request_budget = crate::server::intake::RequestBudget::new(request_budget);
     let threads = (ec.synth_workers + ec.finalize_workers) as usize;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -429,9 +446,9 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     // Bench mode: Filecoin witnesses unchecked, their circuits registered with timing-only
     // parameters of the size their recorded matrices give (recorded while the first request is
     // prepared).
-    let timing_only: Option<crate::service::TimingQueries> = cfg.bench.enabled.then(|| {
+    let timing_only: Option<crate::server::service::TimingQueries> = cfg.bench.enabled.then(|| {
         let w = worker.clone();
-        crate::service::TimingQueries(Arc::new(move |first: &dyn cuzk_core::circuit::PartitionCircuit| {
+        crate::server::service::TimingQueries(Arc::new(move |first: &dyn cuzk_core::circuit::PartitionCircuit| {
             let m = w.record_matrices(first).map_err(|e| e.to_string())?;
             cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| e.to_string())
         }))
@@ -483,7 +500,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     let ping = Duration::from_millis(cfg.server.idle_timeout_ms / 3);
     let grpc = || tonic::transport::Server::builder().http2_keepalive_interval(Some(ping)).http2_keepalive_timeout(Some(ping));
     let budgeted = || {
-        crate::intake::Budgeted::new(
+        crate::server::intake::Budgeted::new(
             ProvingEngineServer::new(service.clone()).max_decoding_message_size(max).max_encoding_message_size(max),
             request_budget.clone(),
             max,
@@ -523,8 +540,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     if let (Some(l), Some(stats)) = (http, http_stats) {
         let local = l.local_addr().map(|a| a.ip().is_loopback()).unwrap_or(false);
         let incoming = listen::incoming(l, stats, stop_rx.clone());
-        let router = crate::http::router(handle.clone(), if local { None } else { token.clone() }, outside.clone());
-        servers.push(tokio::spawn(crate::http::serve(incoming, router, http_limits.handshake, stop_rx.clone())));
+        let router = crate::server::http::router(handle.clone(), if local { None } else { token.clone() }, outside.clone());
+        servers.push(tokio::spawn(crate::server::http::serve(incoming, router, http_limits.handshake, stop_rx.clone())));
     }
     tracing::info!(socket = ?listening.socket, tcp = ?listening.tcp, http = ?listening.http, data_dir = %data_dir.display(), "cuzk daemon listening");
 

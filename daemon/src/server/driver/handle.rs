@@ -11,7 +11,7 @@ use super::DriverError;
 use super::JobRef;
 use crate::circuits::CircuitShape;
 use crate::config::ShutdownMode;
-use crate::status::Snapshot;
+use crate::server::status::Snapshot;
 
 /// How a job ended, as the API reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,6 @@
 mod error;
 mod handle;
 mod job;
-pub(crate) mod meminfo;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -37,11 +36,12 @@ pub use job::{FilecoinJob, JobRequest};
 
 use crate::circuits::{CircuitShape, ParamChoice, RegisterError, Registry};
 use crate::config::{SelfCheck, ShutdownMode};
+use crate::meminfo;
 use crate::names::priority_name;
-use crate::status::Histogram;
+use crate::server::status::Histogram;
 
 /// The `error_message` of a completed job whose witness checks were ignored
-/// (`WitnessCheck::Ignore`), whose proof is withheld; clients (`cuzk bench`) recognize it by
+/// (`WitnessCheck::Ignore`), whose proof is withheld; clients (`cuzk load`) recognize it by
 /// this prefix.
 pub const WITHHELD_NOTE: &str = "unchecked witness and timing-only parameters: the proof is withheld (not valid)";
 

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::server::listen::ListenerStatus;
+
 /// Everything the status endpoints show.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Snapshot {
@@ -51,10 +53,10 @@ pub struct Snapshot {
     pub listeners: Vec<ListenerStatus>,
     /// The budget for request bytes in flight (filled in beside the listeners).
     #[serde(default)]
-    pub requests: crate::intake::RequestBudgetStatus,
+    pub requests: crate::server::intake::RequestBudgetStatus,
     /// The journal of accepted jobs, when it is on (filled in beside the listeners).
     #[serde(default)]
-    pub journal: Option<crate::journal::JournalStatus>,
+    pub journal: Option<crate::server::journal::JournalStatus>,
 }
 
 /// What the layers around the driver know and add to its snapshot: the listeners, the budget
@@ -62,11 +64,11 @@ pub struct Snapshot {
 #[derive(Clone, Debug, Default)]
 pub struct Outside {
     /// The listeners.
-    pub listeners: crate::listen::Listeners,
+    pub listeners: crate::server::listen::Listeners,
     /// The request budget.
-    pub requests: Option<crate::intake::RequestBudget>,
+    pub requests: Option<crate::server::intake::RequestBudget>,
     /// The journal.
-    pub journal: Option<std::sync::Arc<crate::journal::Journal>>,
+    pub journal: Option<std::sync::Arc<crate::server::journal::Journal>>,
 }
 
 impl Outside {
@@ -78,41 +80,6 @@ impl Outside {
         }
         s.journal = self.journal.as_ref().map(|j| j.status());
     }
-}
-
-/// A listener's state, as the status page and `/metrics` report it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ListenerState {
-    /// Accepting connections.
-    Serving,
-    /// Its last accept failed for want of a resource (file descriptors, memory); retrying.
-    BackingOff,
-    /// Its loop has ended (the daemon is stopping).
-    Stopped,
-}
-
-/// A listener's report on the status page (`listeners` in `/status`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListenerStatus {
-    /// `grpc-unix`, `grpc-tcp` or `http`.
-    pub name: String,
-    /// The socket path or address.
-    pub address: String,
-    /// Whether it accepts connections.
-    pub state: ListenerState,
-    /// Connections open now.
-    pub open: usize,
-    /// The most it holds at once.
-    pub max_connections: usize,
-    /// Connections accepted since the start.
-    pub accepted: u64,
-    /// Connections closed on accept because the listener was full.
-    pub refused: u64,
-    /// Accepts that failed (descriptors or memory exhausted, handshakes aborted).
-    pub accept_errors: u64,
-    /// Connections closed because they sent nothing in time.
-    pub timed_out: u64,
 }
 
 /// One circuit's recorded constraint matrices.

@@ -8,12 +8,12 @@ use prost::Message;
 use tonic::{Request, Response, Status};
 
 use crate::circuits::{shape_params_path, CircuitShape, ParamChoice};
-use crate::driver::{BadJobRef, DriverError, DriverHandle, FinalStatus, JobRef, JobRequest, JobResult};
-use crate::journal::{Journal, OpenJob};
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
-use crate::request::{payload_digest, prepare_filecoin, validate};
+use crate::server::driver::{BadJobRef, DriverError, DriverHandle, FinalStatus, JobRef, JobRequest, JobResult};
+use crate::server::journal::{Journal, OpenJob};
+use crate::server::request::{payload_digest, prepare_filecoin, validate};
+use crate::server::status::{Outside, ParamsTier, Snapshot};
 use crate::setup::ensure_params;
-use crate::status::{Outside, ParamsTier, Snapshot};
 use cuzk_core::circuit::{Partition, PartitionCircuit, WitnessCheck};
 use cuzk_setup::timing::QueryLengths;
 
@@ -161,7 +161,7 @@ impl Service {
 
     /// Prepares a validated job (its vanilla proofs checked off the runtime, its parameters
     /// made when missing and allowed) and submits it to the driver.
-    async fn admit(&self, mut job: JobRequest) -> Result<crate::driver::Submitted, Status> {
+    async fn admit(&self, mut job: JobRequest) -> Result<crate::server::driver::Submitted, Status> {
         if job.filecoin.is_some() {
             // Parse and check the vanilla proofs before accepting: a bad request never becomes
             // a job, let alone an invalid proof.
@@ -239,7 +239,7 @@ impl Service {
 
     /// The result watch of `job`: the driver's, else one holding the journal's record of it
     /// (waiting while the job is being taken up again after a restart).
-    async fn find(&self, job: &JobRef) -> Result<Option<crate::driver::ResultWatch>, Status> {
+    async fn find(&self, job: &JobRef) -> Result<Option<crate::server::driver::ResultWatch>, Status> {
         loop {
             if let Some(w) = self.handle.watch(job.clone()).await? {
                 return Ok(Some(w));
@@ -257,7 +257,7 @@ impl Service {
         }
     }
 
-    async fn await_job(&self, job: JobRef, watch: Option<crate::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
+    async fn await_job(&self, job: JobRef, watch: Option<crate::server::driver::ResultWatch>, timeout_ms: u64) -> Result<proto::AwaitProofResponse, Status> {
         let watch = match watch {
             Some(w) => w,
             None => self.find(&job).await?.ok_or_else(|| Status::not_found(format!("no job {job} (never submitted, or its result was dropped)")))?,
@@ -294,7 +294,7 @@ impl Service {
 
 /// Records a job's end in the journal once it ends (a job a shutdown cancelled stays open, to
 /// be taken up by the next start).
-async fn record_end(journal: Arc<Journal>, job_id: String, digest: [u8; 32], mut watch: crate::driver::ResultWatch) {
+async fn record_end(journal: Arc<Journal>, job_id: String, digest: [u8; 32], mut watch: crate::server::driver::ResultWatch) {
     let Ok(r) = watch.wait_for(Option::is_some).await.map(|r| r.clone()) else { return };
     let Some(r) = r.filter(|r| !r.interrupted) else { return };
     let result = to_proto(&r);
@@ -310,11 +310,11 @@ async fn record_end(journal: Arc<Journal>, job_id: String, digest: [u8; 32], mut
 struct Accepted {
     job_id: String,
     queue_position: u32,
-    watch: crate::driver::ResultWatch,
+    watch: crate::server::driver::ResultWatch,
 }
 
-impl From<crate::driver::Submitted> for Accepted {
-    fn from(s: crate::driver::Submitted) -> Accepted {
+impl From<crate::server::driver::Submitted> for Accepted {
+    fn from(s: crate::server::driver::Submitted) -> Accepted {
         Accepted { job_id: s.job_id, queue_position: s.queue_position, watch: s.watch }
     }
 }
@@ -389,7 +389,7 @@ pub fn status_proto(s: &Snapshot) -> proto::GetStatusResponse {
 #[tonic::async_trait]
 impl ProvingEngine for Service {
     async fn submit_proof(&self, req: Request<proto::SubmitProofRequest>) -> Result<Response<proto::SubmitProofResponse>, Status> {
-        let held = req.extensions().get::<crate::intake::Held>().cloned();
+        let held = req.extensions().get::<crate::server::intake::Held>().cloned();
         let s = self.accept(req.into_inner()).await;
         // The job holds its payload now, counted by the queue's limits.
         if let Some(h) = &held {
@@ -406,7 +406,7 @@ impl ProvingEngine for Service {
     }
 
     async fn prove(&self, req: Request<proto::ProveRequest>) -> Result<Response<proto::ProveResponse>, Status> {
-        let held = req.extensions().get::<crate::intake::Held>().cloned();
+        let held = req.extensions().get::<crate::server::intake::Held>().cloned();
         let r = req.into_inner();
         let submit = r.submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is required"))?;
         let s = self.accept(submit).await;
@@ -431,7 +431,7 @@ impl ProvingEngine for Service {
     async fn get_metrics(&self, _req: Request<proto::GetMetricsRequest>) -> Result<Response<proto::GetMetricsResponse>, Status> {
         let mut s = self.handle.snapshot().await?;
         self.cfg.outside.fill(&mut s);
-        Ok(Response::new(proto::GetMetricsResponse { prometheus_text: crate::metrics::render(&s) }))
+        Ok(Response::new(proto::GetMetricsResponse { prometheus_text: crate::server::metrics::render(&s) }))
     }
 
     async fn preload_srs(&self, req: Request<proto::PreloadSrsRequest>) -> Result<Response<proto::PreloadSrsResponse>, Status> {

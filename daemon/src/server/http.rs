@@ -11,9 +11,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use crate::driver::DriverHandle;
-use crate::listen::Guarded;
-use crate::status::Outside;
+use crate::server::driver::DriverHandle;
+use crate::server::listen::Guarded;
+use crate::server::status::Outside;
 
 /// The status page.
 pub const STATUS_PAGE: &str = include_str!("status.html");
@@ -44,7 +44,7 @@ fn unauthorized() -> Response {
     (StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n").into_response()
 }
 
-fn unavailable(e: crate::driver::DriverError) -> Response {
+fn unavailable(e: crate::server::driver::DriverError) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
 }
 
@@ -75,7 +75,7 @@ async fn metrics(State(st): State<AppState>, headers: HeaderMap, Query(q): Query
     match st.handle.snapshot().await {
         Ok(mut s) => {
             st.outside.fill(&mut s);
-            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&s)).into_response()
+            ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], crate::server::metrics::render(&s)).into_response()
         }
         Err(e) => unavailable(e),
     }

@@ -54,18 +54,12 @@ pub fn setup(dir: &Path, ids: &[String], force: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Reads a request file (JSON, as `cuzk gen-vanilla` writes it).
-pub fn read_request(path: &Path) -> Result<FilRequest, CliError> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    serde_json::from_slice(&bytes).map_err(|e| CliError::Usage(format!("{}: not a Filecoin request: {e}", path.display())))
-}
-
 /// `cuzk gen-vanilla`: seals a sector and writes one request per kind into `out`, named by
 /// circuit id (`porep-2k.json`, `snap-2k.json`, `wpost-2k.json`, `winning-2k.json`), in Curio's
-/// encodings; prints each path. With `synthetic` (`--shape-only`), seals nothing and writes
+/// encodings; prints each path. With `synthetic` (`--synthetic`), seals nothing and writes
 /// synthetic requests of any sector size instead (`cuzk_circuits_filecoin::synthetic_request`:
 /// the real structure, random values; they do not verify, so the daemon accepts them only in its
-/// bench mode).
+/// mode that leaves witnesses unchecked and withholds proofs).
 pub fn gen_vanilla(out: &Path, size: u64, seed: u64, synthetic: bool) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(out).map_err(io(out))?;
     let mut paths = Vec::new();
@@ -104,7 +98,7 @@ fn write_request(out: &Path, r: FilRequest) -> Result<PathBuf, CliError> {
 /// `cuzk fil-verify`: Filecoin's verifier on a request and a proof file; an error unless valid.
 pub fn verify_file(dir: &Path, request: &Path, proof: &Path) -> Result<(), CliError> {
     verify::use_cache_dir(dir);
-    let req = read_request(request)?;
+    let req = crate::client::curio::read_request(request)?;
     let bytes = std::fs::read(proof).map_err(io(proof))?;
     let t = Instant::now();
     let ok = verify::verify(&req, &bytes).map_err(fil)?;
@@ -119,7 +113,7 @@ pub fn verify_file(dir: &Path, request: &Path, proof: &Path) -> Result<(), CliEr
 /// `cuzk fil-reference`: proves with `filecoin-proofs`' own CPU prover, verifies, prints the time.
 pub fn reference_prove(dir: &Path, request: &Path, out: Option<&Path>) -> Result<(), CliError> {
     verify::use_cache_dir(dir);
-    let req = read_request(request)?;
+    let req = crate::client::curio::read_request(request)?;
     let t = Instant::now();
     let proof = reference::prove(&req).map_err(fil)?;
     let took = t.elapsed();
@@ -142,7 +136,7 @@ pub fn synth_times(request: &Path, reps: usize) -> Result<String, CliError> {
     use cuzk_core::alloc::heap;
     use cuzk_core::compiled::CompiledSynthesis;
     use cuzk_core::synth::SizeHint;
-    let req = read_request(request)?;
+    let req = crate::client::curio::read_request(request)?;
     let p = cuzk_circuits_filecoin::prepare(&req).map_err(fil)?;
     let c = p.partition(0);
     let median = |mut v: Vec<f64>| {

@@ -21,7 +21,7 @@ use tonic::server::NamedService;
 use tonic::Status;
 use tower::Service;
 
-use crate::codec::MAX_ENTRIES;
+pub use crate::limits::charge;
 
 /// Messages up to this size pass without a charge (every call but a submission is far
 /// smaller), bytes.
@@ -33,13 +33,6 @@ pub const MIN_RATE: u64 = 1 << 20;
 
 /// Time every charged message has on top of its length at [`MIN_RATE`].
 pub const GRACE: Duration = Duration::from_secs(10);
-
-/// What a message of `len` bytes costs while it is in flight, bytes: three copies (its buffer
-/// and then its decoded form, the journal's copy, the form its vanilla proofs are checked in)
-/// and the bookkeeping of its fields (at most [`MAX_ENTRIES`], 32 bytes each).
-pub fn charge(len: usize) -> u64 {
-    3 * len as u64 + 32 * MAX_ENTRIES as u64
-}
 
 /// The budget for request bytes in flight, shared by every gRPC listener.
 #[derive(Debug, Clone)]

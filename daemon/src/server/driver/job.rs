@@ -1,4 +1,4 @@
-//! A job as the driver receives it (validated by `crate::request`).
+//! A job as the driver receives it (validated by `crate::server::request`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::circuits::{CircuitShape, ParamChoice};
 pub struct FilecoinJob {
     /// The request.
     pub request: Arc<FilRequest>,
-    /// Its checked partitions (set by `crate::request::prepare_filecoin` before the job
+    /// Its checked partitions (set by `crate::server::request::prepare_filecoin` before the job
     /// reaches the driver).
     pub prepared: Option<Arc<Prepared>>,
 }

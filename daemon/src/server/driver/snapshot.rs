@@ -6,7 +6,7 @@ use cuzk_worker::Worker;
 
 use super::Driver;
 use crate::names::priority_name;
-use crate::status::{
+use crate::server::status::{
     Admission, Budget, CopyState, DeviceStatus, JobCounts, KindStatus, MatricesEntry, Memory, ParamsEntry, ParamsTier, QueueDepth, Recovery, Snapshot,
     SpanView, StageTotal, Track,
 };
@@ -191,10 +191,10 @@ impl<W: Worker> Driver<W> {
             admission: Admission {
                 paused: self.jobs.held() > 0,
                 waiting_synthesis: self.jobs.held() as u32,
-                mem_available_bytes: self.jobs.mem_available().or_else(|| super::meminfo::mem_available(&self.cfg.meminfo)),
+                mem_available_bytes: self.jobs.mem_available().or_else(|| crate::meminfo::mem_available(&self.cfg.meminfo)),
                 margin_bytes: self.cfg.jobs.memory_margin,
             },
-            rss_bytes: super::meminfo::own_rss(),
+            rss_bytes: crate::meminfo::own_rss(),
             matrices: self
                 .worker
                 .matrices_info()

@@ -15,8 +15,8 @@ use crate::proto;
 
 /// Most partitions one generic job may have.
 pub const MAX_PARTITIONS: u32 = 64;
-use crate::driver::{FilecoinJob, JobRequest, MAX_REQUEST_ID};
 use crate::names::{kind_name, proto_kind};
+use crate::server::driver::{FilecoinJob, JobRequest, MAX_REQUEST_ID};
 
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -322,11 +322,11 @@ pub fn decode_request(method: &str, body: &[u8]) -> Result<(), Status> {
         }
         "AwaitProof" => {
             let r = proto::AwaitProofRequest::decode(body).map_err(decode_error)?;
-            crate::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
+            crate::server::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
         }
         "CancelProof" => {
             let r = proto::CancelProofRequest::decode(body).map_err(decode_error)?;
-            crate::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
+            crate::server::driver::JobRef::parse(&r.job_id).map_err(|e| Status::invalid_argument(e.0))?;
         }
         "PreloadSRS" => {
             let r = proto::PreloadSrsRequest::decode(body).map_err(decode_error)?;
