@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
-use crate::server::status::{CopyState, KindStatus, Snapshot};
+use cuzk_circuits_filecoin::FilShape;
+
+use crate::names::{kind_name, proto_kind};
+use crate::server::status::{CopyState, KindStatus, Snapshot, LATENCY_BUCKETS};
 
 fn head(o: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(o, "# HELP {name} {help}");
@@ -18,6 +21,10 @@ pub fn render(s: &Snapshot) -> String {
     let mut o = String::new();
     head(&mut o, "cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.");
     let _ = writeln!(o, "cuzk_uptime_seconds {}", s.uptime_s);
+    head(&mut o, "cuzk_build_info", "gauge", "Always 1: the daemon's version and backend as labels.");
+    let _ = writeln!(o, "cuzk_build_info{{version=\"{}\",backend=\"{}\"}} 1", esc(&s.version), esc(&s.backend));
+    head(&mut o, "cuzk_draining", "gauge", "1 once a shutdown began: no new jobs are accepted, accepted ones drain.");
+    let _ = writeln!(o, "cuzk_draining {}", u8::from(s.draining));
     head(&mut o, "cuzk_listener_up", "gauge", "1 while a listener accepts connections, 0 while it backs off or has stopped.");
     for l in &s.listeners {
         let up = u8::from(l.state == crate::server::listen::ListenerState::Serving);
@@ -68,6 +75,8 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "cuzk_queue_jobs{{priority=\"{}\",state=\"pending\"}} {}", q.priority, q.pending);
         let _ = writeln!(o, "cuzk_queue_jobs{{priority=\"{}\",state=\"running\"}} {}", q.priority, q.running);
     }
+    head(&mut o, "cuzk_queue_limit", "gauge", "Jobs of one priority accepted and not started beyond which submissions are refused (engine.queue_limit).");
+    let _ = writeln!(o, "cuzk_queue_limit {}", s.recovery.queue_limit);
     head(&mut o, "cuzk_memory_used_bytes", "gauge", "Bytes reserved in each memory budget.");
     let _ = writeln!(o, "cuzk_memory_used_bytes{{location=\"host\"}} {}", s.memory.host.used);
     for (d, b) in s.memory.devices.iter().enumerate() {
@@ -117,7 +126,43 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "cuzk_job_latency_seconds_sum{{circuit=\"{c}\"}} {}", h.sum);
         let _ = writeln!(o, "cuzk_job_latency_seconds_count{{circuit=\"{c}\"}} {}", h.count);
     }
+    kind_latency(&mut o, s);
     o
+}
+
+/// The latency histograms per circuit summed per proof kind, under Curio's kind labels
+/// (`porep_c2`, `snap_update`, `window_post`, `winning_post`, `generic`): one series per kind
+/// whatever the sector sizes, for alerts on WinningPoSt's time.
+fn kind_latency(o: &mut String, s: &Snapshot) {
+    head(o, "cuzk_proof_latency_seconds", "histogram", "Submission to completion of completed proofs, per proof kind.");
+    for k in &s.kinds {
+        let mut buckets: Vec<(f64, u64)> = LATENCY_BUCKETS.iter().map(|b| (*b, 0)).collect();
+        let (mut sum, mut count) = (0.0, 0);
+        for h in s.latency.iter().filter(|h| circuit_kind(&h.circuit) == k.kind) {
+            for (le, n) in &h.buckets {
+                match buckets.iter_mut().find(|(b, _)| b == le) {
+                    Some((_, total)) => *total += n,
+                    None => buckets.push((*le, *n)),
+                }
+            }
+            sum += h.sum;
+            count += h.count;
+        }
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let l = k.kind.replace('-', "_");
+        for (le, n) in &buckets {
+            let _ = writeln!(o, "cuzk_proof_latency_seconds_bucket{{proof_kind=\"{l}\",le=\"{le}\"}} {n}");
+        }
+        let _ = writeln!(o, "cuzk_proof_latency_seconds_bucket{{proof_kind=\"{l}\",le=\"+Inf\"}} {count}");
+        let _ = writeln!(o, "cuzk_proof_latency_seconds_sum{{proof_kind=\"{l}\"}} {sum}");
+        let _ = writeln!(o, "cuzk_proof_latency_seconds_count{{proof_kind=\"{l}\"}} {count}");
+    }
+}
+
+/// The proof kind of a circuit id, as [`KindStatus::kind`] names it: Filecoin ids
+/// (`winning-32g`) by their kind, every other circuit `generic`.
+fn circuit_kind(circuit: &str) -> &'static str {
+    FilShape::parse(circuit).map_or("generic", |f| kind_name(proto_kind(f.kind)))
 }
 
 /// Faults, retries, refusals and memory pressure.

@@ -329,8 +329,9 @@ pub struct Histogram {
     pub count: u64,
 }
 
-/// Histogram bucket bounds, seconds.
-pub const LATENCY_BUCKETS: [f64; 14] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 1200.0];
+/// Histogram bucket bounds, seconds. 15 and 20 s are there for WinningPoSt, which must end well
+/// within its ~25 s window (contrib/prometheus/cuzk-alerts.yml alerts at 10 and 20 s).
+pub const LATENCY_BUCKETS: [f64; 16] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 300.0, 1200.0];
 
 impl Histogram {
     /// An empty histogram.

@@ -7,6 +7,7 @@ mod common;
 mod bad_requests;
 mod bench_mode;
 mod cli;
+mod contrib;
 mod curio;
 mod devices;
 mod faults;
