@@ -373,6 +373,37 @@ impl Engine {
         Ok(())
     }
 
+    /// Makes a circuit's parameters resident on a device ahead of need: the device in service
+    /// (not a fallback one) with the most free memory, unless a copy is there or on its way.
+    /// Answers whether they are [`Presence::Resident`] already or [`Presence::Loading`].
+    pub fn preload_anywhere(&mut self, circuit: CircuitId, now: Nanos) -> Result<Presence, EngineError> {
+        let targets: Vec<Location> =
+            (0..self.devices.len()).filter(|&d| self.serves(d) && !self.cfg.devices[d].fallback).map(|d| Location::Device(DeviceId(d as u32))).collect();
+        let states: Vec<Option<Presence>> = targets.iter().map(|l| self.presence(circuit, *l)).collect();
+        if states.contains(&Some(Presence::Resident)) {
+            return Ok(Presence::Resident);
+        }
+        if !states.contains(&Some(Presence::Loading)) {
+            let free = |l: &Location| self.usage(*l).map_or(0, |u| u.capacity.saturating_sub(u.used));
+            let to = *targets.iter().max_by_key(|l| free(l)).ok_or(EngineError::InvalidConfig("no device in service to preload to"))?;
+            self.preload(circuit, to, now)?;
+        }
+        Ok(Presence::Loading)
+    }
+
+    /// Evicts a circuit's parameters from every location where they are resident; answers
+    /// how many copies went.
+    pub fn evict_everywhere(&mut self, circuit: CircuitId, now: Nanos) -> Result<u32, EngineError> {
+        let mut gone = 0;
+        for at in (0..self.devices.len() as u32).map(|d| Location::Device(DeviceId(d))).chain([Location::Host]) {
+            if self.presence(circuit, at) == Some(Presence::Resident) {
+                self.evict(circuit, at, now)?;
+                gone += 1;
+            }
+        }
+        Ok(gone)
+    }
+
     /// Evicts a circuit's parameters from a location. A no-op if absent; an error while
     /// partitions use them or a load is in flight.
     pub fn evict(&mut self, circuit: CircuitId, from: Location, now: Nanos) -> Result<(), EngineError> {

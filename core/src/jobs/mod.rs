@@ -189,6 +189,19 @@ pub struct JobEnd {
     pub queue_wait: Nanos,
     /// From acceptance to its end.
     pub total: Nanos,
+    /// Its partitions' synthesis, summed (from each start to its end).
+    pub synthesis: Nanos,
+    /// Its partitions' GPU stages (upload, NTT, MSM), summed.
+    pub gpu: Nanos,
+}
+
+/// Stages of one kind that ended well since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTotals {
+    /// How many.
+    pub count: u64,
+    /// Their time, summed.
+    pub time: Nanos,
 }
 
 /// What the job layer asks of its driver, in order.
@@ -314,6 +327,8 @@ pub struct JobStats {
     pub queue_refusals: u64,
     /// Per kind.
     pub kinds: BTreeMap<&'static str, KindTotals>,
+    /// Per stage, in [`Stage::ALL`] order.
+    pub stages: [StageTotals; 5],
 }
 
 /// A live job, as the status shows it.
@@ -382,6 +397,8 @@ struct Job {
     fault: Option<(Fault, Option<u32>)>,
     deadline_at: Option<Nanos>,
     cancelled: bool,
+    synthesis: Nanos,
+    gpu: Nanos,
 }
 
 /// The job layer. See the [module documentation](self).
@@ -573,6 +590,8 @@ impl Jobs {
                 fault: None,
                 deadline_at,
                 cancelled: false,
+                synthesis: Nanos::ZERO,
+                gpu: Nanos::ZERO,
             },
         );
         self.attempts.insert(job, job);
@@ -670,6 +689,11 @@ impl Jobs {
         self.advance(now);
         let run = self.running.remove(&p);
         let device = run.and_then(|r| r.device());
+        let took = run.map_or(Nanos::ZERO, |r| self.now.saturating_sub(r.start));
+        if let Some(t) = Stage::ALL.iter().position(|s| *s == stage).and_then(|i| self.stats.stages.get_mut(i)) {
+            t.count += 1;
+            t.time += took;
+        }
         // A device's record is clean again once a partition's MSM succeeds there.
         if let Some(h) = device.and_then(|d| self.health.get_mut(d as usize)).filter(|_| run.is_some_and(|r| !r.timed_out) && stage == Stage::Msm) {
             h.success();
@@ -678,6 +702,11 @@ impl Jobs {
             if let Some(j) = self.jobs.get_mut(&job) {
                 if let (Some(d), Some(slot)) = (device, j.devices.get_mut(i as usize)) {
                     *slot = Some(d);
+                }
+                match stage {
+                    Stage::Synthesize => j.synthesis += took,
+                    Stage::Upload | Stage::Ntt | Stage::Msm => j.gpu += took,
+                    Stage::Finalize => {}
                 }
                 if stage == Stage::Finalize {
                     if let Some(slot) = j.proved.get_mut(i as usize) {
@@ -946,6 +975,8 @@ impl Jobs {
             interrupted: false,
             queue_wait,
             total,
+            synthesis: j.synthesis,
+            gpu: j.gpu,
         };
         match outcome {
             Outcome::Completed if j.proved.iter().all(|p| *p) => self.stats.completed += 1,

@@ -97,6 +97,9 @@ pub struct Record {
     pub starts_while_low: u64,
     /// Stage faults seen.
     pub faults_seen: u64,
+    /// Per API job id, at its last end: its synthesis and GPU stage time as the job layer
+    /// reported it, and as the simulator timed the stages it ran for it.
+    pub stage_time: BTreeMap<String, [(Nanos, Nanos); 2]>,
     /// Broken rules (reports refused, starts of ended jobs, …).
     pub violations: Vec<String>,
     /// Restarts done.
@@ -133,6 +136,8 @@ pub struct JobSim {
     request_of: BTreeMap<JobId, usize>,
     memory: Option<u64>,
     retired_at: BTreeMap<u32, Nanos>,
+    /// Per job of this epoch: the synthesis and GPU time of its stages started so far.
+    timed: BTreeMap<JobId, (Nanos, Nanos)>,
     /// What a journal keeps of ended jobs: payload and status per job id.
     journal: BTreeMap<String, (u8, EndStatus)>,
     record: Record,
@@ -178,6 +183,7 @@ impl JobSim {
             request_of: BTreeMap::new(),
             memory: None,
             retired_at: BTreeMap::new(),
+            timed: BTreeMap::new(),
             journal: BTreeMap::new(),
             record: Record::default(),
             next_job: 1,
@@ -335,6 +341,7 @@ impl JobSim {
     /// Drops the job layer with everything under way and takes the open jobs up again.
     fn crash(&mut self) {
         self.epoch += 1;
+        self.timed.clear();
         self.record.restarts += 1;
         let mut jobs = Jobs::new(self.s.config.clone(), engine(self.s.devices));
         jobs.with_engine(self.now, |e, _| e.number_jobs_from(self.next_job));
@@ -397,6 +404,12 @@ impl JobSim {
                         }
                     }
                     let took = sample(dur, h.rotate_left(7));
+                    let t = self.timed.entry(job).or_default();
+                    match d.stage {
+                        Stage::Synthesize => t.0 += took,
+                        Stage::Upload | Stage::Ntt | Stage::Msm => t.1 += took,
+                        Stage::Finalize => {}
+                    }
                     let epoch = self.epoch;
                     self.push(self.now + took, Input::StageEnd { epoch, p: d.partition, stage: d.stage, fault });
                 }
@@ -437,6 +450,8 @@ impl JobSim {
                     if let Some(p) = self.record.payload_of.get(&id) {
                         self.journal.insert(id.clone(), (*p, end.status));
                     }
+                    let timed = self.timed.remove(&job).unwrap_or_default();
+                    self.record.stage_time.insert(id.clone(), [(end.synthesis, end.gpu), timed]);
                     self.record.ends.entry(id).or_default().push((end.status, self.now));
                 }
                 Event::MatricesReserved { .. }

@@ -87,6 +87,12 @@ fn a_clean_run_completes_every_job() {
     assert_eq!(r.ends.len(), 6);
     assert!(r.ends.values().all(|e| e.len() == 1 && e[0].0 == EndStatus::Completed));
     assert!(r.retries.is_empty());
+    // Each job's stage time as the job layer sums it is what the simulator's stages took.
+    assert_eq!(r.stage_time.len(), 6);
+    for (id, [reported, timed]) in &r.stage_time {
+        assert!(timed.0 > Nanos::ZERO && timed.1 > Nanos::ZERO, "{id}: no stage timed");
+        assert_eq!(reported, timed, "{id}: (synthesis, gpu) reported against timed");
+    }
 }
 
 #[test]

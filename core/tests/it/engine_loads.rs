@@ -314,3 +314,33 @@ mod late {
         }
     }
 }
+
+#[test]
+fn a_preload_goes_to_the_device_in_service_with_the_most_free_memory_once() {
+    let fallback = DeviceConfig { memory_bytes: 64 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: true };
+    let dev = |gb| DeviceConfig { memory_bytes: gb * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
+    let mut e = Engine::new(EngineConfig::new(1, 64 * GB, vec![fallback, dev(24), dev(16)]), Nanos::ZERO).expect("valid config");
+    e.register_circuit(A, profile(GB)).expect("register");
+    // The fallback device has the most memory but takes no preload.
+    assert_eq!(e.preload_anywhere(A, t(0)), Ok(Presence::Loading));
+    assert_eq!(loads(&drain(&mut e)), vec![(A, D1)]);
+    assert_eq!(e.preload_anywhere(A, t(1)), Ok(Presence::Loading), "on its way: no second load");
+    assert!(drain(&mut e).is_empty());
+    e.params_loaded(A, D1, t(2)).expect("loaded");
+    assert_eq!(e.preload_anywhere(A, t(3)), Ok(Presence::Resident));
+    assert!(drain(&mut e).is_empty());
+    // Evicted everywhere it is resident (device 1, then the host copy a second preload made).
+    e.preload(A, HOST, t(4)).expect("preload host");
+    e.params_loaded(A, HOST, t(5)).expect("loaded");
+    drain(&mut e);
+    assert_eq!(e.evict_everywhere(A, t(6)), Ok(2));
+    assert_eq!((e.presence(A, D1), e.presence(A, HOST)), (Some(Presence::Absent), Some(Presence::Absent)));
+    // With device 1 out of service the preload goes to device 2, and with none left it fails.
+    e.retire_device(DeviceId(1), t(7)).expect("retire");
+    assert_eq!(e.preload_anywhere(A, t(8)), Ok(Presence::Loading));
+    assert_eq!(loads(&drain(&mut e)), vec![(A, Location::Device(DeviceId(2)))]);
+    e.params_loaded(A, Location::Device(DeviceId(2)), t(9)).expect("loaded");
+    e.evict_everywhere(A, t(10)).expect("evict");
+    e.retire_device(DeviceId(2), t(11)).expect("retire");
+    assert!(e.preload_anywhere(A, t(12)).is_err());
+}

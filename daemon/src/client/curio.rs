@@ -84,6 +84,12 @@ pub fn submission(r: &FilRequest) -> proto::SubmitProofRequest {
     s
 }
 
+/// Reads a request file (JSON, as `cuzk gen-vanilla` writes it).
+pub fn read_request(path: &std::path::Path) -> Result<FilRequest, crate::CliError> {
+    let bytes = std::fs::read(path).map_err(|source| crate::CliError::Io { path: path.into(), source })?;
+    serde_json::from_slice(&bytes).map_err(|e| crate::CliError::Usage(format!("{}: not a Filecoin request: {e}", path.display())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,10 +119,4 @@ mod tests {
         assert_eq!(request_id(&req(FilKind::PoRep)), "porep-1000-42");
         assert_eq!(request_id(&req(FilKind::SnapDeals)), "snap-1000-42");
     }
-}
-
-/// Reads a request file (JSON, as `cuzk gen-vanilla` writes it).
-pub fn read_request(path: &std::path::Path) -> Result<FilRequest, crate::CliError> {
-    let bytes = std::fs::read(path).map_err(|source| crate::CliError::Io { path: path.into(), source })?;
-    serde_json::from_slice(&bytes).map_err(|e| crate::CliError::Usage(format!("{}: not a Filecoin request: {e}", path.display())))
 }

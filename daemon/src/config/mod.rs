@@ -290,6 +290,14 @@ pub enum SelfCheck {
     Off,
 }
 
+impl SelfCheck {
+    /// Whether a proof of a job is checked: a Filecoin one or not, with its witness checked or
+    /// not (an unchecked witness, proved with timing-only parameters, can never pass).
+    pub fn applies(self, filecoin: bool, witness: cuzk_core::circuit::WitnessCheck) -> bool {
+        witness != cuzk_core::circuit::WitnessCheck::Ignore && (self == SelfCheck::All || (self == SelfCheck::Filecoin && filecoin))
+    }
+}
+
 impl Default for EngineSection {
     fn default() -> Self {
         EngineSection {
@@ -726,5 +734,24 @@ mod tests {
         assert_eq!("0,1".parse::<DeviceSelection>().unwrap(), DeviceSelection::List(vec![0, 1]));
         assert_eq!("all".parse::<DeviceSelection>().unwrap(), DeviceSelection::All);
         assert!("gpu0".parse::<DeviceSelection>().is_err());
+    }
+
+    #[test]
+    fn self_checks_apply_by_setting_kind_and_witness() {
+        use cuzk_core::circuit::WitnessCheck::{Enforce, Ignore, Trusted};
+        // (setting, filecoin, witness) → checked, written out case by case.
+        let table = [
+            (SelfCheck::All, false, Trusted, true),
+            (SelfCheck::All, true, Enforce, true),
+            (SelfCheck::All, true, Ignore, false),
+            (SelfCheck::Filecoin, true, Enforce, true),
+            (SelfCheck::Filecoin, false, Trusted, false),
+            (SelfCheck::Filecoin, true, Ignore, false),
+            (SelfCheck::Off, true, Enforce, false),
+            (SelfCheck::Off, false, Trusted, false),
+        ];
+        for (s, fil, w, want) in table {
+            assert_eq!(s.applies(fil, w), want, "{s:?}, filecoin {fil}, {w:?}");
+        }
     }
 }

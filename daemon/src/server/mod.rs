@@ -2,8 +2,8 @@
 //! to the worker; [`request`] validates API requests into jobs ([`intake`] bounds their
 //! size in flight); [`service`] is the `cuzk.v1.ProvingEngine` gRPC
 //! API and the one place driver errors become gRPC codes; [`journal`] keeps accepted jobs across
-//! restarts; [`http`] serves the status page, `/status` and `/metrics` ([`status`],
-//! [`metrics`]); [`listen`] accepts connections. This module starts the driver and the
+//! restarts; [`http`] serves the status page, `/status` and `/metrics` ([`snapshot`] builds
+//! the [`status`] the driver lends, [`metrics`] renders it); [`listen`] accepts connections. This module starts the driver and the
 //! listeners and shuts everything down in order. Nothing here imports the client side or the
 //! command line.
 
@@ -15,6 +15,7 @@ pub mod listen;
 pub mod metrics;
 pub mod request;
 pub mod service;
+pub mod snapshot;
 pub mod status;
 
 use std::net::SocketAddr;

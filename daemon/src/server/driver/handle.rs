@@ -8,10 +8,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::job::JobRequest;
 use super::DriverError;
+use super::DriverView;
 use super::JobRef;
 use crate::circuits::CircuitShape;
 use crate::config::ShutdownMode;
-use crate::server::status::Snapshot;
 
 /// How a job ended, as the API reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +97,8 @@ pub enum Command {
     Preload(CircuitShape, oneshot::Sender<Result<Preloaded, DriverError>>),
     /// Drop parameters.
     Evict(CircuitShape, oneshot::Sender<Result<Evicted, DriverError>>),
-    /// A snapshot of the state.
-    Snapshot(oneshot::Sender<Snapshot>),
+    /// Run a function over what the driver lends (the status is built this way).
+    Inspect(Box<dyn FnOnce(&DriverView<'_>) + Send>),
     /// The Chrome trace of the timeline.
     Trace(oneshot::Sender<String>),
     /// Stop accepting jobs and end every accepted one.
@@ -143,9 +143,9 @@ impl DriverHandle {
         self.ask(|t| Command::Evict(spec, t)).await?
     }
 
-    /// A snapshot.
-    pub async fn snapshot(&self) -> Result<Snapshot, DriverError> {
-        self.ask(Command::Snapshot).await
+    /// `f` of what the driver lends ([`DriverView`]), run on the driver's task: keep it short.
+    pub async fn inspect<T: Send + 'static>(&self, f: impl FnOnce(&DriverView<'_>) -> T + Send + 'static) -> Result<T, DriverError> {
+        self.ask(|t| Command::Inspect(Box::new(move |v| drop(t.send(f(v)))))).await
     }
 
     /// The Chrome trace.

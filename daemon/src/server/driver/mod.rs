@@ -9,9 +9,9 @@
 mod error;
 mod handle;
 mod job;
-mod snapshot;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,6 +33,7 @@ pub use cuzk_core::jobs::{BadJobRef, JobRef, Recovery, MAX_REQUEST_ID};
 pub use error::DriverError;
 pub use handle::{Command, DriverHandle, Evicted, FinalStatus, JobResult, Preloaded, ResultWatch, Submitted};
 pub use job::{FilecoinJob, JobRequest};
+pub use view::DriverView;
 
 use crate::circuits::{CircuitShape, ParamChoice, RegisterError, Registry};
 use crate::config::{SelfCheck, ShutdownMode};
@@ -81,8 +82,6 @@ struct LiveJob {
     submitted: Instant,
     proofs: Vec<Option<Proof>>,
     publics: Vec<Vec<Scalar>>,
-    synth: Duration,
-    gpu: Duration,
     srs_wait_since: Option<Instant>,
     srs_load: Duration,
 }
@@ -93,7 +92,7 @@ type PreloadWaiter = (Instant, oneshot::Sender<Result<Preloaded, DriverError>>);
 #[allow(clippy::large_enum_variant)]
 enum Completion<D> {
     /// A stage ended.
-    Stage { partition: PartitionId, stage: Stage, started: Instant, ended: Instant, result: Result<StageOutput<D>, WorkError> },
+    Stage { partition: PartitionId, stage: Stage, ended: Instant, result: Result<StageOutput<D>, WorkError> },
     /// A parameter load ended.
     Params { circuit: CircuitId, at: Location, ended: Instant, result: Result<(), WorkError> },
 }
@@ -112,7 +111,6 @@ pub struct Driver<W: Worker> {
     parts: HashMap<PartitionId, W::Data>,
     loading: HashMap<(CircuitId, Location), Instant>,
     preload_waiters: HashMap<CircuitId, Vec<PreloadWaiter>>,
-    stage_totals: [(u64, f64); 5],
     latency: HashMap<CircuitId, Histogram>,
     /// A draining shutdown cancels what is left at this time.
     drain_by: Option<Instant>,
@@ -170,7 +168,6 @@ pub fn spawn<W: Worker>(cfg: DriverConfig, worker: Arc<W>, pool: rayon::ThreadPo
         parts: HashMap::new(),
         loading: HashMap::new(),
         preload_waiters: HashMap::new(),
-        stage_totals: [(0, 0.0); 5],
         latency: HashMap::new(),
         drain_by: None,
         memory_read: None,
@@ -237,6 +234,20 @@ impl<W: Worker> Driver<W> {
         }
     }
 
+    fn view(&self) -> DriverView<'_> {
+        DriverView {
+            cfg: &self.cfg,
+            jobs: &self.jobs,
+            registry: &self.registry,
+            device_names: (0..self.worker.devices()).map(|d| self.worker.device_name(d)).collect(),
+            matrices: self.worker.matrices_info(),
+            loading: self.loading.iter().map(|(k, t)| (*k, self.at(*t))).collect(),
+            latency: &self.latency,
+            uptime: self.epoch.elapsed(),
+            now: self.now(),
+        }
+    }
+
     /// Tells the job layer the host's available memory, when it holds synthesis back on it.
     fn observe_memory(&mut self) {
         let fresh = self.memory_read.is_some_and(|t| t.elapsed() < MEMORY_READ_EVERY);
@@ -269,9 +280,7 @@ impl<W: Worker> Driver<W> {
                 let r = self.evict(spec);
                 let _ = reply.send(r);
             }
-            Command::Snapshot(reply) => {
-                let _ = reply.send(self.snapshot());
-            }
+            Command::Inspect(f) => f(&self.view()),
             Command::Trace(reply) => {
                 let _ = reply.send(self.jobs.engine().timeline().chrome_trace());
             }
@@ -335,19 +344,7 @@ impl<W: Worker> Driver<W> {
 
     fn fail_now(&self, partition: PartitionId, stage: Stage, reason: &str) {
         let now = Instant::now();
-        let _ = self.done_tx.send(Completion::Stage { partition, stage, started: now, ended: now, result: Err(WorkError::Internal(reason.into())) });
-    }
-
-    fn checks(&self, req: &JobRequest) -> bool {
-        if req.witness == WitnessCheck::Ignore {
-            // A fabricated witness (and timing-only parameters): no proof could pass.
-            return false;
-        }
-        match self.cfg.self_check {
-            SelfCheck::All => true,
-            SelfCheck::Filecoin => req.filecoin.is_some(),
-            SelfCheck::Off => false,
-        }
+        let _ = self.done_tx.send(Completion::Stage { partition, stage, ended: now, result: Err(WorkError::Internal(reason.into())) });
     }
 
     fn start(&mut self, d: cuzk_core::engine::Dispatch, job: JobId, i: usize, check: bool) {
@@ -394,7 +391,7 @@ impl<W: Worker> Driver<W> {
                 ),
                 Err(e) => tracing::warn!(job = partition.job.0, partition = partition.index, stage = stage.name(), error = %e, "stage failed"),
             }
-            let _ = tx.send(Completion::Stage { partition, stage, started, ended, result });
+            let _ = tx.send(Completion::Stage { partition, stage, ended, result });
         };
         match d.stage {
             Stage::Synthesize | Stage::Finalize => self.pool.spawn(run),
@@ -426,24 +423,15 @@ impl<W: Worker> Driver<W> {
     fn completion(&mut self, c: Completion<W::Data>) {
         self.observe_memory();
         match c {
-            Completion::Stage { partition, stage, started, ended, result } => {
+            Completion::Stage { partition, stage, ended, result } => {
                 let t = self.at(ended);
-                let took = ended.saturating_duration_since(started);
                 let r = match result {
                     Ok(out) => {
-                        let tot = &mut self.stage_totals[Stage::ALL.iter().position(|x| *x == stage).unwrap_or(0)];
-                        tot.0 += 1;
-                        tot.1 += took.as_secs_f64();
                         let mut circuit = None;
                         if let Some((job, i)) = self.jobs.partition(partition) {
                             if let Some(j) = self.live.get_mut(&job) {
                                 let i = i as usize;
                                 circuit = Some(j.circuit);
-                                match stage {
-                                    Stage::Synthesize => j.synth += took,
-                                    Stage::Upload | Stage::Ntt | Stage::Msm => j.gpu += took,
-                                    Stage::Finalize => {}
-                                }
                                 match out {
                                     StageOutput::Synthesized { data, public } => {
                                         if let Some(slot) = j.publics.get_mut(i) {
@@ -561,7 +549,7 @@ impl<W: Worker> Driver<W> {
             circuit,
             partitions: req.partitions,
             deadline: req.deadline.map(|d| Nanos(d.as_nanos().min(u64::MAX as u128) as u64)),
-            check: self.checks(&req),
+            check: self.cfg.self_check.applies(req.filecoin.is_some(), req.witness),
             kind: req.kind,
         };
         let hot = self.jobs.engine().tier(circuit) == Some(cuzk_core::engine::Tier::Hot);
@@ -576,8 +564,6 @@ impl<W: Worker> Driver<W> {
             submitted: Instant::now(),
             proofs: vec![None; n],
             publics: vec![Vec::new(); n],
-            synth: Duration::ZERO,
-            gpu: Duration::ZERO,
             srs_wait_since: (!hot).then(Instant::now),
             srs_load: Duration::ZERO,
         };
@@ -602,8 +588,8 @@ impl<W: Worker> Driver<W> {
             error: end.error,
             queue_wait: duration(end.queue_wait),
             srs_load: j.srs_load,
-            synthesis: j.synth,
-            gpu: j.gpu,
+            synthesis: duration(end.synthesis),
+            gpu: duration(end.gpu),
             total,
             interrupted: end.interrupted,
         };
@@ -623,15 +609,6 @@ impl<W: Worker> Driver<W> {
         }
     }
 
-    fn devices(&self) -> impl Iterator<Item = Location> {
-        (0..self.worker.devices() as u32).map(|d| Location::Device(cuzk_core::engine::DeviceId(d)))
-    }
-
-    /// The devices a preload goes to: not a fallback device.
-    fn preload_targets(&self) -> impl Iterator<Item = Location> + '_ {
-        self.devices().filter(|l| !matches!(l, Location::Device(d) if self.cfg.engine.devices.get(d.0 as usize).is_some_and(|c| c.fallback)))
-    }
-
     fn preload(&mut self, spec: CircuitShape, reply: oneshot::Sender<Result<Preloaded, DriverError>>) {
         if self.jobs.shutting_down().is_some() {
             let _ = reply.send(Err(DriverError::ShuttingDown));
@@ -645,35 +622,18 @@ impl<W: Worker> Driver<W> {
                 return;
             }
         };
-        let states: Vec<Option<Presence>> = self.preload_targets().map(|l| self.jobs.engine().presence(id, l)).collect();
-        if states.contains(&Some(Presence::Resident)) {
-            let _ = reply.send(Ok(Preloaded { already_loaded: true, load_time: Duration::ZERO }));
-            return;
+        match self.jobs.with_engine(self.now(), |e, t| e.preload_anywhere(id, t)) {
+            Ok(Presence::Resident) => drop(reply.send(Ok(Preloaded { already_loaded: true, load_time: Duration::ZERO }))),
+            Ok(_) => self.preload_waiters.entry(id).or_default().push((Instant::now(), reply)),
+            Err(e) => drop(reply.send(Err(DriverError::TooLarge(e)))),
         }
-        if !states.contains(&Some(Presence::Loading)) {
-            let free = |l: Location| self.jobs.engine().usage(l).map_or(0, |u| u.capacity.saturating_sub(u.used));
-            let Some(to) = self.preload_targets().max_by_key(|l| free(*l)) else { return };
-            if let Err(e) = self.jobs.with_engine(self.now(), |e, t| e.preload(id, to, t)) {
-                let _ = reply.send(Err(DriverError::TooLarge(e)));
-                return;
-            }
-        }
-        self.preload_waiters.entry(id).or_default().push((Instant::now(), reply));
     }
 
     fn evict(&mut self, spec: CircuitShape) -> Result<Evicted, DriverError> {
-        let mut out = Evicted { was_loaded: false, freed_bytes: 0 };
-        let Some(id) = self.registry.get(&spec) else { return Ok(out) };
+        let Some(id) = self.registry.get(&spec) else { return Ok(Evicted { was_loaded: false, freed_bytes: 0 }) };
         let bytes = self.registry.entry(id).map_or(0, |r| r.file_bytes);
-        let locs: Vec<Location> = self.devices().chain([Location::Host]).collect();
-        for l in locs {
-            if self.jobs.engine().presence(id, l) == Some(Presence::Resident) {
-                self.jobs.with_engine(self.now(), |e, t| e.evict(id, l, t)).map_err(DriverError::Refused)?;
-                out.was_loaded = true;
-                out.freed_bytes += bytes;
-            }
-        }
-        Ok(out)
+        let gone = self.jobs.with_engine(self.now(), |e, t| e.evict_everywhere(id, t)).map_err(DriverError::Refused)?;
+        Ok(Evicted { was_loaded: gone > 0, freed_bytes: bytes * u64::from(gone) })
     }
 }
 
