@@ -56,6 +56,49 @@ pub fn files(dir: &Path, circuit: FilShape) -> Result<ParamFiles, FilError> {
     })
 }
 
+/// Writes timing-only parameters of `circuit` into `dir` under the names Filecoin's cache uses
+/// (`.params`, `.vk`, `.meta`), unless both files are there and `force` is off.
+/// `queries_of` sizes them from the blank circuit (by recording its constraint matrices).
+///
+/// The points are pseudo-random (see `cuzk_setup::timing`): proofs made with them take the
+/// time real ones take and verify against nothing. For benchmarks on hosts without the real
+/// files; never write them into a cache real proofs are made from.
+pub fn write_timing_only(
+    dir: &Path,
+    circuit: FilShape,
+    force: bool,
+    queries_of: impl FnOnce(crate::circuit::PartitionCircuit) -> Result<cuzk_setup::timing::TimingQueries, String>,
+) -> Result<ParamFiles, FilError> {
+    let f = files(dir, circuit)?;
+    if f.params.exists() && f.vk.exists() && !force {
+        return Ok(f);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| FilError::Params { path: dir.to_path_buf(), reason: e.to_string() })?;
+    let lock = lock_dir(dir)?;
+    if f.params.exists() && f.vk.exists() && !force {
+        return Ok(f);
+    }
+    let queries = queries_of(Prepared::blank_of(circuit)?.blank()).map_err(|reason| FilError::Params { path: f.params.clone(), reason })?;
+    write_atomic(&f.params, |w| queries.write_to(w))?;
+    write_atomic(&f.vk, |w| std::io::Write::write_all(w, &queries.vk().to_bytes()))?;
+    write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;
+    drop(lock);
+    Ok(f)
+}
+
+/// One generator at a time per directory (threads and processes alike): two at once would
+/// leave the parameters of one beside the verifying key of the other.
+fn lock_dir(dir: &Path) -> Result<std::fs::File, FilError> {
+    let lock_path = dir.join(".generate.lock");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .and_then(|l| l.lock().map(|()| l))
+        .map_err(|e| FilError::Params { path: lock_path, reason: e.to_string() })
+}
+
 fn write_atomic(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) -> Result<(), FilError> {
     let err = |e: std::io::Error| FilError::Params { path: path.to_path_buf(), reason: e.to_string() };
     let tmp = path.with_extension("partial");
@@ -76,16 +119,7 @@ pub fn generate(dir: &Path, circuit: FilShape, force: bool, mut rng: &mut dyn Rn
         return Ok(f);
     }
     std::fs::create_dir_all(dir).map_err(|e| FilError::Params { path: dir.to_path_buf(), reason: e.to_string() })?;
-    // One generator at a time per directory (threads and processes alike): two at once
-    // would leave the parameters of one beside the verifying key of the other.
-    let lock_path = dir.join(".generate.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .and_then(|l| l.lock().map(|()| l))
-        .map_err(|e| FilError::Params { path: lock_path, reason: e.to_string() })?;
+    let lock = lock_dir(dir)?;
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);
     }

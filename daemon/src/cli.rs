@@ -231,6 +231,17 @@ enum Command {
     },
     /// Load generator: mixed circuits and priorities against a running daemon.
     Load(LoadArgs),
+    /// Checks this host before the first job (GPUs, driver, NVRTC, limits, memory, parameter
+    /// files, data directory, socket) and says what is wrong and what to do; exits 2 when a
+    /// finding is fatal (the daemon would not start, or jobs would fail).
+    Doctor {
+        /// TOML configuration file, as `cuzk serve --config` takes it (default: the defaults).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the findings as a JSON array of {check, severity, message, fix}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Writes the daemon's timeline as a Chrome trace (chrome://tracing, Perfetto).
     Trace {
         /// The daemon's HTTP address.
@@ -361,6 +372,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Status => runtime()?.block_on(commands::status(&conn())),
         Command::Cancel { job_id } => runtime()?.block_on(commands::cancel(&conn(), &job_id)),
         Command::Load(args) => runtime()?.block_on(crate::client::loadgen::run(&conn(), &dir, &args)).map(|_| ()),
+        Command::Doctor { config, json } => {
+            if crate::tools::doctor::run(config.as_deref(), &dir, json)? {
+                // A fatal finding: exit status 2, for scripts (1 is an error of the command).
+                std::process::exit(2);
+            }
+            Ok(())
+        }
         Command::Trace { http, out } => runtime()?.block_on(commands::trace(http, cli.token.as_deref(), &out)),
     }
 }

@@ -73,10 +73,19 @@ where
     G: Curve + Group<Scalar = Scalar> + Send + Sync,
     G::AffineRepr: Copy + Send + Sync,
 {
+    points_with::<G>(len, seed, DISTINCT)
+}
+
+/// The first `len.min(distinct)` points of a query: `p + k·q` for random `p, q`.
+fn distinct_points<G>(len: usize, seed: u64, distinct: usize) -> Vec<G::AffineRepr>
+where
+    G: Curve + Group<Scalar = Scalar> + Send + Sync,
+    G::AffineRepr: Copy + Send + Sync,
+{
     use rand_core::SeedableRng;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let (p, q) = (G::random(&mut rng), G::random(&mut rng));
-    let distinct = len.min(DISTINCT);
+    let distinct = len.min(distinct);
     let mut base = vec![G::identity().to_affine(); distinct];
     base.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
         let mut acc = p + q * Scalar::from((c * CHUNK) as u64);
@@ -88,11 +97,43 @@ where
             .collect();
         G::batch_normalize(&proj, out);
     });
-    if len == distinct {
+    base
+}
+
+/// `len` points: `distinct` of them, repeated.
+fn points_with<G>(len: usize, seed: u64, distinct: usize) -> Vec<G::AffineRepr>
+where
+    G: Curve + Group<Scalar = Scalar> + Send + Sync,
+    G::AffineRepr: Copy + Send + Sync,
+{
+    let base = distinct_points::<G>(len, seed, distinct);
+    if len == base.len() {
         return base;
     }
     // Written in parallel straight into the new vector: tens of GB, so not zeroed first.
-    (0..len).into_par_iter().map(|i| base[i % distinct]).collect()
+    (0..len).into_par_iter().map(|i| base[i % base.len()]).collect()
+}
+
+/// Writes a query as a parameter file holds it (a big-endian `u32` length, then the points
+/// uncompressed) without holding it: its distinct points are encoded once and written again
+/// until the query is complete, so a 47 GB file is written at disk speed in bounded memory.
+fn write_query<G>(w: &mut impl std::io::Write, len: usize, seed: u64, distinct: usize, encode: impl Fn(&G::AffineRepr) -> Vec<u8> + Sync) -> std::io::Result<()>
+where
+    G: Curve + Group<Scalar = Scalar> + Send + Sync,
+    G::AffineRepr: Copy + Send + Sync,
+{
+    let len32 = u32::try_from(len).map_err(|_| std::io::Error::other(format!("a query of {len} points does not fit the file's u32 length")))?;
+    w.write_all(&len32.to_be_bytes())?;
+    let base = distinct_points::<G>(len, seed, distinct);
+    let bytes: Vec<u8> = base.par_iter().flat_map_iter(|p| encode(p)).collect();
+    let point = bytes.len().checked_div(base.len()).unwrap_or(0);
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(base.len());
+        w.write_all(&bytes[..n * point])?;
+        left -= n;
+    }
+    Ok(())
 }
 
 /// Timing-only parameters made one query at a time ([`timing_params`] is all of them at once,
@@ -142,6 +183,25 @@ impl TimingQueries {
     pub fn params(&self) -> Parameters {
         Parameters { vk: self.vk(), h: self.g1(Section::H), l: self.g1(Section::L), a: self.g1(Section::A), b_g1: self.g1(Section::BG1), b_g2: self.b_g2() }
     }
+
+    /// Streams the parameter file (bellperson's layout, what [`Parameters::write_to`] writes
+    /// for [`Self::params`], byte for byte) into `w`, holding only the distinct points of one
+    /// query at a time.
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        self.write_with(w, DISTINCT)
+    }
+
+    fn write_with(&self, w: &mut impl std::io::Write, distinct: usize) -> std::io::Result<()> {
+        let q = &self.lengths;
+        let mut vk = self.vk();
+        vk.ic = points_with::<G1Projective>(q.ic, self.seed, distinct);
+        w.write_all(&vk.to_bytes())?;
+        let g1 = |p: &G1Affine| p.to_uncompressed().to_vec();
+        for (len, k) in [(q.h, 1), (q.l, 2), (q.a, 3), (q.b, 4)] {
+            write_query::<G1Projective>(w, len, self.seed + k, distinct, g1)?;
+        }
+        write_query::<G2Projective>(w, q.b, self.seed + 5, distinct, |p: &G2Affine| p.to_uncompressed().to_vec())
+    }
 }
 
 /// Timing-only parameters for the circuit `m` records: every query as long as the real
@@ -149,4 +209,37 @@ impl TimingQueries {
 /// verifying key. See the module's documentation: they are not a real SRS.
 pub fn timing_params(m: &ConstraintMatrices) -> Result<Parameters, DomainTooLarge> {
     Ok(TimingQueries::of(m)?.params())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lengths() -> QueryLengths {
+        QueryLengths { log_domain: 4, ic: 3, h: 15, l: 13, a: 7, b: 11 }
+    }
+
+    /// The streamed file is the in-memory parameters' encoding, also where queries repeat
+    /// their distinct points (the real files repeat past 2^20 points).
+    #[test]
+    fn the_streamed_file_is_the_parameters_encoding() {
+        let t = TimingQueries { lengths: lengths(), seed: 9 };
+        for distinct in [1, 4, 5, 16] {
+            let mut streamed = Vec::new();
+            t.write_with(&mut streamed, distinct).unwrap();
+            let q = &t.lengths;
+            let mut vk = t.vk();
+            vk.ic = points_with::<G1Projective>(q.ic, t.seed, distinct);
+            let g1 = |len, k| points_with::<G1Projective>(len, t.seed + k, distinct);
+            let p =
+                Parameters { vk, h: g1(q.h, 1), l: g1(q.l, 2), a: g1(q.a, 3), b_g1: g1(q.b, 4), b_g2: points_with::<G2Projective>(q.b, t.seed + 5, distinct) };
+            assert_eq!(streamed, p.to_bytes(), "distinct {distinct}");
+            assert_eq!(streamed.len() as u64, q.file_bytes(), "distinct {distinct}");
+            let back = Parameters::from_bytes(&streamed, cuzk_core::params::Validation::Full).unwrap();
+            assert_eq!(back.l[q.l - 1], back.l[(q.l - 1) % distinct.min(q.l)], "distinct {distinct}: repeats");
+        }
+        let mut full = Vec::new();
+        t.write_to(&mut full).unwrap();
+        assert_eq!(full, t.params().to_bytes());
+    }
 }

@@ -9,4 +9,5 @@ mod record_parallel;
 mod record_repeated;
 mod reference;
 mod synthetic_requests;
+mod timing_params;
 mod witness;

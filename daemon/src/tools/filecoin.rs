@@ -43,15 +43,44 @@ pub fn circuit_ids(list: &[String]) -> Result<Vec<FilShape>, CliError> {
     Ok(out)
 }
 
-/// `cuzk setup --filecoin …`: random parameters and verifying keys in the Filecoin cache.
-pub fn setup(dir: &Path, ids: &[String], force: bool) -> Result<(), CliError> {
+/// `cuzk setup --filecoin …`: random parameters and verifying keys in the Filecoin cache; with
+/// `timing_only`, timing-only parameters of the real layout instead (sized by recording the
+/// circuit's matrices on every core; written at disk speed, any sector size).
+pub fn setup(dir: &Path, ids: &[String], force: bool, timing_only: bool) -> Result<(), CliError> {
     for id in circuit_ids(ids)? {
         let t = Instant::now();
-        eprintln!("generating parameters for {} in {}", id.id(), dir.display());
-        let f = params::generate(dir, id, force, &mut rand::rngs::OsRng).map_err(fil)?;
-        println!("{}: {} ({:.1} s)", id.id(), f.params.display(), t.elapsed().as_secs_f64());
+        let f = if timing_only {
+            eprintln!("writing timing-only parameters (pseudo-random points: proofs made with them do not verify) for {} in {}", id.id(), dir.display());
+            params::write_timing_only(dir, id, force, |blank| timing_queries(id, blank)).map_err(fil)?
+        } else {
+            eprintln!("generating parameters for {} in {}", id.id(), dir.display());
+            params::generate(dir, id, force, &mut rand::rngs::OsRng).map_err(fil)?
+        };
+        let bytes = std::fs::metadata(&f.params).map_err(io(&f.params))?.len();
+        println!("{}: {} ({bytes} bytes, {:.1} s)", id.id(), f.params.display(), t.elapsed().as_secs_f64());
     }
     Ok(())
+}
+
+/// The timing-only queries of `id`, from the matrices its blank circuit records.
+fn timing_queries(id: FilShape, blank: cuzk_circuits_filecoin::PartitionCircuit) -> Result<cuzk_setup::timing::TimingQueries, String> {
+    let t = Instant::now();
+    let partition = cuzk_core::circuit::Partition {
+        shape: crate::circuits::CircuitShape::Filecoin(id).key(),
+        check: cuzk_core::circuit::WitnessCheck::Ignore,
+        circuit: blank,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let m = cuzk_worker::matrices::record_partition_parallel(&partition, threads).map_err(|e| format!("recording the constraint matrices: {e}"))?;
+    let q = cuzk_setup::timing::TimingQueries::of(&m).map_err(|e| e.to_string())?;
+    eprintln!(
+        "{}: {} constraints recorded in {:.1} s; the file takes {} bytes",
+        id.id(),
+        m.num_constraints(),
+        t.elapsed().as_secs_f64(),
+        q.lengths.file_bytes()
+    );
+    Ok(q)
 }
 
 /// `cuzk gen-vanilla`: seals a sector and writes one request per kind into `out`, named by

@@ -10,6 +10,7 @@ mod cli;
 mod contrib;
 mod curio;
 mod devices;
+mod doctor;
 mod faults;
 mod filecoin;
 mod grpc;
