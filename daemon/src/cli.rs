@@ -115,6 +115,11 @@ enum Command {
         /// Regenerate even if the file exists.
         #[arg(long)]
         force: bool,
+        /// With --filecoin: timing-only parameters (the real file layout and names, pseudo-random
+        /// points, any sector size, written at disk speed). Proofs made with them do not verify:
+        /// for benchmarks only, never in a cache real proofs are made from.
+        #[arg(long, requires = "filecoin")]
+        timing_only: bool,
     },
     /// Seals a small sector with filecoin-proofs and writes a request (vanilla proofs and public
     /// data) of each Filecoin kind as JSON: test fixtures and `cuzk load` inputs. With
@@ -317,10 +322,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let dir = data_dir(cli.data_dir);
     let conn = || Conn { addr: cli.addr.clone().unwrap_or_else(|| format!("unix:{}", server::default_socket(&dir).display())), token: cli.token.clone() };
     match cli.command {
-        Command::Setup { circuit, log_size, filecoin, filecoin_dir, force } => {
+        Command::Setup { circuit, log_size, filecoin, filecoin_dir, force, timing_only } => {
             if !filecoin.is_empty() {
                 let fdir = filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir);
-                return crate::tools::filecoin::setup(&fdir, &filecoin, force);
+                return crate::tools::filecoin::setup(&fdir, &filecoin, force, timing_only);
             }
             let (Some(circuit), Some(log_size)) = (circuit, log_size) else { return Err(CliError::Usage("--circuit and --log-size are required".into())) };
             let p = setup::ensure_params(&dir, crate::families::GenericShape::new(&circuit, log_size)?, force)?;
