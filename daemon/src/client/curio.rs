@@ -35,15 +35,19 @@ pub fn priority(kind: FilKind) -> proto::Priority {
     }
 }
 
-/// A fixture from `cuzk_circuits_filecoin::fixtures` in Curio's encodings: the PoRep C1 output
-/// inside Curio's `{"SectorNum", "Phase1Out", "SectorSize"}` wrapper (the other kinds' fields
-/// are already as Curio sends them). A request already wrapped is returned unchanged.
-pub fn from_fixture(mut r: FilRequest) -> FilRequest {
+/// A fixture from `cuzk_circuits_filecoin::fixtures` (or a synthetic request) in Curio's
+/// encodings: the PoRep C1 output as filecoin-ffi hands it to Curio (filecoin-proofs-api's
+/// `SealCommitPhase1Output`, [`cuzk_circuits_filecoin::ffi_layout`]) inside Curio's
+/// `{"SectorNum", "Phase1Out", "SectorSize"}` wrapper (the other kinds' fields are already as
+/// Curio sends them). A request already wrapped is returned unchanged; a C1 output that does
+/// not parse is an error.
+pub fn from_fixture(mut r: FilRequest) -> Result<FilRequest, cuzk_circuits_filecoin::FilError> {
     if r.kind == FilKind::PoRep && !r.vanilla_proof.starts_with(b"{\"SectorNum\"") {
         let size = circuit_of(r.kind, r.registered_proof).map_or(0, |c| c.sector_size);
-        r.vanilla_proof = wrap_c1_like_curio(&r.vanilla_proof, r.sector_number, size);
+        let api = cuzk_circuits_filecoin::ffi_layout(&r.vanilla_proof, r.registered_proof)?;
+        r.vanilla_proof = wrap_c1_like_curio(&api, r.sector_number, size);
     }
-    r
+    Ok(r)
 }
 
 /// The `SubmitProofRequest` Curio sends for `r`: only the fields its Go code sets for that

@@ -427,13 +427,26 @@ pub struct ParamsSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct BenchSection {
-    /// Bench mode: Filecoin requests are accepted without checking their vanilla proofs,
-    /// their parameters are timing-only (generated in memory from the recorded constraint
-    /// matrices: pseudo-random points, not a real SRS; no parameter file is needed), the
+    /// Bench mode: Filecoin requests are accepted without checking their vanilla proofs, the
     /// checks of their witness run but do not fail the job, and their proofs are withheld:
     /// a completed job answers COMPLETED with an empty `proof` and an `error_message` saying
     /// so. Built-in circuits are proved as usual. Logged as an error at start.
     pub enabled: bool,
+    /// Where bench mode takes Filecoin parameters from.
+    pub parameters: BenchParameters,
+}
+
+/// `bench.parameters`: where bench mode's Filecoin parameters come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum BenchParameters {
+    /// Timing-only parameters made in memory from the recorded constraint matrices
+    /// (pseudo-random points, not a real SRS); no parameter file is needed.
+    #[default]
+    Memory,
+    /// The files in the Filecoin parameter cache, loaded as in production (e.g. written by
+    /// `cuzk setup --filecoin … --timing-only`, the same file another prover reads).
+    FilecoinCache,
 }
 
 /// `[faults]`: test support. Wraps every device's backend in `cuzk_faults::FaultyBackend`,

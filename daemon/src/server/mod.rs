@@ -385,7 +385,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     };
     if cfg.bench.enabled {
         tracing::error!(
-            "BENCH MODE IS ON ([bench] enabled): Filecoin requests are NOT checked, their parameters are timing-only (not a real SRS) and their proofs are withheld; never point a real client at this daemon"
+            parameters = ?cfg.bench.parameters,
+            "BENCH MODE IS ON ([bench] enabled): Filecoin requests are NOT checked and their proofs are withheld; never point a real client at this daemon"
         );
     }
 
@@ -447,7 +448,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     // Bench mode: Filecoin witnesses unchecked, their circuits registered with timing-only
     // parameters of the size their recorded matrices give (recorded while the first request is
     // prepared).
-    let timing_only: Option<crate::server::service::TimingQueries> = cfg.bench.enabled.then(|| {
+    let in_memory = cfg.bench.enabled && cfg.bench.parameters == crate::config::BenchParameters::Memory;
+    let timing_only: Option<crate::server::service::TimingQueries> = in_memory.then(|| {
         let w = worker.clone();
         crate::server::service::TimingQueries(Arc::new(move |first: &dyn cuzk_core::circuit::PartitionCircuit| {
             let m = w.record_matrices(first).map_err(|e| e.to_string())?;
@@ -479,6 +481,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             generate_missing: cfg.params.generate_missing,
             // Curio's `assigned_gpu` names a GPU: the fallback is not one.
             ordinals: ordinals[..ordinals.len() - usize::from(cfg.engine.cpu_fallback)].to_vec(),
+            unchecked_witness: cfg.bench.enabled,
             timing_only,
             journal,
             outside: outside.clone(),

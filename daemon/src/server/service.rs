@@ -28,9 +28,12 @@ pub struct ServiceConfig {
     pub generate_missing: bool,
     /// The ordinal of each device the engine schedules on.
     pub ordinals: Vec<u32>,
-    /// Set for timing Filecoin circuits without real requests or parameters (`[bench]`): the
-    /// witness checks of Filecoin requests are ignored and their circuits take timing-only
-    /// parameters, whose query lengths this gives from a partition (recording its matrices).
+    /// Bench mode (`[bench]`): the witness checks of Filecoin requests are ignored (and so
+    /// their proofs withheld).
+    pub unchecked_witness: bool,
+    /// Set when bench mode's Filecoin circuits take timing-only parameters made in memory
+    /// (`bench.parameters = "memory"`): their query lengths from a partition (recording its
+    /// matrices).
     pub timing_only: Option<TimingQueries>,
     /// The journal of accepted jobs, when it is on.
     pub journal: Option<Arc<Journal>>,
@@ -165,9 +168,9 @@ impl Service {
         if job.filecoin.is_some() {
             // Parse and check the vanilla proofs before accepting: a bad request never becomes
             // a job, let alone an invalid proof.
-            let timing_only = self.cfg.timing_only.clone();
+            let (timing_only, unchecked) = (self.cfg.timing_only.clone(), self.cfg.unchecked_witness);
             job = tokio::task::spawn_blocking(move || -> Result<JobRequest, Status> {
-                if timing_only.is_some() {
+                if unchecked {
                     job.witness = WitnessCheck::Ignore;
                 }
                 prepare_filecoin(&mut job)?;

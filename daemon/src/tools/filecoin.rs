@@ -115,7 +115,7 @@ pub fn gen_vanilla(out: &Path, size: u64, seed: u64, synthetic: bool) -> Result<
 /// Writes a request into `out` as `<circuit id>.json` in the encodings Curio sends (the C1
 /// output in Curio's wrapper, bincode elements, raw commitments) and prints its path.
 fn write_request(out: &Path, r: FilRequest) -> Result<PathBuf, CliError> {
-    let r = crate::client::curio::from_fixture(r);
+    let r = crate::client::curio::from_fixture(r).map_err(fil)?;
     let id = cuzk_circuits_filecoin::circuit_of(r.kind, r.registered_proof).map_err(fil)?;
     let path = out.join(format!("{}.json", id.id()));
     let text = serde_json::to_vec_pretty(&r).map_err(|e| CliError::Usage(e.to_string()))?;

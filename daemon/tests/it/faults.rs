@@ -129,7 +129,7 @@ async fn a_proof_that_fails_its_check_twice_fails_the_job_with_no_proof() {
 async fn filecoin_proofs_are_checked_by_default_and_a_corrupted_one_is_proved_again() {
     ensure_params(FilKind::WinningPoSt);
     let (d, probes) = faulty(vec![plan(&["msm:corrupt:nth=2"])], |c| c.engine.self_check = Config::default().engine.self_check).await;
-    let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt));
+    let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt)).expect("fixture");
     let mut sub = cuzk_daemon::client::curio::submission(&req);
     sub.request_id = "winning-corrupted".into();
     let r = prove(&d, sub).await;

@@ -42,7 +42,7 @@ pub fn raw_request(kind: FilKind) -> FilRequest {
 
 /// The fixture of `kind` in Curio's encodings (what `cuzk gen-vanilla` writes).
 fn request(kind: FilKind) -> FilRequest {
-    cuzk_daemon::client::curio::from_fixture(raw_request(kind))
+    cuzk_daemon::client::curio::from_fixture(raw_request(kind)).expect("fixture")
 }
 
 pub fn ensure_params(kind: FilKind) {

@@ -83,7 +83,7 @@ async fn kill_9_mid_proof_then_a_restart_proves_the_same_request_id() {
     let plain = tmp.path().join("plain.toml");
     std::fs::write(&plain, &base).unwrap();
 
-    let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt));
+    let req = cuzk_daemon::client::curio::from_fixture(raw_request(FilKind::WinningPoSt)).expect("fixture");
     let sub = cuzk_daemon::client::curio::submission(&req);
     let mut first = serve_process(tmp.path(), &stuck, "first.log");
     let http = http_of_log(tmp.path(), "first.log").await;
