@@ -875,22 +875,29 @@ pub fn params(cfg: &Config, data_dir: &Path) -> Vec<Finding> {
         };
         match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let generated = cfg.params.generate_missing && matches!(shape, CircuitShape::Generic(_));
-                if generated {
-                    out.push(Finding::warn(
+                match shape {
+                    CircuitShape::Generic(_) if cfg.params.generate_missing => out.push(Finding::warn(
                         Check::Params,
                         format!("{id} is preloaded but its parameter file {} is missing: it is generated at its first job (slow)", path.display()),
                         setup,
-                    ));
-                } else {
-                    out.push(Finding::fatal(
+                    )),
+                    // `params.generate_missing` writes random Filecoin parameters too.
+                    CircuitShape::Filecoin(_) if cfg.params.generate_missing => out.push(Finding::fatal(
+                        Check::Params,
+                        format!(
+                            "{id} is preloaded but its parameter file {} is missing: its first job writes random test parameters there (params.generate_missing), whose proofs no chain accepts",
+                            path.display()
+                        ),
+                        format!("{setup}; set params.generate_missing = false for production"),
+                    )),
+                    _ => out.push(Finding::fatal(
                         Check::Params,
                         format!(
                             "{id} is preloaded but its parameter file {} is missing: the preload fails and its jobs are refused (FAILED_PRECONDITION)",
                             path.display()
                         ),
                         setup,
-                    ));
+                    )),
                 }
                 continue;
             }

@@ -179,9 +179,14 @@ fn missing_preloaded_parameters_are_fatal() {
     // A built-in circuit that the daemon generates at its first job is only a warning.
     cfg.params.preload = vec!["squaring-chain-2^4".into()];
     cfg.params.generate_missing = true;
-    let f = examine(tmp.path(), cfg, &host(tmp.path()), &h200());
+    let f = examine(tmp.path(), cfg.clone(), &host(tmp.path()), &h200());
     let w = find(&f, Check::Params, Severity::Warn);
     assert!(w.message.contains("generated at its first job"), "{w:?}");
+    // A Filecoin circuit would get random parameters no chain accepts: still fatal.
+    cfg.params.preload = vec!["wpost-2k".into()];
+    let f = examine(tmp.path(), cfg, &host(tmp.path()), &h200());
+    let m = find(&f, Check::Params, Severity::Fatal);
+    assert!(m.message.contains("no chain accepts") && m.fix.contains("params.generate_missing = false"), "{m:?}");
 }
 
 #[test]
