@@ -343,6 +343,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             crate::tools::filecoin::reference_prove(&filecoin_dir.unwrap_or_else(cuzk_circuits_filecoin::params::cache_dir), &request, out.as_deref())
         }
         Command::Prove { circuit, log_size, backend, devices, partitions, seed, trust_params } => {
+            // Warnings by default; RUST_LOG=info also says how the parameter file was checked.
+            init_logging("warn", LogFormat::Text);
             let shape = crate::families::GenericShape::new(&circuit, log_size)?; // before any setup work
             if partitions == 0 {
                 return Err(CliError::Usage("--partitions must be at least 1".into()));
@@ -362,7 +364,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 (_, s) => s,
             };
             let opened = crate::devices::open(choice, &selection)?;
-            let run = ProveRun { shape, seed, partitions, path, validation, ordinals: opened.ordinals };
+            let records = Some(setup::validation_records(&dir));
+            let run = ProveRun { shape, seed, partitions, path, validation, records, ordinals: opened.ordinals };
             run_prove(opened.backends, run)
         }
         Command::CompareBellperson { circuits, log_sizes, reps } => compare_bellperson::compare_bellperson(&dir, &circuits, &log_sizes, reps),

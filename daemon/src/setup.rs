@@ -29,6 +29,12 @@ pub enum SetupError {
     Generate(String),
 }
 
+/// Where the validation records of parameter files live in a data directory (the daemon's and
+/// `cuzk prove`'s: a file validated in full by either is trusted by both while unchanged).
+pub fn validation_records(data_dir: &Path) -> PathBuf {
+    data_dir.join("validated")
+}
+
 /// Where the parameters of `shape` live.
 pub fn params_path(dir: &Path, shape: GenericShape) -> PathBuf {
     dir.join("params").join(format!("{}.params", shape.id()))

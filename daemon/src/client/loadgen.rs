@@ -71,6 +71,11 @@ pub struct LoadArgs {
     /// with the same request id for up to this many seconds, as Curio's client does; 0: never.
     #[arg(long, default_value_t = 0)]
     pub retry_s: u64,
+    /// A failed job whose error message contains this text is timed as if it completed (and
+    /// counted apart): for timing another daemon on timing-only parameters, which proves and
+    /// then refuses its own proof (Curio's cuzk: "self-check failed"). Never for real work.
+    #[arg(long)]
+    pub timed_failure: Option<String>,
 }
 
 /// One kind of job in the mix.
@@ -197,6 +202,8 @@ enum JobOutcome {
     Verified(Stages),
     /// Completed with the proof withheld (timing-only parameters, unchecked witness): timed, not verified.
     Withheld(Stages),
+    /// Failed with the `--timed-failure` text in its message: timed, not verified.
+    TimedFailure(Stages),
     Failed(String),
     Wrong(String),
 }
@@ -354,6 +361,7 @@ pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String
         let fil_check = m.filecoin.clone().filter(|_| verify);
         let pb = pb.clone();
         let (retry_for, retried) = (Duration::from_secs(args.retry_s), retried.clone());
+        let timed_failure = args.timed_failure.clone();
         set.spawn(async move {
             let t = Instant::now();
             let r = loop {
@@ -389,6 +397,7 @@ pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String
                         }
                         (None, None) => JobOutcome::Verified(Stages::of(&res)),
                     },
+                    Some(res) if timed_failure.as_deref().is_some_and(|t| res.error_message.contains(t)) => JobOutcome::TimedFailure(Stages::of(&res)),
                     Some(res) => {
                         JobOutcome::Failed(format!("{}: {}", AwaitStatus::try_from(res.status).map_or("UNKNOWN", |s| s.as_str_name()), res.error_message))
                     }
@@ -404,6 +413,7 @@ pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String
     let mut failed = vec![0usize; mix.len()];
     let mut wrong = 0usize;
     let mut withheld = 0usize;
+    let mut timed_failures = 0usize;
     let mut errors: BTreeMap<String, usize> = BTreeMap::new();
     while let Some(r) = set.join_next().await {
         let (k, took, outcome) = r.map_err(|e| CliError::Usage(format!("load task: {e}")))?;
@@ -416,6 +426,11 @@ pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String
                 lat[k].push(took);
                 stages[k].add(&s);
                 withheld += 1;
+            }
+            JobOutcome::TimedFailure(s) => {
+                lat[k].push(took);
+                stages[k].add(&s);
+                timed_failures += 1;
             }
             JobOutcome::Failed(e) => {
                 failed[k] += 1;
@@ -468,6 +483,13 @@ pub async fn run(conn: &Conn, data_dir: &Path, args: &LoadArgs) -> Result<String
         let _ = writeln!(
             o,
             "withheld: {withheld} completed jobs were proved with timing-only parameters and their proofs withheld by the daemon: timed, not verified"
+        );
+    }
+    if timed_failures > 0 {
+        let _ = writeln!(
+            o,
+            "timed failures: {timed_failures} jobs failed with {:?} in their message and are timed as completed (--timed-failure): timed, not verified",
+            args.timed_failure.as_deref().unwrap_or_default()
         );
     }
     let _ = writeln!(o);

@@ -442,7 +442,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     }
     // A file validated in full once is trusted while its length and checksum match the record.
     if !cfg.params.trusted {
-        worker = worker.with_validation_records(data_dir.join("validated"));
+        worker = worker.with_validation_records(crate::setup::validation_records(&data_dir));
     }
     let worker = Arc::new(worker);
     // Bench mode: Filecoin witnesses unchecked, their circuits registered with timing-only

@@ -843,7 +843,7 @@ fn params_files(dir: &Path) -> Option<Vec<(PathBuf, u64)>> {
 /// Filecoin parameter cache and the data directory hold.
 pub fn params(cfg: &Config, data_dir: &Path) -> Vec<Finding> {
     let fil_dir = cfg.filecoin_dir();
-    let records = data_dir.join("validated");
+    let records = crate::setup::validation_records(data_dir);
     let trusted = cfg.params.trusted;
     let mut out = Vec::new();
     // The preloaded circuits.

@@ -38,6 +38,9 @@ pub struct ProveRun {
     pub path: PathBuf,
     /// How the parameter file is checked as it is read.
     pub validation: Validation,
+    /// Where validation records are kept (the daemon's `<data dir>/validated`): a file
+    /// validated in full once, by this command or the daemon, is trusted while it is unchanged.
+    pub records: Option<PathBuf>,
     /// The ordinal each backend drives (for the report).
     pub ordinals: Vec<u32>,
 }
@@ -59,7 +62,10 @@ pub fn run_prove(backends: Vec<AnyBackend>, run: ProveRun) -> Result<(), CliErro
     let n_dev = backends.len();
     // One partition: recording the constraint matrices would cost a second synthesis; with
     // more, the first records them and the others write only their witness.
-    let worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
+    let mut worker = BackendWorker::new(backends.into_iter().map(Arc::new).collect());
+    if let Some(dir) = &run.records {
+        worker = worker.with_validation_records(dir.clone());
+    }
     let worker = if run.partitions > 1 { worker } else { worker.without_matrix_cache() };
     let circuit = CircuitId(0);
     let t = Instant::now();

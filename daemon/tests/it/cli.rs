@@ -161,3 +161,44 @@ fn prove_over_two_devices_matches_single_device_proofs() {
     assert!(!absent.status.success());
     assert!(String::from_utf8_lossy(&absent.stderr).contains("CUDA device 9"), "{}", String::from_utf8_lossy(&absent.stderr));
 }
+
+/// `cuzk prove` validates a parameter file in full once and keeps a validation record in the
+/// data directory (the daemon's own `validated` folder): the next run trusts the unchanged file,
+/// and a changed file is validated in full again.
+#[test]
+fn prove_validates_a_file_once_and_then_trusts_its_record() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = ensure(6);
+    let params = tmp.path().join("params");
+    std::fs::create_dir_all(&params).unwrap();
+    let file = params.join(src.file_name().unwrap());
+    std::fs::copy(&src, &file).unwrap();
+    let run = || {
+        let out = Command::new(BIN)
+            .args(["--data-dir", tmp.path().to_str().unwrap(), "prove", "--circuit", "squaring-chain", "--log-size", "6", "--backend", "cpu"])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .output()
+            .expect("cuzk runs");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert!(out.status.success() && stdout.contains("verified  yes"), "{stdout}\n{stderr}");
+        stderr.contains("matches its validation record")
+    };
+    let records = || std::fs::read_dir(tmp.path().join("validated")).map(|d| d.count()).unwrap_or(0);
+    assert!(!run(), "the first run had no record to trust");
+    assert_eq!(records(), 1, "a record after the full validation");
+    assert!(run(), "the second run trusts the record");
+    // The same length, other bytes: the record no longer matches, so a full validation again.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes.swap(last - 96, last); // inside the last points: a wrong point fails the full check
+    std::fs::write(&file, &bytes).unwrap();
+    let out = Command::new(BIN)
+        .args(["--data-dir", tmp.path().to_str().unwrap(), "prove", "--circuit", "squaring-chain", "--log-size", "6", "--backend", "cpu"])
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .expect("cuzk runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("matches its validation record"), "a changed file trusted: {stderr}");
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Our daemon and Curio's cuzk (extern/cuzk, built by scripts/peer/build.sh) side by side on one
+# GPU host, one after the other, on the same synthetic requests and the same parameter file.
+# The figures are in docs/perf.md, "Against Curio's cuzk".
+#
+#   OUT=/tmp/peer bash scripts/peer/run.sh            # SIZE=32g, PARTS="prep ours theirs"
+#
+# Needs gpu-bin/cuzk (ours) and peer-bin/cuzk-daemon (theirs), gzipped or not.
+#   prep    timing-only parameters of the real layout for PoRep and WinningPoSt in $FIL
+#           (`cuzk setup --filecoin … --timing-only`: Filecoin's names, .vk, .meta), written
+#           once, and synthetic requests in Curio's encodings (`cuzk gen-vanilla --synthetic`)
+#   ours    `cuzk serve` with scripts/peer/ours.toml: the defaults but bench mode taking its
+#           parameters from $FIL; with TRUSTED=1 (default) read without the subgroup checks,
+#           as Curio's daemon reads them
+#   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml, CUZK_DISABLE_PCE=1
+# Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
+# PoRep job alone (the first: parameters loaded, circuit built), ONE_MORE (1) more alone, then
+# BACKLOG (6) PoRep jobs with CONCURRENCY (3) in flight and, WINNING_AFTER (30) s in, WINNING
+# (3) WinningPoSt jobs one after another. Curio's daemon proves with the timing-only file and
+# then refuses its own PoRep proof (its self-check): those failures are timed as completions
+# (`cuzk load --timed-failure`). Device busy: the mean of nvidia-smi's utilization.gpu sampled
+# every 200 ms during each load (outside either daemon); peak RSS: VmHWM from /proc at the stop.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+set -u
+OUT=${OUT:-/tmp/peer}
+SIZE=${SIZE:-32g}
+PARTS=${PARTS:-"prep ours theirs"}
+WORK=${WORK:-/tmp/peer-work}
+FIL=${FIL:-$WORK/filecoin-params}
+REQ=$WORK/req-$SIZE
+mkdir -p "$OUT" "$WORK" "$FIL" "$REQ"
+S=$OUT/summary.txt
+note() { echo "$*" | tee -a "$S"; }
+for b in "$ROOT/gpu-bin/cuzk" "$ROOT/peer-bin/cuzk-daemon"; do
+  [ -x "$b" ] || { [ -f "$b.gz" ] && gunzip -kf "$b.gz" && chmod +x "$b"; }
+done
+CUZK=$ROOT/gpu-bin/cuzk
+PEER=$ROOT/peer-bin/cuzk-daemon
+export CUZK_CUDA_CACHE=${CUZK_CUDA_CACHE:-$ROOT/gpu-bin/cache}
+note "== peer run $(date -u '+%F %T') UTC: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(nvidia-smi -L | head -1); curio $(cat "$ROOT/peer-bin/CURIO_COMMIT" 2>/dev/null); ours $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+df -h "$WORK" | tail -1 | tee -a "$S"
+
+step() { # step NAME SECS CMD...: output to $OUT/NAME.txt, status and time to the summary
+  local name=$1 secs=$2 t0 rc
+  shift 2
+  t0=$(date +%s.%N)
+  timeout "$secs" "$@" > "$OUT/$name.txt" 2>&1
+  rc=$?
+  note "$name: rc=$rc, $(echo "$(date +%s.%N) - $t0" | bc) s"
+  return $rc
+}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+
+pid=
+smi=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  [ -n "$smi" ] && kill "$smi" 2>/dev/null
+  tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+# load NAME SECS ADDR LOAD-ARGS...: `cuzk load` against ADDR with the device sampled meanwhile.
+load() {
+  local name=$1 secs=$2 addr=$3
+  shift 3
+  nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/$name.smi.csv" 2>/dev/null &
+  smi=$!
+  step "$name" "$secs" "$CUZK" --addr "$addr" load --quiet "$@"
+  kill $smi 2>/dev/null
+  wait $smi 2>/dev/null
+  smi=
+  grep -E "^(wall|throughput|timed failures|withheld|\| @|error)" "$OUT/$name.txt" | tee -a "$S"
+  note "$name: device busy $(awk -F', *' '{u+=$1; if ($2>m) m=$2; n++} END {if (n) printf "%.1f%% (nvidia-smi utilization.gpu, %d samples), device memory max %d MiB", u/n, n, m}' "$OUT/$name.smi.csv")"
+}
+
+# the loads both daemons get
+loads() { # loads WHO ADDR [extra load args]
+  local who=$1 addr=$2
+  shift 2
+  load "$who-first" 600 "$addr" --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
+  load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
+  ( sleep "${WINNING_AFTER:-30}"; "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
+  local side=$!
+  load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json" "$@"
+  wait $side
+  grep -E "^(wall|\| @)" "$OUT/$who-winning.txt" | sed "s/^/$who-winning: /" | tee -a "$S"
+}
+
+stop_daemon() { # stop_daemon WHO
+  note "$1: $(grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)"
+  kill -TERM "$pid"
+  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  pid=
+}
+
+wait_socket() { # wait_socket PATH SECS
+  for _ in $(seq 1 $(( $2 * 2 ))); do [ -S "$1" ] && return 0; kill -0 "$pid" 2>/dev/null || return 1; sleep 0.5; done
+  return 1
+}
+
+if has prep; then
+  step setup 900 "$CUZK" setup --filecoin "porep-$SIZE,winning-$SIZE" --timing-only --filecoin-dir "$FIL"
+  tail -4 "$OUT/setup.txt" | tee -a "$S"
+  step gen-vanilla 600 "$CUZK" gen-vanilla --synthetic --sector-size "$SIZE" --out "$REQ"
+  rm -f "$REQ"/wpost-*.json "$REQ"/snap-*.json
+  ls -l "$FIL" "$REQ" | tee -a "$S"
+  df -h "$WORK" | tail -1 | tee -a "$S"
+fi
+
+if has ours; then
+  export CUZK_DATA_DIR=$WORK/ours-data
+  mkdir -p "$CUZK_DATA_DIR"
+  sed "s|@FIL@|$FIL|" "$ROOT/scripts/peer/ours.toml" > "$OUT/ours.toml"
+  # TRUSTED=1 (the default): the file is read as Curio's daemon reads it, without the subgroup
+  # checks of a full validation, so both first jobs do the same work; TRUSTED=0 validates it.
+  [ "${TRUSTED:-1}" = 1 ] && sed -i 's|^filecoin_dir = .*|&\ntrusted = true|' "$OUT/ours.toml"
+  rm -f "$CUZK_DATA_DIR/cuzk.sock"
+  "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
+  pid=$!
+  if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
+    loads ours "unix:$CUZK_DATA_DIR/cuzk.sock"
+    grep -E "constraints|matrices (loaded|recorded)|parameters (loaded|validated)|validat" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
+    stop_daemon ours
+  else
+    note "ours: the daemon did not start"; tail -20 "$OUT/ours-serve.log" | tee -a "$S"
+  fi
+fi
+
+if has theirs; then
+  sock=$WORK/curio-cuzk.sock
+  rm -f "$sock"
+  sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
+  CUZK_DISABLE_PCE=1 FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
+  pid=$!
+  if wait_socket "$sock" 120; then
+    loads theirs "unix:$sock" --timed-failure "self-check failed"
+    grep -E -i "constraints|srs.*load|loaded.*srs|self-check" "$OUT/theirs-serve.log" | head -12 | tee -a "$S"
+    stop_daemon theirs
+  else
+    note "theirs: the daemon did not start"; tail -30 "$OUT/theirs-serve.log" | tee -a "$S"
+  fi
+fi
+note "== done $(date -u '+%F %T') UTC"
