@@ -14,7 +14,8 @@
 #           as Curio's daemon reads them
 #   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml, CUZK_DISABLE_PCE=1
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
-# PoRep job alone (the first: parameters loaded, circuit built), ONE_MORE (1) more alone, then
+# PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone backlog";
+# a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone, then
 # BACKLOG (6) PoRep jobs with CONCURRENCY (3) in flight and, WINNING_AFTER (30) s in, WINNING
 # (3) WinningPoSt jobs one after another. Curio's daemon proves with the timing-only file and
 # then refuses its own PoRep proof (its self-check): those failures are timed as completions
@@ -25,6 +26,7 @@ set -u
 OUT=${OUT:-/tmp/peer}
 SIZE=${SIZE:-32g}
 PARTS=${PARTS:-"prep ours theirs"}
+LOADS=${LOADS:-"alone backlog"} # after the first job, which every daemon start runs
 WORK=${WORK:-/tmp/peer-work}
 FIL=${FIL:-$WORK/filecoin-params}
 REQ=$WORK/req-$SIZE
@@ -46,7 +48,7 @@ step() { # step NAME SECS CMD...: output to $OUT/NAME.txt, status and time to th
   t0=$(date +%s.%N)
   timeout "$secs" "$@" > "$OUT/$name.txt" 2>&1
   rc=$?
-  note "$name: rc=$rc, $(echo "$(date +%s.%N) - $t0" | bc) s"
+  note "$name: rc=$rc, $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s"
   return $rc
 }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -80,7 +82,8 @@ loads() { # loads WHO ADDR [extra load args]
   local who=$1 addr=$2
   shift 2
   load "$who-first" 600 "$addr" --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
-  load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
+  [[ " $LOADS " == *" alone "* ]] && load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
+  [[ " $LOADS " == *" backlog "* ]] || return 0
   ( sleep "${WINNING_AFTER:-30}"; "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
   local side=$!
   load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json" "$@"
