@@ -56,6 +56,31 @@ pub fn files(dir: &Path, circuit: FilShape) -> Result<ParamFiles, FilError> {
     })
 }
 
+/// The digest Filecoin publishes for a file of its parameter cache (`parameters.json`, which
+/// filecoin-proofs ships and `paramfetch` checks downloads against), by file name; `None` for a
+/// name it does not list (generated or timing-only parameters, another version).
+pub fn published_digest(file_name: &str) -> Option<&'static str> {
+    storage_proofs_core::parameter_cache::PARAMETERS.get(file_name).map(|d| d.digest.as_str())
+}
+
+/// A file's digest as Filecoin computes it for `parameters.json`: blake2b-512, the first 32 hex
+/// digits. Reads the whole file (at disk speed: about 1 GB/s on one core).
+pub fn file_digest(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut state = blake2b_simd::State::new();
+    std::io::copy(&mut f, &mut state)?;
+    Ok(state.finalize().to_hex()[..32].to_string())
+}
+
+/// Whether `path` is a Filecoin parameter file with the digest Filecoin publishes for its name:
+/// `None` when the name is not listed, else whether the digest matches.
+pub fn matches_published_digest(path: &Path) -> std::io::Result<Option<bool>> {
+    let Some(want) = path.file_name().and_then(|n| n.to_str()).and_then(published_digest) else {
+        return Ok(None);
+    };
+    Ok(Some(file_digest(path)? == want))
+}
+
 /// Writes timing-only parameters of `circuit` into `dir` under the names Filecoin's cache uses
 /// (`.params`, `.vk`, `.meta`), unless both files are there and `force` is off.
 /// `queries_of` sizes them from the blank circuit (by recording its constraint matrices).

@@ -44,3 +44,45 @@ fn timing_only_files_have_the_names_layout_and_lengths_of_real_parameters() {
         assert_eq!(again.params, t.params);
     }
 }
+
+/// The names cuzk gives Filecoin's parameter files are the names Filecoin publishes digests
+/// for (`parameters.json`), at the production sizes; the digest is blake2b-512's first 32 hex
+/// digits, checked against coreutils' `b2sum`.
+#[test]
+fn published_digests_by_our_file_names() {
+    let dir = std::path::Path::new("/cache");
+    for size in [32u64 << 30, 64 << 30] {
+        for id in FilShape::all_at(size).unwrap() {
+            let f = params::files(dir, id).unwrap();
+            for p in [&f.params, &f.vk] {
+                let name = p.file_name().unwrap().to_str().unwrap();
+                let d = params::published_digest(name).unwrap_or_else(|| panic!("{}: {name} is not in Filecoin's parameters.json", id.id()));
+                assert!(d.len() == 32 && d.bytes().all(|b| b.is_ascii_hexdigit()), "{name}: {d}");
+            }
+        }
+    }
+    // 32 GiB PoRep: the file Curio's own daemon names (its srs_manager).
+    let porep = params::files(dir, FilShape::new(FilKind::PoRep, 32 << 30).unwrap()).unwrap();
+    assert_eq!(
+        porep.params.file_name().unwrap().to_str().unwrap(),
+        "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-82a357d2f2ca81dc61bb45f4a762807aedee1b0a53fd6c4e77b46a01bfef7820.params"
+    );
+    assert_eq!(params::published_digest("v28-not-a-filecoin-file.params"), None);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("v28-not-listed.params");
+    std::fs::write(&file, (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let b2sum = std::process::Command::new("b2sum").arg(&file).output();
+    match b2sum {
+        Ok(out) if out.status.success() => {
+            let want = String::from_utf8(out.stdout).unwrap()[..32].to_string();
+            assert_eq!(params::file_digest(&file).unwrap(), want, "blake2b-512 as b2sum computes it");
+        }
+        _ => println!("SKIPPED: the digest against b2sum (coreutils' b2sum not found)"),
+    }
+    assert_eq!(params::matches_published_digest(&file).unwrap(), None, "a name Filecoin does not list");
+    // A listed name with other contents: listed, and not matching.
+    let listed = tmp.path().join(porep.vk.file_name().unwrap());
+    std::fs::write(&listed, b"not the verifying key").unwrap();
+    assert_eq!(params::matches_published_digest(&listed).unwrap(), Some(false));
+}
