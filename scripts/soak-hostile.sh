@@ -63,7 +63,7 @@ START=$(date +%s)
 RSS_LOOP=$!
 echo "$PID" > "$OUT/pid"
 
-"$CUZK" --addr "unix:$SOCK" --data-dir "$W/data" bench --duration "$DURATION" --verify-all --hostile --retry-s 600 \
+"$CUZK" --addr "unix:$SOCK" --data-dir "$W/data" load --duration "$DURATION" --verify-all --hostile --retry-s 600 \
   --concurrency "$CONCURRENCY" --quiet --sample-s 30 --samples-out "$OUT/samples.csv" \
   --mix "squaring-chain:12:normal*3,squaring-chain:14:high,sha256-chain:15:low,squaring-chain:12:critical,@$W/req/wpost-2k.json,@$W/req/winning-2k.json" \
   > "$OUT/bench.txt" 2>&1 &

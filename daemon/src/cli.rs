@@ -80,7 +80,7 @@ struct ServeArgs {
     #[arg(long, value_enum)]
     shutdown_mode: Option<ShutdownMode>,
     /// Check every proof, of every kind, with the verifying key before returning it
-    /// (engine.self_check = "all"; Filecoin proofs are checked by default).
+    /// (engine.self_check = "all", which is the default; for configurations that set it lower).
     #[arg(long)]
     verify_proofs: bool,
     /// Compute backend (overrides engine.backend).
@@ -249,8 +249,8 @@ enum Command {
     },
     /// Writes the daemon's timeline as a Chrome trace (chrome://tracing, Perfetto).
     Trace {
-        /// The daemon's HTTP address.
-        #[arg(long, default_value = "127.0.0.1:9820")]
+        /// The daemon's HTTP address (server.http; its default is 127.0.0.1:9821).
+        #[arg(long, default_value = "127.0.0.1:9821")]
         http: SocketAddr,
         /// Output file.
         #[arg(long, default_value = "cuzk-trace.json")]

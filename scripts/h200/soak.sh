@@ -71,7 +71,7 @@ if [[ " $PARTS " == *" soak "* ]]; then
   smi=$!
   MIX=${MIX:-"sha256-chain:20:normal*3,squaring-chain:20:high,squaring-chain:16:critical,@$W/req/wpost-2k.json,@$W/req/winning-2k.json"}
   secs=$(( $(echo "${DURATION:-8m}" | sed 's/m$/*60/; s/s$//; s/h$/*3600/') ))
-  step soak $(( secs + 300 )) "$CUZK" --addr "unix:$SOCK" bench --quiet --duration "${DURATION:-8m}" --verify-all --sample-s 10 --samples-out "$OUT/samples.csv" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
+  step soak $(( secs + 300 )) "$CUZK" --addr "unix:$SOCK" load --quiet --duration "${DURATION:-8m}" --verify-all --sample-s 10 --samples-out "$OUT/samples.csv" --concurrency "${CONCURRENCY:-8}" --mix "$MIX"
   tee -a "$S" < "$OUT/soak.txt"
   kill "$smi" 2>/dev/null
   awk -F', ' 'NR == 1 { f = $2 } { if ($2 > m) m = $2; l = $2 } END { printf "device memory used (nvidia-smi, %d samples): first %d MiB, max %d MiB, last %d MiB\n", NR, f, m, l }' "$OUT/nvidia-smi.csv" | tee -a "$S"
@@ -86,7 +86,7 @@ if [[ " $PARTS " == *" fallback "* ]]; then
   sed -i "s/^device_fault_limit = 0/device_fault_limit = ${FB_LIMIT:-3}\ncpu_fallback = true/" "$W/fallback.toml"
   printf '[faults]\nenabled = true\nseed = 29\nrules = ["msm:error:p=%s"]\ndevices = [0]\n' "${FB_P:-0.3}" >> "$W/fallback.toml"
   start "$W/fallback.toml" "$OUT/serve-fallback.log"
-  step fallback 500 "$CUZK" --addr "unix:$SOCK" bench --quiet --verify-all --jobs "${FB_JOBS:-40}" --concurrency 4 \
+  step fallback 500 "$CUZK" --addr "unix:$SOCK" load --quiet --verify-all --jobs "${FB_JOBS:-40}" --concurrency 4 \
     --mix "squaring-chain:16:normal,@$W/req/wpost-2k.json,@$W/req/porep-2k.json"
   tee -a "$S" < "$OUT/fallback.txt"
   curl -s "$HTTP/status" > "$OUT/status-fallback.json"
@@ -105,7 +105,7 @@ if [[ " $PARTS " == *" selfcheck "* ]]; then
     for sc in off all; do
       config "$W/sc-$sc.toml" "$sc" 0
       start "$W/sc-$sc.toml" "$OUT/serve-sc-$kind-$sc.log"
-      step "sc-$kind-$sc" 600 "$CUZK" --addr "unix:$SOCK" bench --quiet --verify --jobs "${SC_JOBS:-12}" --concurrency 4 --mix "$m"
+      step "sc-$kind-$sc" 600 "$CUZK" --addr "unix:$SOCK" load --quiet --verify --jobs "${SC_JOBS:-12}" --concurrency 4 --mix "$m"
       n=$(stage cuzk_stage_runs_total finalize)
       fin[$sc]=$(awk -v s="$(stage cuzk_stage_seconds_total finalize)" -v n="$n" 'BEGIN { printf "%.3f", 1000 * s / n }')
       all=0; for st in synthesize upload ntt msm finalize; do all=$(awk -v a="$all" -v b="$(stage cuzk_stage_seconds_total $st)" 'BEGIN { print a + b }'); done
