@@ -5,6 +5,7 @@
 
 pub mod msm;
 pub mod ntt;
+pub mod points;
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +17,7 @@ use cuzk_core::alloc::{heap, PinnedVec, SharedAllocator};
 use cuzk_core::backend::{check_evaluation, check_rows, first_unsatisfied_row, Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::params::PointFailure;
 
 use ntt::Twiddles;
 
@@ -126,6 +128,20 @@ impl Backend for CpuBackend {
             },
         );
         Ok([a, b, c])
+    }
+
+    /// On every thread ([`points`]): the parameter loader hands its points here instead of
+    /// validating while it decodes, so this is the path the GPU backends' checks take.
+    fn checks_points(&self) -> bool {
+        true
+    }
+
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(points::first_invalid_g1_par(points))
+    }
+
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(points::first_invalid_g2_par(points))
     }
 
     fn first_unsatisfied(&self, a: &Self::Scalars, b: &Self::Scalars, c: &Self::Scalars, rows: usize) -> Result<Option<usize>, BackendError> {

@@ -3,7 +3,7 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...] [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
 //! with status 2.
@@ -19,6 +19,10 @@
 //! `field`: Fr and Fp product throughput (independent product chains on every thread), the
 //! ceiling for the NTT and the MSM accumulation. `h` also times upload + `compute_h` with the
 //! transforms of `a` overlapping the copies of `b` and `c`, against waiting for all copies.
+//! `points`: the curve and subgroup checks of a parameter file validated in full
+//! (`Backend::first_invalid_g1` / `_g2`: copies from pageable memory and the check kernels) on
+//! 2^LO … 2^HI valid G1 and G2 points, in points per second, with the time half a billion points
+//! (a 32 GiB PoRep file: 47 GB, about 4.5·10^8 G1 and 2.5·10^7 G2 points) would take.
 
 use std::time::Instant;
 
@@ -140,7 +144,7 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 }
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
-       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...]
+       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24).
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
 
@@ -162,6 +166,8 @@ enum Cmd {
     Windows(u32, u32, bool),
     Affine(AffineRule),
     Cs(Vec<u32>),
+    /// The point checks of parameter loads.
+    Points(u32, u32),
 }
 
 /// The next argument as a number.
@@ -192,6 +198,7 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
             "h" => range(it, a).map(|(lo, hi)| Cmd::H(lo, hi))?,
             "g1" | "g1s" => range(it, a).map(|(lo, hi)| Cmd::G1(lo, hi, a == "g1s"))?,
             "g2" => range(it, a).map(|(lo, hi)| Cmd::G2(lo, hi))?,
+            "points" => range(it, a).map(|(lo, hi)| Cmd::Points(lo, hi))?,
             "g1c" | "g2c" => range(it, a).map(|(lo, hi)| Cmd::Windows(lo, hi, a == "g1c"))?,
             "overlap" => {
                 let (k, p) = (num(it, a, "K")?, num(it, a, "P")?);
@@ -414,6 +421,29 @@ fn main() {
                         b.msm_g2_with(&bases, 0, MsmScalars { buf: &s, len: n, density: None }, cfg).unwrap();
                     });
                     println!("msm g2 2^{k}: {ms:.2} ms");
+                }
+            }
+            Cmd::Points(lo, hi) => {
+                // The check's work does not depend on the point: 2^20 distinct points, repeated.
+                let n = 1usize << hi;
+                let distinct = n.min(1 << 20);
+                let t = Instant::now();
+                let g1: Vec<G1Affine> = g1_points(distinct).into_iter().cycle().take(n).collect();
+                let g2: Vec<G2Affine> = g2_points(distinct).into_iter().cycle().take(n).collect();
+                println!("# points: 2^{hi} G1 and G2 generated in {:.1} s", t.elapsed().as_secs_f64());
+                for k in ["check_points_g1", "check_points_g2"] {
+                    println!("# regs {k}: {:?}", b.kernel_regs(k));
+                }
+                for k in lo..=hi {
+                    let m = 1usize << k;
+                    let ms1 = time(2, || assert_eq!(b.first_invalid_g1(&g1[..m]).unwrap(), None));
+                    let ms2 = time(2, || assert_eq!(b.first_invalid_g2(&g2[..m]).unwrap(), None));
+                    let (r1, r2) = (m as f64 / ms1 / 1e3, m as f64 / ms2 / 1e3);
+                    println!(
+                        "points 2^{k}: G1 {ms1:.2} ms ({r1:.1} M points/s, {:.1} GB/s), G2 {ms2:.2} ms ({r2:.1} M points/s); 4.5e8 G1 + 2.5e7 G2: {:.1} s",
+                        m as f64 * 96.0 / ms1 / 1e6,
+                        450.0 / r1 + 25.0 / r2
+                    );
                 }
             }
             Cmd::Overlap(k, p) => {

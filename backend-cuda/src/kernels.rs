@@ -19,6 +19,8 @@ pub const SOURCE: &str = concat!(
     "\n",
     include_str!("../../kernels/cuda/constraints/check.cu"),
     "\n",
+    include_str!("../../kernels/cuda/curve/points.cu"),
+    "\n",
     include_str!("../../kernels/cuda/field/selftest.cu"),
     "\n",
 );
@@ -68,6 +70,8 @@ pub const KERNELS: &[&str] = &[
     "eval_long_rows_u32",
     "eval_long_rows_u64",
     "check_constraints",
+    "check_points_g1",
+    "check_points_g2",
     "selftest_fr_ops",
     "selftest_fp_ops",
     "selftest_fp2_ops",

@@ -12,6 +12,8 @@
 //!   and G1/G2 Pippenger MSMs run on the GPU ([`ntt`], [`msm`]).
 //! - A circuit's recorded constraint matrices live on the device too ([`CudaMatrices`]), and
 //!   `a, b, c` are evaluated there from the uploaded witness ([`constraints`]).
+//! - The curve and subgroup checks of a parameter file validated in full run there too
+//!   ([`points`]).
 //!
 //! blstrs types are `repr(transparent)` over blst's, whose Montgomery limbs are exactly the
 //! kernels' 32-bit-limb Montgomery form, so uploads and downloads are plain byte copies.
@@ -26,6 +28,7 @@ pub mod msm;
 pub mod ntt;
 pub mod nvrtc;
 pub mod pinned;
+pub mod points;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -36,6 +39,7 @@ use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::ConstraintMatrices;
 use cuzk_core::msm::{fp2_from_bytes, fp_from_bytes};
+use cuzk_core::params::PointFailure;
 use group::Group as _;
 
 pub use constraints::CudaMatrices;
@@ -675,6 +679,19 @@ impl Backend for CudaBackend {
 
     fn evaluates_constraints_on_device(&self) -> bool {
         true
+    }
+
+    /// On the device ([`points`]), in chunks of 2^22 G1 or 2^21 G2 points.
+    fn checks_points(&self) -> bool {
+        true
+    }
+
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(self.first_invalid_g1_with(points, points::CHUNK_G1)?)
+    }
+
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(self.first_invalid_g2_with(points, points::CHUNK_G2)?)
     }
 
     fn name(&self) -> String {

@@ -12,6 +12,7 @@ use crate::alloc::{PinnedVec, SharedAllocator};
 use crate::density::DensityBitmap;
 use crate::domain::Domain;
 use crate::matrices::ConstraintMatrices;
+use crate::params::PointFailure;
 
 /// Direction of a number-theoretic transform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,6 +165,29 @@ pub trait Backend: Send + Sync {
     /// move only the witness); `false` when it goes through the host.
     fn evaluates_constraints_on_device(&self) -> bool {
         false
+    }
+
+    /// Whether [`Backend::first_invalid_g1`] and [`Backend::first_invalid_g2`] are fast (on the
+    /// device, or on every host thread), so that a parameter file validated in full is decoded
+    /// with the cheap checks only (the encoding, the point at infinity) and its points are
+    /// checked here; `false` by default (the defaults run on the calling thread), and the
+    /// loader then validates while it decodes.
+    fn checks_points(&self) -> bool {
+        false
+    }
+
+    /// The first (lowest-index) point of `points` that is the point at infinity, off the curve
+    /// or outside the prime-order subgroup, and why; `None` when every point passes. Exactly
+    /// [`first_invalid_g1`](crate::params::first_invalid_g1), the blst oracle, which the
+    /// default runs on the calling thread. Coordinates are reduced field elements (as every
+    /// blstrs value is).
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(crate::params::first_invalid_g1(points))
+    }
+
+    /// G2 counterpart of [`Backend::first_invalid_g1`].
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        Ok(crate::params::first_invalid_g2(points))
     }
 
     /// Makes G1 points resident.

@@ -145,6 +145,51 @@ pub enum PointError {
     Identity,
 }
 
+/// A decoded point that fails the checks of [`Validation::Full`]: its index in the batch that
+/// was checked, and why ([`Backend::first_invalid_g1`](crate::backend::Backend::first_invalid_g1)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointFailure {
+    /// Index of the point in its batch.
+    pub index: usize,
+    /// What is wrong with it.
+    pub reason: PointError,
+}
+
+/// Why a decoded G1 point fails the checks of [`Validation::Full`], or `None` when it passes:
+/// the point at infinity is [`PointError::Identity`]; a point off the curve or outside the
+/// prime-order subgroup is [`PointError::NotOnCurveOrSubgroup`] (blst's checks: the oracle of
+/// every backend's point checks).
+pub fn g1_point_error(p: &G1Affine) -> Option<PointError> {
+    if bool::from(p.is_identity()) {
+        Some(PointError::Identity)
+    } else if !bool::from(p.is_on_curve()) || !bool::from(p.is_torsion_free()) {
+        Some(PointError::NotOnCurveOrSubgroup)
+    } else {
+        None
+    }
+}
+
+/// G2 counterpart of [`g1_point_error`].
+pub fn g2_point_error(p: &G2Affine) -> Option<PointError> {
+    if bool::from(p.is_identity()) {
+        Some(PointError::Identity)
+    } else if !bool::from(p.is_on_curve()) || !bool::from(p.is_torsion_free()) {
+        Some(PointError::NotOnCurveOrSubgroup)
+    } else {
+        None
+    }
+}
+
+/// The first point of `points` that fails [`g1_point_error`], on the calling thread.
+pub fn first_invalid_g1(points: &[G1Affine]) -> Option<PointFailure> {
+    points.iter().enumerate().find_map(|(index, p)| g1_point_error(p).map(|reason| PointFailure { index, reason }))
+}
+
+/// The first point of `points` that fails [`g2_point_error`], on the calling thread.
+pub fn first_invalid_g2(points: &[G2Affine]) -> Option<PointFailure> {
+    points.iter().enumerate().find_map(|(index, p)| g2_point_error(p).map(|reason| PointFailure { index, reason }))
+}
+
 /// Decodes one uncompressed G1 point.
 pub fn decode_g1(bytes: &[u8; G1_UNCOMPRESSED], validation: Validation, allow_identity: bool) -> Result<G1Affine, PointError> {
     let p = match validation {

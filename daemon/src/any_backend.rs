@@ -19,6 +19,7 @@ use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::params::PointFailure;
 use cuzk_faults::{FaultPlan, FaultyBackend};
 
 /// A backend the daemon drives.
@@ -162,6 +163,18 @@ impl Backend for AnyBackend {
 
     fn evaluates_constraints_on_device(&self) -> bool {
         on_backend!(self, |b| => b.evaluates_constraints_on_device(), else unreachable!())
+    }
+
+    fn checks_points(&self) -> bool {
+        on_backend!(self, |b| => b.checks_points(), else unreachable!())
+    }
+
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        on_backend!(self, |b| => b.first_invalid_g1(points), else unreachable!())
+    }
+
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        on_backend!(self, |b| => b.first_invalid_g2(points), else unreachable!())
     }
 
     fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {

@@ -7,6 +7,7 @@ use cuzk_core::alloc::{PinnedVec, SharedAllocator};
 use cuzk_core::backend::{Backend, BackendError, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::matrices::ConstraintMatrices;
+use cuzk_core::params::PointFailure;
 use group::Group;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -257,6 +258,18 @@ impl<B: Backend> Backend for FaultyBackend<B> {
 
     fn evaluates_constraints_on_device(&self) -> bool {
         self.inner.evaluates_constraints_on_device()
+    }
+
+    fn checks_points(&self) -> bool {
+        self.inner.checks_points()
+    }
+
+    fn first_invalid_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        self.inner.first_invalid_g1(points)
+    }
+
+    fn first_invalid_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        self.inner.first_invalid_g2(points)
     }
 
     fn load_g1(&self, points: Vec<G1Affine>) -> Result<Self::G1Bases, BackendError> {

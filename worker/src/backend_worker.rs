@@ -19,7 +19,7 @@ use cuzk_setup::timing::TimingQueries;
 use ff::Field;
 
 use crate::matrices::MatrixCache;
-use crate::params::{read_params_with_records, ParamsFile};
+use crate::params::{point_checks, read_params_checked, ParamsFile, PointChecks};
 use crate::{LoadTask, MatricesInfo, ParamSource, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
 /// A partition's data between stages (moved, never copied, so variant sizes do not matter).
@@ -90,7 +90,8 @@ pub struct BackendWorker<B: Backend> {
     /// Per circuit and device: the engine reserved its matrices there, and the shape whose
     /// matrices were made resident for it (once the first upload did).
     reserved: Mutex<HashMap<(CircuitId, usize), Option<ShapeKey>>>,
-    /// Where full validations of parameter files are recorded ([`read_params_with_records`]).
+    /// Where full validations of parameter files are recorded
+    /// ([`read_params_with_records`](crate::read_params_with_records)).
     validation_records: Option<std::path::PathBuf>,
 }
 
@@ -133,7 +134,7 @@ impl<B: Backend> BackendWorker<B> {
     }
 
     /// Records full validations of parameter files in `dir` and trusts a file whose length
-    /// and checksum match its record ([`read_params_with_records`]): a later
+    /// and checksum match its record ([`read_params_with_records`](crate::read_params_with_records)): a later
     /// [`Validation::Full`](cuzk_core::params::Validation::Full) load skips the point checks.
     pub fn with_validation_records(mut self, dir: std::path::PathBuf) -> Self {
         self.validation_records = Some(dir);
@@ -179,10 +180,14 @@ impl<B: Backend> BackendWorker<B> {
         Ok(q)
     }
 
-    /// The whole parameter set of a host load.
+    /// The whole parameter set of a host load; a full validation's curve and subgroup checks
+    /// run on the first device where its backend offers them ([`Backend::checks_points`]).
     fn read_params(&self, task: &LoadTask) -> Result<Parameters, WorkError> {
         match &task.source {
-            ParamSource::File(path) => read_params_with_records(path, task.validation, self.validation_records.as_deref()).map(|(p, _)| p),
+            ParamSource::File(path) => {
+                let checks = self.backends.first().and_then(|b| point_checks(&**b));
+                read_params_checked(path, task.validation, self.validation_records.as_deref(), checks).map(|(p, _)| p)
+            }
             ParamSource::TimingOnly(shape) => Ok(self.timing_queries(shape)?.params()),
         }
     }
@@ -444,9 +449,12 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                 match (host, &task.source) {
                     (Some(p), _) => self.load_key_from(task.circuit, d, &*p, streamed)?,
                     (None, ParamSource::TimingOnly(shape)) => self.load_key_from(task.circuit, d, &self.timing_queries(shape)?, streamed)?,
+                    // A full validation's curve and subgroup checks run on the device when its
+                    // backend offers them, while the host decodes the next block.
                     (None, ParamSource::File(path)) => {
                         let file = ParamsFile::open(path, task.validation, self.validation_records.as_deref())?;
-                        self.load_key_from(task.circuit, d, &file, streamed)?;
+                        let checks = self.backends.get(d).and_then(|b| point_checks(&**b));
+                        self.load_key_from(task.circuit, d, &CheckedFile { file: &file, checks }, streamed)?;
                         file.finish();
                     }
                 }
@@ -545,16 +553,23 @@ impl Queries for Parameters {
     }
 }
 
-/// A parameter file: each query decoded when the load takes it.
-impl Queries for ParamsFile {
+/// A parameter file and the point checks of the device it loads onto (`None` where its
+/// backend offers none: the host validates while it decodes).
+struct CheckedFile<'a> {
+    file: &'a ParamsFile,
+    checks: Option<&'a dyn PointChecks>,
+}
+
+/// A parameter file: each query decoded (and checked) when the load takes it.
+impl Queries for CheckedFile<'_> {
     fn vk(&self) -> VerifyingKey {
-        ParamsFile::vk(self).clone()
+        self.file.vk().clone()
     }
     fn g1(&self, section: Section) -> Result<Vec<blstrs::G1Affine>, WorkError> {
-        ParamsFile::g1(self, section)
+        self.file.g1_checked(section, self.checks)
     }
     fn b_g2(&self) -> Result<Vec<blstrs::G2Affine>, WorkError> {
-        ParamsFile::b_g2(self)
+        self.file.b_g2_checked(self.checks)
     }
 }
 

@@ -1,6 +1,14 @@
 //! Reading bellperson parameter files: the file is read piece by piece (never mapped: a file
 //! shrunk under a map faults the process), its layout checked, and the point sections decoded
 //! on all threads while the next block is read.
+//!
+//! A full validation (every point on the curve, in the prime-order subgroup, not the identity)
+//! runs while the file decodes: on the host when the points are decoded with
+//! [`Validation::Full`], or, given [`PointChecks`] (a backend whose
+//! [`Backend::checks_points`] says so, e.g. a GPU), with the cheap checks only on the host
+//! (the encoding, on the curve, not the identity) and the subgroup checks on the backend, block
+//! `k` checked while block `k + 1` decodes and block `k + 2` is read. Both refuse a file with
+//! the same section, index and reason.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -13,10 +21,63 @@ use rayon::prelude::*;
 
 use crate::WorkError;
 use blstrs::{G1Affine, G2Affine};
+use cuzk_core::backend::{Backend, BackendError};
 use cuzk_core::params::{
-    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, ParamsSource, Section, Validation, VerifyingKey, G1_UNCOMPRESSED,
+    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, ParamsSource, PointFailure, Section, Validation, VerifyingKey, G1_UNCOMPRESSED,
     G2_UNCOMPRESSED,
 };
+
+/// The curve and subgroup checks of decoded points, run where a backend runs them
+/// ([`Backend::first_invalid_g1`]): what a [`Validation::Full`] load hands its points to when
+/// [`Backend::checks_points`]. Every backend is one.
+pub trait PointChecks: Sync {
+    /// The first G1 point of `points` that is the identity, off the curve or outside the
+    /// subgroup ([`Backend::first_invalid_g1`]).
+    fn check_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError>;
+    /// G2 counterpart of [`PointChecks::check_g1`].
+    fn check_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError>;
+}
+
+impl<B: Backend> PointChecks for B {
+    fn check_g1(&self, points: &[G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+        self.first_invalid_g1(points)
+    }
+    fn check_g2(&self, points: &[G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+        self.first_invalid_g2(points)
+    }
+}
+
+/// The point checks of `backend` where it offers them ([`Backend::checks_points`]), for
+/// [`ParamsFile::g1_checked`] and [`read_params_checked`].
+pub fn point_checks<B: Backend>(backend: &B) -> Option<&dyn PointChecks> {
+    backend.checks_points().then_some(backend as &dyn PointChecks)
+}
+
+/// Why a section did not load: the file (its bytes, a point the host refused or the backend's
+/// checks did), or the backend's checks themselves.
+#[derive(Debug)]
+enum LoadError {
+    Params(ParamsError),
+    Backend(BackendError),
+}
+
+impl From<ParamsError> for LoadError {
+    fn from(e: ParamsError) -> Self {
+        LoadError::Params(e)
+    }
+}
+
+/// A check of a decoded block: its points and the index of the first.
+type BlockCheck<'a, T> = dyn Fn(&[T], usize) -> Result<(), LoadError> + Sync + 'a;
+
+/// `checks`' answer on the points of `section` from index `first` on, as a load error.
+fn checked(answer: Result<Option<PointFailure>, BackendError>, section: Section, first: usize) -> Result<(), LoadError> {
+    match answer {
+        Ok(None) => Ok(()),
+        Ok(Some(PointFailure { index, reason })) => Err(LoadError::Params(ParamsError::InvalidPoint { section, index: first + index, reason })),
+        Err(e) => Err(LoadError::Backend(e)),
+    }
+}
 
 /// Points decoded per task.
 const POINTS_PER_TASK: usize = 1 << 12;
@@ -94,27 +155,46 @@ impl FileSource {
     }
 
     /// Decodes the points in `range` (of `point` bytes each) with `decode(bytes, first index)`,
-    /// block by block, reading the next block while one is decoded.
-    fn section<T: Send>(
+    /// block by block, reading the next block while one is decoded; with `check`, each decoded
+    /// block is checked with `check(points, first index)` while the next one decodes. The error
+    /// of the earliest block wins: a failed check before a later block's decoding error, which
+    /// comes before a read error.
+    fn section<T: Send + Sync>(
         &self,
         range: Range<usize>,
         point: usize,
         decode: impl Fn(&[u8], usize) -> Result<Vec<T>, ParamsError> + Sync,
-    ) -> Result<Vec<T>, ParamsError> {
+        check: Option<&BlockCheck<'_, T>>,
+    ) -> Result<Vec<T>, LoadError> {
         let block = (READ_BLOCK / point).max(1) * point;
         let mut out = Vec::with_capacity(range.len() / point);
         let mut cur = vec![0u8; block.min(range.len())];
         let mut next = vec![0u8; block.min(range.len().saturating_sub(block))];
         let (mut at, mut len) = (range.start, block.min(range.len()));
         self.read_into(at, &mut cur[..len])?;
-        while len > 0 {
+        // A decoded block waiting for its check, and its first index.
+        let mut pending: Option<(Vec<T>, usize)> = None;
+        while len > 0 || pending.is_some() {
             let next_at = at + len;
-            let next_len = block.min(range.end - next_at);
-            let (decoded, read) = rayon::join(
-                || decode(&cur[..len], (at - range.start) / point),
-                || if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) },
+            let next_len = if len > 0 { block.min(range.end - next_at) } else { 0 };
+            let first = (at - range.start) / point;
+            let ((decoded, read), verdict) = rayon::join(
+                || {
+                    rayon::join(
+                        || (len > 0).then(|| decode(&cur[..len], first)),
+                        || if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) },
+                    )
+                },
+                || match (&pending, check) {
+                    (Some((points, first)), Some(check)) => check(points, *first),
+                    _ => Ok(()),
+                },
             );
-            out.extend(decoded?);
+            verdict?;
+            if let Some((points, _)) = pending.take() {
+                out.extend(points);
+            }
+            pending = decoded.transpose()?.map(|d| (d, first));
             read?;
             std::mem::swap(&mut cur, &mut next);
             (at, len) = (next_at, next_len);
@@ -254,8 +334,20 @@ fn write_record(record: &Path, text: &str) -> std::io::Result<()> {
 /// not exactly what [`Checked::Full`] would write) or a mismatch means a full validation.
 /// Failing to write a record is logged, not an error. Returns which checks ran.
 pub fn read_params_with_records(path: &Path, validation: Validation, records: Option<&Path>) -> Result<(Parameters, Checked), WorkError> {
+    read_params_checked(path, validation, records, None)
+}
+
+/// [`read_params_with_records`], a full validation's curve and subgroup checks run by `checks`
+/// (a backend's, [`point_checks`]) when given: the host decodes with the cheap checks only.
+/// Same outcomes.
+pub fn read_params_checked(
+    path: &Path,
+    validation: Validation,
+    records: Option<&Path>,
+    checks: Option<&dyn PointChecks>,
+) -> Result<(Parameters, Checked), WorkError> {
     let file = ParamsFile::open(path, validation, records)?;
-    let params = file.decode()?;
+    let params = file.decode_checked(checks)?;
     Ok((params, file.finish()))
 }
 
@@ -315,8 +407,11 @@ impl ParamsFile {
         Ok(ParamsFile { path: path.into(), src, layout, validation, checked, record })
     }
 
-    fn err(&self, source: ParamsError) -> WorkError {
-        WorkError::Params { path: self.path.clone(), source }
+    fn err(&self, e: LoadError) -> WorkError {
+        match e {
+            LoadError::Params(source) => WorkError::Params { path: self.path.clone(), source },
+            LoadError::Backend(e) => WorkError::Backend(e),
+        }
     }
 
     /// The verifying key.
@@ -324,9 +419,25 @@ impl ParamsFile {
         &self.layout.vk
     }
 
+    /// The decoding and the checks of a section: with `checks` under a full validation, the
+    /// host decodes as trusted (encoding, on the curve, not the identity) and `checks` take
+    /// the rest; otherwise the host does all of it.
+    fn plan<'c>(&self, checks: Option<&'c dyn PointChecks>) -> (Validation, Option<&'c dyn PointChecks>) {
+        match checks {
+            Some(c) if self.validation == Validation::Full => (Validation::Trusted, Some(c)),
+            _ => (self.validation, None),
+        }
+    }
+
     /// Decodes one G1 query (`Section::Ic` is the verifying key's, already decoded; `BG2` is
     /// not a G1 query: both empty).
     pub fn g1(&self, section: Section) -> Result<Vec<G1Affine>, WorkError> {
+        self.g1_checked(section, None)
+    }
+
+    /// [`ParamsFile::g1`], a full validation's curve and subgroup checks run by `checks` when
+    /// given ([`point_checks`]); the same points or the same error.
+    pub fn g1_checked(&self, section: Section, checks: Option<&dyn PointChecks>) -> Result<Vec<G1Affine>, WorkError> {
         let range = match section {
             Section::H => &self.layout.h,
             Section::L => &self.layout.l,
@@ -334,22 +445,40 @@ impl ParamsFile {
             Section::BG1 => &self.layout.b_g1,
             Section::Ic | Section::BG2 => return Ok(Vec::new()),
         };
-        self.src.section(range.clone(), G1_UNCOMPRESSED, |b, first| g1_section(b, section, first, self.validation)).map_err(|e| self.err(e))
+        let (validation, checks) = self.plan(checks);
+        let check = checks.map(|c| move |points: &[G1Affine], first: usize| checked(c.check_g1(points), section, first));
+        self.src
+            .section(range.clone(), G1_UNCOMPRESSED, |b, first| g1_section(b, section, first, validation), check.as_ref().map(|c| c as _))
+            .map_err(|e| self.err(e))
     }
 
     /// Decodes the `b_g2` query.
     pub fn b_g2(&self) -> Result<Vec<G2Affine>, WorkError> {
-        self.src.section(self.layout.b_g2.clone(), G2_UNCOMPRESSED, |b, first| g2_section(b, Section::BG2, first, self.validation)).map_err(|e| self.err(e))
+        self.b_g2_checked(None)
+    }
+
+    /// [`ParamsFile::b_g2`] with `checks`, as [`ParamsFile::g1_checked`].
+    pub fn b_g2_checked(&self, checks: Option<&dyn PointChecks>) -> Result<Vec<G2Affine>, WorkError> {
+        let (validation, checks) = self.plan(checks);
+        let check = checks.map(|c| move |points: &[G2Affine], first: usize| checked(c.check_g2(points), Section::BG2, first));
+        self.src
+            .section(self.layout.b_g2.clone(), G2_UNCOMPRESSED, |b, first| g2_section(b, Section::BG2, first, validation), check.as_ref().map(|c| c as _))
+            .map_err(|e| self.err(e))
     }
 
     /// Decodes every query.
     pub fn decode(&self) -> Result<Parameters, WorkError> {
+        self.decode_checked(None)
+    }
+
+    /// Decodes every query, with `checks` as [`ParamsFile::g1_checked`].
+    pub fn decode_checked(&self, checks: Option<&dyn PointChecks>) -> Result<Parameters, WorkError> {
         Ok(Parameters {
-            h: self.g1(Section::H)?,
-            l: self.g1(Section::L)?,
-            a: self.g1(Section::A)?,
-            b_g1: self.g1(Section::BG1)?,
-            b_g2: self.b_g2()?,
+            h: self.g1_checked(Section::H, checks)?,
+            l: self.g1_checked(Section::L, checks)?,
+            a: self.g1_checked(Section::A, checks)?,
+            b_g1: self.g1_checked(Section::BG1, checks)?,
+            b_g2: self.b_g2_checked(checks)?,
             vk: self.layout.vk.clone(),
         })
     }

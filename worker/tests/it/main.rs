@@ -1,6 +1,7 @@
 //! The worker's integration tests, in one test binary (each binary links the worker again).
 //! Run one group with a filter, e.g. `cargo test --release -p cuzk-worker --test it stages::`.
 
+mod point_checks;
 mod stages;
 mod streamed;
 mod validation_records;
