@@ -13,10 +13,104 @@ use axum::Router;
 
 use crate::server::driver::DriverHandle;
 use crate::server::listen::Guarded;
-use crate::server::status::Outside;
+use crate::server::status::{human_bytes, Outside, Snapshot};
 
 /// The status page.
 pub const STATUS_PAGE: &str = include_str!("status.html");
+
+/// Text for HTML element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name serde gives a unit variant (`hot`, `resident`, `backing_off`).
+fn serde_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// A table cell of a size: human units, the byte figure on hover (as the page's `sized`).
+fn sized(bytes: u64) -> String {
+    format!("<td title=\"{bytes} bytes\">{}</td>", human_bytes(bytes))
+}
+
+fn cell(text: &str) -> String {
+    format!("<td>{}</td>", esc(text))
+}
+
+/// The status page with what `s` says filled in where the page's script shows sizes and
+/// states (the memory budgets, the parameters, the listeners, the RSS), so that it reads
+/// right before its script runs, and without it; the script refreshes them every second, in
+/// the same form.
+pub fn render_page(s: &Snapshot) -> String {
+    let budgets = std::iter::once(("host".to_string(), &s.memory.host)).chain(s.memory.devices.iter().enumerate().map(|(i, b)| (format!("device {i}"), b)));
+    let memory: String = budgets
+        .map(|(name, b)| {
+            let frac = if b.capacity > 0 { (b.used as f64 / b.capacity as f64).min(1.0) } else { 0.0 };
+            format!(
+                "<tr>{}{}{}<td><span class=\"bar\"><div style=\"width: {:.1}%;\"></div></span></td></tr>",
+                cell(&name),
+                sized(b.used),
+                sized(b.capacity),
+                100.0 * frac
+            )
+        })
+        .collect();
+    let params: String = s
+        .params
+        .iter()
+        .map(|p| {
+            let devices = p.devices.iter().map(serde_name).collect::<Vec<_>>().join(", ");
+            format!(
+                "<tr>{}{}{}{}{}{}</tr>",
+                cell(&p.circuit),
+                cell(&serde_name(&p.tier)),
+                cell(&serde_name(&p.host)),
+                cell(&devices),
+                sized(p.bytes),
+                cell(&p.ref_count.to_string())
+            )
+        })
+        .collect();
+    let listeners: String = s
+        .listeners
+        .iter()
+        .map(|l| {
+            let state = serde_name(&l.state);
+            format!(
+                "<tr>{}{}<td data-state=\"{}\">{}</td>{}{}{}{}{}</tr>",
+                cell(&l.name),
+                cell(&l.address),
+                esc(&state),
+                esc(&state.replace('_', " ")),
+                cell(&format!("{} / {}", l.open, l.max_connections)),
+                cell(&l.accepted.to_string()),
+                cell(&l.refused.to_string()),
+                cell(&l.accept_errors.to_string()),
+                cell(&l.timed_out.to_string())
+            )
+        })
+        .collect();
+    let rss = match s.rss_bytes {
+        Some(b) => format!("<span id=\"rss\" class=\"num\" title=\"{b} bytes\">{}</span>", human_bytes(b)),
+        None => "<span id=\"rss\" class=\"num\">unknown</span>".to_string(),
+    };
+    STATUS_PAGE.replacen("<!--memory-->", &memory, 1).replacen("<!--params-->", &params, 1).replacen("<!--listeners-->", &listeners, 1).replacen(
+        "<span id=\"rss\" class=\"num\"></span>",
+        &rss,
+        1,
+    )
+}
 
 #[derive(Clone)]
 struct AppState {
@@ -52,7 +146,14 @@ async fn page(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<Ha
     if !authorized(&st, &headers, &q) {
         return unauthorized();
     }
-    Html(STATUS_PAGE).into_response()
+    match st.handle.snapshot().await {
+        Ok(mut s) => {
+            st.outside.fill(&mut s);
+            Html(render_page(&s)).into_response()
+        }
+        // The page's script says the status is unavailable.
+        Err(_) => Html(STATUS_PAGE).into_response(),
+    }
 }
 
 async fn status(State(st): State<AppState>, headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {

@@ -5,6 +5,31 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::listen::ListenerStatus;
 
+/// Bytes as a person reads them: `512 B`, `8.0 MiB`, `47.2 GiB` (binary units, one decimal,
+/// halves rounded up). The status page's script formats sizes the same way (`human` in
+/// `status.html`; a test holds them to each other).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut k = 1;
+    while k + 1 < UNITS.len() && bytes >= 1u64 << (10 * (k + 1)) {
+        k += 1;
+    }
+    let tenths = |k: usize| {
+        let unit = 1u128 << (10 * k);
+        (u128::from(bytes) * 10 + unit / 2) / unit
+    };
+    let mut t = tenths(k);
+    // 1023.96 KiB reads 1024.0 KiB: one unit up.
+    if t >= 10 * 1024 && k + 1 < UNITS.len() {
+        k += 1;
+        t = tenths(k);
+    }
+    format!("{}.{} {}", t / 10, t % 10, UNITS[k])
+}
+
 /// Everything the status endpoints show.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Snapshot {
@@ -348,5 +373,24 @@ impl Histogram {
         }
         self.sum += seconds;
         self.count += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_in_human_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(8 << 20), "8.0 MiB");
+        assert_eq!(human_bytes(50_680_000_000), "47.2 GiB");
+        // Halves round up; just below the next unit reads as the next unit.
+        assert_eq!(human_bytes(1280), "1.3 KiB");
+        assert_eq!(human_bytes((1 << 20) - 1), "1.0 MiB");
+        assert_eq!(human_bytes(u64::MAX), "16384.0 PiB");
     }
 }

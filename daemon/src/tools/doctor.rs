@@ -144,19 +144,9 @@ impl Finding {
     }
 }
 
-/// Bytes as a person reads them: `47.2 GiB`, `8.0 MiB`, `512 B`.
+/// Bytes as a person reads them: `47.2 GiB`, `8.0 MiB`, `512 B` (as the status page shows them).
 pub fn size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut v = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
+    crate::server::status::human_bytes(bytes)
 }
 
 /// A resource limit (`getrlimit`); `None` is unlimited.
