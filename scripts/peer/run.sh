@@ -73,7 +73,7 @@ load() {
   kill $smi 2>/dev/null
   wait $smi 2>/dev/null
   smi=
-  grep -E "^(wall|throughput|timed failures|withheld|\| @|error)" "$OUT/$name.txt" | tee -a "$S"
+  grep -E "^(wall|throughput|timed failures|withheld|\| [a-z]+-[0-9]|error)" "$OUT/$name.txt" | tee -a "$S"
   note "$name: device busy $(awk -F', *' '{u+=$1; if ($2>m) m=$2; n++} END {if (n) printf "%.1f%% (nvidia-smi utilization.gpu, %d samples), device memory max %d MiB", u/n, n, m}' "$OUT/$name.smi.csv")"
 }
 
@@ -88,7 +88,7 @@ loads() { # loads WHO ADDR [extra load args]
   local side=$!
   load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json" "$@"
   wait $side
-  grep -E "^(wall|\| @)" "$OUT/$who-winning.txt" | sed "s/^/$who-winning: /" | tee -a "$S"
+  grep -E "^(wall|\| [a-z]+-[0-9])" "$OUT/$who-winning.txt" | sed "s/^/$who-winning: /" | tee -a "$S"
 }
 
 stop_daemon() { # stop_daemon WHO
@@ -126,7 +126,7 @@ if has ours; then
   pid=$!
   if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
     loads ours "unix:$CUZK_DATA_DIR/cuzk.sock"
-    grep -E "constraints|matrices (loaded|recorded)|parameters (loaded|validated)|validat" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
+    grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
   else
     note "ours: the daemon did not start"; tail -20 "$OUT/ours-serve.log" | tee -a "$S"
@@ -141,7 +141,7 @@ if has theirs; then
   pid=$!
   if wait_socket "$sock" 120; then
     loads theirs "unix:$sock" --timed-failure "self-check failed"
-    grep -E -i "constraints|srs.*load|loaded.*srs|self-check" "$OUT/theirs-serve.log" | head -12 | tee -a "$S"
+    grep -E "num_constraints|loading SRS|SRS loaded|self-check" "$OUT/theirs-serve.log" | sort -u -t' ' -k3,3 | head -12 | tee -a "$S"
     stop_daemon theirs
   else
     note "theirs: the daemon did not start"; tail -30 "$OUT/theirs-serve.log" | tee -a "$S"

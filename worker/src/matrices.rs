@@ -223,7 +223,7 @@ impl MatrixCache {
             .get_or_init(|| {
                 match self.load(shape) {
                     Stored::Loaded(m) => {
-                        tracing::info!(circuit = %shape, entries = m.num_entries(), in_place = m.in_file_image(), "constraint matrices loaded");
+                        tracing::info!(circuit = %shape, constraints = m.num_constraints(), entries = m.num_entries(), in_place = m.in_file_image(), "constraint matrices loaded");
                         return Some(Arc::new(*m));
                     }
                     Stored::Unusable(why) => tracing::warn!(circuit = %shape, "constraint matrices file not used, recording again: {why}"),
@@ -237,7 +237,7 @@ impl MatrixCache {
                         return None;
                     }
                 };
-                tracing::info!(circuit = %shape, entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
+                tracing::info!(circuit = %shape, constraints = m.num_constraints(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
                 self.save(shape, &m);
                 Some(m)
             })
