@@ -125,7 +125,7 @@ where
     let len32 = u32::try_from(len).map_err(|_| std::io::Error::other(format!("a query of {len} points does not fit the file's u32 length")))?;
     w.write_all(&len32.to_be_bytes())?;
     let base = distinct_points::<G>(len, seed, distinct);
-    let bytes: Vec<u8> = base.par_iter().flat_map_iter(|p| encode(p)).collect();
+    let bytes: Vec<u8> = base.par_iter().flat_map_iter(&encode).collect();
     let point = bytes.len().checked_div(base.len()).unwrap_or(0);
     let mut left = len;
     while left > 0 {
