@@ -19,7 +19,7 @@ use cuzk_setup::timing::TimingQueries;
 use ff::Field;
 
 use crate::matrices::MatrixCache;
-use crate::params::{point_checks, read_params_checked, ParamsFile, PointChecks};
+use crate::params::{point_checks, read_params_trusting, ParamsFile, PointChecks};
 use crate::{LoadTask, MatricesInfo, ParamSource, StageInput, StageOutput, StageTask, Work, WorkError, Worker};
 
 /// A partition's data between stages (moved, never copied, so variant sizes do not matter).
@@ -93,6 +93,8 @@ pub struct BackendWorker<B: Backend> {
     /// Where full validations of parameter files are recorded
     /// ([`read_params_with_records`](crate::read_params_with_records)).
     validation_records: Option<std::path::PathBuf>,
+    /// Which parameter files have published digests ([`BackendWorker::with_published_digests`]).
+    published: Option<Arc<crate::PublishedDigest>>,
 }
 
 impl<B: Backend> BackendWorker<B> {
@@ -111,6 +113,7 @@ impl<B: Backend> BackendWorker<B> {
             budgeted: false,
             reserved: Mutex::default(),
             validation_records: None,
+            published: None,
         }
     }
 
@@ -138,6 +141,14 @@ impl<B: Backend> BackendWorker<B> {
     /// [`Validation::Full`](cuzk_core::params::Validation::Full) load skips the point checks.
     pub fn with_validation_records(mut self, dir: std::path::PathBuf) -> Self {
         self.validation_records = Some(dir);
+        self
+    }
+
+    /// Trusts a parameter file that would be validated in full when `published` says its
+    /// contents have the digest published for its name (Filecoin's `parameters.json`): read at
+    /// disk speed instead of checking every point ([`crate::params::ParamsFile::open_with`]).
+    pub fn with_published_digests(mut self, published: Arc<crate::PublishedDigest>) -> Self {
+        self.published = Some(published);
         self
     }
 
@@ -186,7 +197,7 @@ impl<B: Backend> BackendWorker<B> {
         match &task.source {
             ParamSource::File(path) => {
                 let checks = self.backends.first().and_then(|b| point_checks(&**b));
-                read_params_checked(path, task.validation, self.validation_records.as_deref(), checks).map(|(p, _)| p)
+                read_params_trusting(path, task.validation, self.validation_records.as_deref(), checks, self.published.as_deref()).map(|(p, _)| p)
             }
             ParamSource::TimingOnly(shape) => Ok(self.timing_queries(shape)?.params()),
         }
@@ -452,7 +463,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     // A full validation's curve and subgroup checks run on the device when its
                     // backend offers them, while the host decodes the next block.
                     (None, ParamSource::File(path)) => {
-                        let file = ParamsFile::open(path, task.validation, self.validation_records.as_deref())?;
+                        let file = ParamsFile::open_with(path, task.validation, self.validation_records.as_deref(), self.published.as_deref())?;
                         let checks = self.backends.get(d).and_then(|b| point_checks(&**b));
                         self.load_key_from(task.circuit, d, &CheckedFile { file: &file, checks }, streamed)?;
                         file.finish();

@@ -28,7 +28,7 @@ use cuzk_core::proof::Proof;
 
 pub use backend_worker::{BackendWorker, PartData};
 pub use error::WorkError;
-pub use params::{read_params, read_params_checked, read_params_with_records, Checked};
+pub use params::{read_params, read_params_checked, read_params_trusting, read_params_with_records, Checked, PublishedDigest};
 
 /// A partition's circuit, of any family: what synthesis runs.
 pub type Work = Arc<dyn PartitionCircuit>;

@@ -279,7 +279,15 @@ pub enum Checked {
     Record,
     /// The caller trusts the file ([`Validation::Trusted`]): no point checks.
     Trusted,
+    /// The file's digest is the one its publisher lists for its name ([`PublishedDigest`]):
+    /// decoded without the point checks, and recorded (with a record directory).
+    Published,
 }
+
+/// Whether a parameter file is one a publisher lists with a digest (Filecoin's
+/// `parameters.json`): `Ok(None)` when its name is not listed, else whether its contents have
+/// that digest. The family that knows the list supplies it; the worker knows none.
+pub type PublishedDigest = dyn Fn(&Path) -> std::io::Result<Option<bool>> + Send + Sync;
 
 /// Bytes hashed per task by [`checksum`]; part of the record format (changing it changes every
 /// checksum, so records written before simply stop matching).
@@ -346,7 +354,19 @@ pub fn read_params_checked(
     records: Option<&Path>,
     checks: Option<&dyn PointChecks>,
 ) -> Result<(Parameters, Checked), WorkError> {
-    let file = ParamsFile::open(path, validation, records)?;
+    read_params_trusting(path, validation, records, checks, None)
+}
+
+/// [`read_params_checked`], a full validation skipped for a file whose digest is the one
+/// `published` lists for its name ([`ParamsFile::open_with`]).
+pub fn read_params_trusting(
+    path: &Path,
+    validation: Validation,
+    records: Option<&Path>,
+    checks: Option<&dyn PointChecks>,
+    published: Option<&PublishedDigest>,
+) -> Result<(Parameters, Checked), WorkError> {
+    let file = ParamsFile::open_with(path, validation, records, published)?;
     let params = file.decode_checked(checks)?;
     Ok((params, file.finish()))
 }
@@ -369,6 +389,36 @@ impl ParamsFile {
     /// Opens the file at `path` and decides the checks (`records`: see
     /// [`read_params_with_records`]).
     pub fn open(path: &Path, validation: Validation, records: Option<&Path>) -> Result<ParamsFile, WorkError> {
+        Self::open_with(path, validation, records, None)
+    }
+
+    /// [`ParamsFile::open`]; a file that would be validated in full is trusted instead when
+    /// `published` lists its name with the digest its contents have (and recorded, with
+    /// `records`, so the next load is trusted by its checksum). A listed file whose digest
+    /// differs is validated in full, with a warning: it is not the file its name says.
+    pub fn open_with(path: &Path, validation: Validation, records: Option<&Path>, published: Option<&PublishedDigest>) -> Result<ParamsFile, WorkError> {
+        let mut file = Self::open_deciding(path, validation, records)?;
+        if file.checked == Checked::Full {
+            if let Some(published) = published {
+                let t = std::time::Instant::now();
+                match published(path) {
+                    Ok(Some(true)) => {
+                        tracing::info!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file has its published digest: point checks skipped");
+                        (file.validation, file.checked) = (Validation::Trusted, Checked::Published);
+                    }
+                    Ok(Some(false)) => tracing::warn!(
+                        path = %path.display(),
+                        "parameter file does NOT have the digest published for its name (a damaged download, or not the file its name says): validating in full"
+                    ),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(path = %path.display(), error = %e, "the file's digest could not be computed: validating in full"),
+                }
+            }
+        }
+        Ok(file)
+    }
+
+    fn open_deciding(path: &Path, validation: Validation, records: Option<&Path>) -> Result<ParamsFile, WorkError> {
         let src = FileSource::open(path).map_err(|source| WorkError::Io { path: path.into(), source })?;
         let params = |source| WorkError::Params { path: path.into(), source };
         let layout = ParamsLayout::read(&src).map_err(params)?;
@@ -488,7 +538,7 @@ impl ParamsFile {
     pub fn finish(self) -> Checked {
         if let Some((record, text)) = &self.record {
             match write_record(record, text) {
-                Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), "parameter file validated in full and recorded"),
+                Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), checked = ?self.checked, "parameter file recorded as valid"),
                 Err(e) => tracing::warn!(record = %record.display(), error = %e, "could not write the validation record"),
             }
         }

@@ -443,6 +443,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     // A file validated in full once is trusted while its length and checksum match the record.
     if !cfg.params.trusted {
         worker = worker.with_validation_records(crate::setup::validation_records(&data_dir));
+        // Filecoin's own files are trusted at disk speed when their digest is the published one.
+        worker = worker.with_published_digests(Arc::new(cuzk_circuits_filecoin::params::matches_published_digest));
     }
     let worker = Arc::new(worker);
     // Bench mode: Filecoin witnesses unchecked, their circuits registered with timing-only

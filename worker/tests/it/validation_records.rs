@@ -258,3 +258,43 @@ fn a_file_changed_while_it_loads_is_an_error_not_a_fault() {
     assert!(e.contains("changed while it was read"), "{e}");
     assert_ne!(params.l.len(), 0);
 }
+
+/// A file whose digest is the one published for its name is read without the point checks and
+/// recorded; a listed file with another digest, an unlisted one, or a digest that cannot be
+/// computed means a full validation, with the same outcome as without the list.
+#[test]
+fn a_file_with_its_published_digest_skips_the_point_checks() {
+    use cuzk_worker::read_params_trusting;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let records = dir.path().join("validated");
+    // The publisher's list: this file's checksum as its digest.
+    let digest = checksum(&std::fs::read(&path).unwrap());
+    let listed = move |p: &Path| -> std::io::Result<Option<bool>> { Ok(Some(checksum(&std::fs::read(p)?) == digest)) };
+    let unlisted = |_: &Path| -> std::io::Result<Option<bool>> { Ok(None) };
+    let failing = |_: &Path| -> std::io::Result<Option<bool>> { Err(std::io::Error::other("no digest")) };
+
+    for f in [&unlisted as &cuzk_worker::PublishedDigest, &failing] {
+        let (p, how) = read_params_trusting(&path, Validation::Full, None, None, Some(f)).unwrap();
+        assert_eq!((p == params, how), (true, Checked::Full));
+    }
+    let (p, how) = read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap();
+    assert_eq!((p == params, how), (true, Checked::Published));
+    assert!(record_of(&records, &path).exists(), "a file with its published digest is recorded");
+    assert_eq!(read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap().1, Checked::Record);
+
+    // A point outside the subgroup: the digest no longer matches, so the full validation runs and refuses it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
+    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
+    bytes[at..at + point.len()].copy_from_slice(&point);
+    std::fs::write(&path, &bytes).unwrap();
+    let e = read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap_err();
+    assert!(matches!(e, WorkError::Params { source: ParamsError::InvalidPoint { section: Section::H, index: 0, .. }, .. }), "{e}");
+    // Were the list to name that file's digest, it would be trusted: the list is the authority.
+    let digest = checksum(&bytes);
+    let relisted = move |p: &Path| -> std::io::Result<Option<bool>> { Ok(Some(checksum(&std::fs::read(p)?) == digest)) };
+    assert_eq!(read_params_trusting(&path, Validation::Full, None, None, Some(&relisted)).unwrap().1, Checked::Published);
+    // Trusted files are not hashed at all.
+    assert_eq!(read_params_trusting(&path, Validation::Trusted, None, None, Some(&failing)).unwrap().1, Checked::Trusted);
+}
