@@ -78,6 +78,10 @@ pub struct Config {
 pub struct ServerConfig {
     /// gRPC unix socket path; empty disables it. Default: `<data_dir>/cuzk.sock`.
     pub socket: Option<PathBuf>,
+    /// Group that may connect to the socket (Curio's user being a member, the daemon's user
+    /// one too): the socket is made mode 0660 in that group. Unset: mode 0600, only the
+    /// daemon's own user (and root) can connect.
+    pub socket_group: Option<String>,
     /// gRPC TCP address (e.g. `127.0.0.1:9820`); off unless set, and then a token is required
     /// unless `tcp_insecure` is set.
     pub tcp: Option<SocketAddr>,
@@ -118,6 +122,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             socket: None,
+            socket_group: None,
             tcp: None,
             token: None,
             tcp_insecure: false,
@@ -402,6 +407,34 @@ impl EngineSection {
     }
 }
 
+impl ServerConfig {
+    /// The group id of `socket_group`, looked up in the system's group database; an error
+    /// for a group that does not exist.
+    pub fn socket_gid(&self) -> Result<Option<u32>, ConfigError> {
+        let Some(name) = &self.socket_group else {
+            return Ok(None);
+        };
+        group_id(name).map(Some).ok_or_else(|| {
+            ConfigError::Invalid(format!("server.socket_group: no group {name:?} on this host (create it with groupadd, and add Curio's user to it)"))
+        })
+    }
+}
+
+/// The id of the group named `name` (a number is taken as an id), or `None` if there is none.
+pub fn group_id(name: &str) -> Option<u32> {
+    if let Ok(gid) = name.parse::<u32>() {
+        return Some(gid);
+    }
+    let c_name = std::ffi::CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; `buf` outlives `grp`'s borrowed strings,
+    // and only the gid (a plain number) is read from the result.
+    let rc = unsafe { libc::getgrnam_r(c_name.as_ptr(), &mut grp, buf.as_mut_ptr(), buf.len(), &mut found) };
+    (rc == 0 && !found.is_null()).then_some(grp.gr_gid)
+}
+
 /// `[params]`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -584,6 +617,7 @@ impl Config {
 
     /// Checks consistency: TCP needs a token (or `tcp_insecure`), sizes are positive.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.server.socket_gid()?;
         let token = self.token()?;
         if self.server.tcp_insecure && token.is_some() {
             return Err(ConfigError::Invalid(

@@ -3,7 +3,7 @@
 //! size in flight); [`service`] is the `cuzk.v1.ProvingEngine` gRPC
 //! API and the one place driver errors become gRPC codes; [`journal`] keeps accepted jobs across
 //! restarts; [`http`] serves the status page, `/status` and `/metrics` ([`snapshot`] builds
-//! the [`status`] the driver lends, [`metrics`] renders it); [`listen`] accepts connections. This module starts the driver and the
+//! the [`status`] the driver shows, [`metrics`] renders it); [`listen`] accepts connections. This module starts the driver and the
 //! listeners and shuts everything down in order. Nothing here imports the client side or the
 //! command line.
 
@@ -243,12 +243,18 @@ pub fn socket_lock_path(socket: &Path) -> PathBuf {
 /// for the daemon's life (returned with the listener), so two daemons starting at once cannot
 /// both take the path. A socket file left by a daemon that died (nobody answers on it) is
 /// replaced; one a live daemon answers on, or anything that is not a socket, is refused.
-async fn bind_socket(path: &Path) -> Result<(UnixListener, std::fs::File), ServeError> {
+/// With `group`, the socket (and a directory made for it) belong to that group, mode 0660
+/// (0750): its members connect.
+async fn bind_socket(path: &Path, group: Option<u32>) -> Result<(UnixListener, std::fs::File), ServeError> {
     use std::os::unix::fs::FileTypeExt;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             std::fs::create_dir_all(parent).map_err(io(format!("creating {}", parent.display())))?;
-            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700)).map_err(io(format!("chmod {}", parent.display())))?;
+            let mode = if group.is_some() { 0o750 } else { 0o700 };
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(mode)).map_err(io(format!("chmod {}", parent.display())))?;
+            if group.is_some() {
+                std::os::unix::fs::chown(parent, None, group).map_err(io(format!("chgrp {}", parent.display())))?;
+            }
         }
     }
     let lock_path = socket_lock_path(path);
@@ -277,8 +283,12 @@ async fn bind_socket(path: &Path) -> Result<(UnixListener, std::fs::File), Serve
         Err(e) => return Err(io(format!("inspecting {}", path.display()))(e)),
     }
     let l = UnixListener::bind(path).map_err(io(format!("binding {}", path.display())))?;
-    // Owner only: the socket is the daemon's whole authentication.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(format!("chmod {}", path.display())))?;
+    // Owner only, or the configured group: the socket is the daemon's whole authentication.
+    if group.is_some() {
+        std::os::unix::fs::chown(path, None, group).map_err(io(format!("chgrp {} (the daemon's user must be in server.socket_group)", path.display())))?;
+    }
+    let mode = if group.is_some() { 0o660 } else { 0o600 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io(format!("chmod {}", path.display())))?;
     Ok((l, lock))
 }
 
@@ -398,7 +408,7 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
     };
     let (uds, socket_lock) = match &socket {
         Some(p) => {
-            let (l, lock) = bind_socket(p).await?;
+            let (l, lock) = bind_socket(p, cfg.server.socket_gid()?).await?;
             (Some(l), Some(lock))
         }
         None => (None, None),

@@ -1,4 +1,4 @@
-//! Builds the [`Snapshot`] the status endpoints serve, from what the driver lends
+//! Builds the [`Snapshot`] the status endpoints serve, from what the driver shows
 //! ([`DriverView`]) for the length of one command.
 
 use cuzk_core::engine::{DeviceId, Location, Nanos, Presence, Priority, SpanKind, Tier};

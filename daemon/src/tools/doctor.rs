@@ -1145,12 +1145,27 @@ const SOCKET_PATH_MAX: usize = 107;
 /// The gRPC unix socket at `path` (`None`: disabled): its directory exists or can be made and
 /// is writable, the path fits a socket address, nothing else sits there, and whether a daemon
 /// already answers on it. `uid` is the user the daemon would run as.
-pub fn socket(path: Option<&Path>, uid: u32) -> Vec<Finding> {
+pub fn socket(path: Option<&Path>, uid: u32, group: Option<&str>) -> Vec<Finding> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
     let Some(path) = path else {
         out.push(Finding::ok(Check::Socket, "no unix socket (server.socket = \"\")"));
         return out;
+    };
+    // Who may connect to the socket the daemon makes.
+    let who = match group {
+        None => format!("mode 0600, so only uid {uid} (the daemon's user) can connect: run Curio as the same user, or set server.socket_group"),
+        Some(g) => match crate::config::group_id(g) {
+            Some(gid) => format!("mode 0660 in group {g} (gid {gid}): Curio's user connects as a member of it"),
+            None => {
+                out.push(Finding::fatal(
+                    Check::Socket,
+                    format!("server.socket_group names no group on this host: {g:?}"),
+                    format!("groupadd {g} && usermod -aG {g} <daemon user> && usermod -aG {g} <Curio's user>, or unset server.socket_group"),
+                ));
+                return out;
+            }
+        },
     };
     let len = path.as_os_str().as_bytes().len();
     if len > SOCKET_PATH_MAX {
@@ -1193,13 +1208,7 @@ pub fn socket(path: Option<&Path>, uid: u32) -> Vec<Finding> {
         },
     }
     match std::fs::symlink_metadata(path) {
-        Err(_) => out.push(Finding::ok(
-            Check::Socket,
-            format!(
-                "{} is free; the daemon creates it with mode 0600, so only uid {uid} (the daemon's user) can connect: run Curio as the same user",
-                path.display()
-            ),
-        )),
+        Err(_) => out.push(Finding::ok(Check::Socket, format!("{} is free; the daemon creates it with {who}", path.display()))),
         Ok(m) if !m.file_type().is_socket() => out.push(Finding::fatal(
             Check::Socket,
             format!("{} exists and is not a socket: cuzk serve refuses to replace it", path.display()),
@@ -1216,13 +1225,9 @@ pub fn socket(path: Option<&Path>, uid: u32) -> Vec<Finding> {
                 ),
                 "nothing to do if that is the daemon you meant to run; else stop it first, or give this one another server.socket",
             )),
-            Some(false) => out.push(Finding::ok(
-                Check::Socket,
-                format!(
-                    "{} is a stale socket (no daemon answers): cuzk serve replaces it, mode 0600, so only uid {uid} can connect: run Curio as the same user",
-                    path.display()
-                ),
-            )),
+            Some(false) => {
+                out.push(Finding::ok(Check::Socket, format!("{} is a stale socket (no daemon answers): cuzk serve replaces it, {who}", path.display())))
+            }
             None => out.push(Finding::warn(
                 Check::Socket,
                 format!("{} is a socket this user cannot connect to (owned by uid {}, mode {:o})", path.display(), m.uid(), m.permissions().mode() & 0o777),
@@ -1361,7 +1366,7 @@ pub fn examine(config_path: Option<&Path>, loaded: &Result<Config, String>, cli_
         ));
     }
     out.extend(disks(&written));
-    out.extend(socket(socket_path(cfg, &data_dir).as_deref(), host.uid));
+    out.extend(socket(socket_path(cfg, &data_dir).as_deref(), host.uid, cfg.server.socket_group.as_deref()));
     let mut addresses = Vec::new();
     if let Some(t) = cfg.server.tcp {
         addresses.push(("server.tcp", t.to_string()));

@@ -103,6 +103,35 @@ async fn socket_is_owner_only() {
     stop(d).await;
 }
 
+/// `server.socket_group`: the socket (and the directory made for it) belong to that group,
+/// mode 0660 (0750), so Curio's user connects as a member; a group that does not exist stops
+/// the start with a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_group_lets_its_members_connect() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getgid has no preconditions.
+    let gid = unsafe { libc::getgid() };
+    let d = daemon_with(&[], |cfg| {
+        let dir = cfg.server.socket.as_ref().unwrap().parent().unwrap().join("run-curio");
+        cfg.server.socket = Some(dir.join("cuzk.sock"));
+        cfg.server.socket_group = Some(gid.to_string());
+    })
+    .await;
+    let m = std::fs::metadata(&d.socket).expect("socket exists");
+    assert_eq!((m.permissions().mode() & 0o777, m.gid()), (0o660, gid), "socket mode {:o}", m.permissions().mode());
+    let dir = std::fs::metadata(d.socket.parent().unwrap()).unwrap();
+    assert_eq!((dir.permissions().mode() & 0o777, dir.gid()), (0o750, gid), "directory mode {:o}", dir.permissions().mode());
+    let mut c = d.client().await;
+    c.get_status(proto::GetStatusRequest {}).await.expect("a client connects");
+    stop(d).await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path());
+    cfg.server.socket_group = Some("no-such-group-cuzk".into());
+    let e = cuzk_daemon::server::start(cfg, params_dir()).await.err().expect("started with a group that does not exist");
+    assert!(e.to_string().contains("socket_group") && e.to_string().contains("no-such-group-cuzk"), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_needs_the_token() {
     // Configured without a token: refuses to start.

@@ -371,22 +371,27 @@ fn no_gpu_is_a_warning_with_auto_and_fatal_with_cuda() {
 fn socket_paths() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.sock");
-    find(&doctor::socket(Some(&path), uid()), Check::Socket, Severity::Ok);
+    find(&doctor::socket(Some(&path), uid(), None), Check::Socket, Severity::Ok);
     // A stale socket (nobody listens): replaced at start.
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
-    assert!(find(&doctor::socket(Some(&path), uid()), Check::Socket, Severity::Ok).message.contains("stale"));
+    assert!(find(&doctor::socket(Some(&path), uid(), None), Check::Socket, Severity::Ok).message.contains("stale"));
     std::fs::remove_file(&path).unwrap();
     // A daemon (here: a listener) answering on it.
     let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    assert!(find(&doctor::socket(Some(&path), uid()), Check::Socket, Severity::Warn).message.contains("already listens"));
+    assert!(find(&doctor::socket(Some(&path), uid(), None), Check::Socket, Severity::Warn).message.contains("already listens"));
     drop(l);
     std::fs::remove_file(&path).unwrap();
     // A regular file: cuzk serve refuses to replace it.
     std::fs::write(&path, b"x").unwrap();
-    assert!(find(&doctor::socket(Some(&path), uid()), Check::Socket, Severity::Fatal).message.contains("not a socket"));
+    assert!(find(&doctor::socket(Some(&path), uid(), None), Check::Socket, Severity::Fatal).message.contains("not a socket"));
     // A path too long for a socket address.
     let long = tmp.path().join("d".repeat(120)).join("s.sock");
-    assert!(find(&doctor::socket(Some(&long), uid()), Check::Socket, Severity::Fatal).message.contains("longer than a unix socket address"));
+    assert!(find(&doctor::socket(Some(&long), uid(), None), Check::Socket, Severity::Fatal).message.contains("longer than a unix socket address"));
+    // A group for Curio's user: one that exists (root's, gid 0), and one that does not.
+    let free = tmp.path().join("g.sock");
+    assert!(find(&doctor::socket(Some(&free), uid(), Some("root")), Check::Socket, Severity::Ok).message.contains("mode 0660 in group root (gid 0)"));
+    let f = find(&doctor::socket(Some(&free), uid(), Some("no-such-group-cuzk")), Check::Socket, Severity::Fatal);
+    assert!(f.message.contains("names no group") && f.fix.contains("groupadd"), "{f:?}");
 }
 
 #[test]

@@ -97,7 +97,7 @@ pub enum Command {
     Preload(CircuitShape, oneshot::Sender<Result<Preloaded, DriverError>>),
     /// Drop parameters.
     Evict(CircuitShape, oneshot::Sender<Result<Evicted, DriverError>>),
-    /// Run a function over what the driver lends (the status is built this way).
+    /// Run a function over what the driver shows (the status is built this way).
     Inspect(Box<dyn FnOnce(&DriverView<'_>) + Send>),
     /// The Chrome trace of the timeline.
     Trace(oneshot::Sender<String>),
@@ -143,7 +143,7 @@ impl DriverHandle {
         self.ask(|t| Command::Evict(spec, t)).await?
     }
 
-    /// `f` of what the driver lends ([`DriverView`]), run on the driver's task: keep it short.
+    /// `f` of what the driver shows ([`DriverView`]), run on the driver's task: keep it short.
     pub async fn inspect<T: Send + 'static>(&self, f: impl FnOnce(&DriverView<'_>) -> T + Send + 'static) -> Result<T, DriverError> {
         self.ask(|t| Command::Inspect(Box::new(move |v| drop(t.send(f(v)))))).await
     }

@@ -1,4 +1,4 @@
-//! What the driver lends to a [`Command::Inspect`](super::Command::Inspect): its state, read-only.
+//! What the driver shows to a [`Command::Inspect`](super::Command::Inspect): its state, read-only.
 
 use std::collections::HashMap;
 use std::time::Duration;
