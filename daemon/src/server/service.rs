@@ -189,17 +189,15 @@ impl Service {
         let key = job.circuit;
         let timing_only = matches!(job.params, ParamChoice::TimingOnly(_));
         let missing = !timing_only && shape_params_path(&self.cfg.data_dir, &self.cfg.fil_dir, key).is_some_and(|p| !p.exists());
-        if missing && self.cfg.generate_missing {
-            let (dir, fil_dir) = (self.cfg.data_dir.clone(), self.cfg.fil_dir.clone());
-            tokio::task::spawn_blocking(move || match key {
-                CircuitShape::Generic(spec) => ensure_params(&dir, spec, false).map(|_| ()).map_err(|e| e.to_string()),
-                CircuitShape::Filecoin(f) => {
-                    cuzk_circuits_filecoin::params::generate(&fil_dir, f, false, &mut rand::rngs::OsRng).map(|_| ()).map_err(|e| e.to_string())
-                }
-            })
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
+        // Only built-in circuits' parameters are made here: random Filecoin parameters would
+        // give proofs that pass the self-check and that no chain accepts. A missing Filecoin
+        // file is refused (FAILED_PRECONDITION, naming `cuzk setup --filecoin` for tests).
+        if let (true, CircuitShape::Generic(spec)) = (missing && self.cfg.generate_missing, key) {
+            let dir = self.cfg.data_dir.clone();
+            tokio::task::spawn_blocking(move || ensure_params(&dir, spec, false).map(|_| ()).map_err(|e| e.to_string()))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| Status::failed_precondition(format!("generating parameters: {e}")))?;
         }
         Ok(self.handle.submit(job).await?)
     }

@@ -871,15 +871,6 @@ pub fn params(cfg: &Config, data_dir: &Path) -> Vec<Finding> {
                         format!("{id} is preloaded but its parameter file {} is missing: it is generated at its first job (slow)", path.display()),
                         setup,
                     )),
-                    // `params.generate_missing` writes random Filecoin parameters too.
-                    CircuitShape::Filecoin(_) if cfg.params.generate_missing => out.push(Finding::fatal(
-                        Check::Params,
-                        format!(
-                            "{id} is preloaded but its parameter file {} is missing: its first job writes random test parameters there (params.generate_missing), whose proofs no chain accepts",
-                            path.display()
-                        ),
-                        format!("{setup}; set params.generate_missing = false for production"),
-                    )),
                     _ => out.push(Finding::fatal(
                         Check::Params,
                         format!(

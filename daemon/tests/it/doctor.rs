@@ -182,11 +182,11 @@ fn missing_preloaded_parameters_are_fatal() {
     let f = examine(tmp.path(), cfg.clone(), &host(tmp.path()), &h200());
     let w = find(&f, Check::Params, Severity::Warn);
     assert!(w.message.contains("generated at its first job"), "{w:?}");
-    // A Filecoin circuit would get random parameters no chain accepts: still fatal.
+    // A Filecoin circuit's file is never generated (random parameters no chain accepts): still fatal.
     cfg.params.preload = vec!["wpost-2k".into()];
     let f = examine(tmp.path(), cfg, &host(tmp.path()), &h200());
     let m = find(&f, Check::Params, Severity::Fatal);
-    assert!(m.message.contains("no chain accepts") && m.fix.contains("params.generate_missing = false"), "{m:?}");
+    assert!(m.message.contains("the preload fails and its jobs are refused"), "{m:?}");
 }
 
 #[test]

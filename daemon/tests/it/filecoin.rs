@@ -145,17 +145,25 @@ async fn post_kinds_end_to_end_and_bad_requests_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_filecoin_parameters_are_a_failed_precondition() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let mut cfg = config(tmp.path());
-    cfg.params.filecoin_dir = Some(tmp.path().join("empty-cache"));
-    let socket = cfg.server.socket.clone().unwrap_or_default();
-    let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
-    let d = Daemon { server, tmp, socket };
-    let mut c = d.client().await;
-    let e = c.submit_proof(filecoin_submission(&request(FilKind::WinningPoSt))).await.expect_err("accepted without parameters");
-    assert_eq!(e.code(), Code::FailedPrecondition, "{}", e.message());
-    assert!(e.message().contains("cuzk setup --filecoin winning-2k"), "{}", e.message());
-    stop(d).await;
+    // Also with params.generate_missing: random Filecoin parameters would give proofs that
+    // pass the self-check and that no chain accepts, so they are never generated.
+    for generate in [false, true] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let cache = tmp.path().join("empty-cache");
+        let mut cfg = config(tmp.path());
+        cfg.params.filecoin_dir = Some(cache.clone());
+        cfg.params.generate_missing = generate;
+        let socket = cfg.server.socket.clone().unwrap_or_default();
+        let server = cuzk_daemon::server::start(cfg, common::params_dir()).await.expect("daemon starts");
+        let d = Daemon { server, tmp, socket };
+        let mut c = d.client().await;
+        let e = c.submit_proof(filecoin_submission(&request(FilKind::WinningPoSt))).await.expect_err("accepted without parameters");
+        assert_eq!(e.code(), Code::FailedPrecondition, "generate_missing {generate}: {}", e.message());
+        assert!(e.message().contains("cuzk setup --filecoin winning-2k"), "{}", e.message());
+        let written = std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(written, 0, "generate_missing {generate}: files written into the Filecoin cache");
+        stop(d).await;
+    }
 }
 
 pub fn slow() -> bool {
