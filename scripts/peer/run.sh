@@ -37,7 +37,7 @@ for b in "$ROOT/gpu-bin/cuzk" "$ROOT/peer-bin/cuzk-daemon"; do
   [ -x "$b" ] || { [ -f "$b.gz" ] && gunzip -kf "$b.gz" && chmod +x "$b"; }
 done
 CUZK=$ROOT/gpu-bin/cuzk
-PEER=$ROOT/peer-bin/cuzk-daemon
+PEER=${PEER:-$ROOT/peer-bin/cuzk-daemon}
 export CUZK_CUDA_CACHE=${CUZK_CUDA_CACHE:-$ROOT/gpu-bin/cache}
 note "== peer run $(date -u '+%F %T') UTC: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(nvidia-smi -L | head -1); curio $(cat "$ROOT/peer-bin/CURIO_COMMIT" 2>/dev/null); ours $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
 df -h "$WORK" | tail -1 | tee -a "$S"
