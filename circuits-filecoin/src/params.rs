@@ -94,6 +94,42 @@ pub fn write_timing_only(
     force: bool,
     queries_of: impl FnOnce(crate::circuit::PartitionCircuit) -> Result<cuzk_setup::timing::TimingQueries, String>,
 ) -> Result<ParamFiles, FilError> {
+    write_files(dir, circuit, force, |blank, path| queries_of(blank).map_err(|reason| FilError::Params { path: path.to_path_buf(), reason }))
+}
+
+/// What [`write_files`] writes: the parameter file's bytes and the verifying key's.
+trait ParamsOut {
+    fn write_params(&self, w: &mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>;
+    fn vk_bytes(&self) -> Vec<u8>;
+}
+
+impl ParamsOut for cuzk_core::params::Parameters {
+    fn write_params(&self, w: &mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()> {
+        self.write_to(w)
+    }
+    fn vk_bytes(&self) -> Vec<u8> {
+        self.vk.to_bytes()
+    }
+}
+
+impl ParamsOut for cuzk_setup::timing::TimingQueries {
+    fn write_params(&self, w: &mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()> {
+        self.write_to(w)
+    }
+    fn vk_bytes(&self) -> Vec<u8> {
+        self.vk().to_bytes()
+    }
+}
+
+/// Writes `circuit`'s `.params`, `.vk` and `.meta` into `dir` from what `make` gives for its
+/// blank circuit (and the `.params` path, for errors), unless both `.params` and `.vk` are
+/// there and `force` is off; under the directory's lock, each file written whole or not at all.
+fn write_files<P: ParamsOut>(
+    dir: &Path,
+    circuit: FilShape,
+    force: bool,
+    make: impl FnOnce(crate::circuit::PartitionCircuit, &Path) -> Result<P, FilError>,
+) -> Result<ParamFiles, FilError> {
     let f = files(dir, circuit)?;
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);
@@ -103,9 +139,9 @@ pub fn write_timing_only(
     if f.params.exists() && f.vk.exists() && !force {
         return Ok(f);
     }
-    let queries = queries_of(Prepared::blank_of(circuit)?.blank()).map_err(|reason| FilError::Params { path: f.params.clone(), reason })?;
-    write_atomic(&f.params, |w| queries.write_to(w))?;
-    write_atomic(&f.vk, |w| std::io::Write::write_all(w, &queries.vk().to_bytes()))?;
+    let out = make(Prepared::blank_of(circuit)?.blank(), &f.params)?;
+    write_atomic(&f.params, |w| out.write_params(w))?;
+    write_atomic(&f.vk, |w| std::io::Write::write_all(w, &out.vk_bytes()))?;
     write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;
     drop(lock);
     Ok(f)
@@ -135,25 +171,11 @@ fn write_atomic(path: &Path, write: impl FnOnce(&mut std::io::BufWriter<std::fs:
 }
 
 /// Generates random (test) parameters for `circuit` with `cuzk-setup` and writes the
-/// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` file exists and
+/// `.params`, `.vk` and `.meta` files into `dir` (skipped when the `.params` and `.vk` files exist and
 /// `force` is off). Returns the files. The random source is dynamic so that the generator is
 /// compiled once, here, not in every crate that calls it.
 pub fn generate(dir: &Path, circuit: FilShape, force: bool, mut rng: &mut dyn RngCore) -> Result<ParamFiles, FilError> {
-    let f = files(dir, circuit)?;
-    if f.params.exists() && f.vk.exists() && !force {
-        return Ok(f);
-    }
-    std::fs::create_dir_all(dir).map_err(|e| FilError::Params { path: dir.to_path_buf(), reason: e.to_string() })?;
-    let lock = lock_dir(dir)?;
-    if f.params.exists() && f.vk.exists() && !force {
-        return Ok(f);
-    }
-    let blank = Prepared::blank_of(circuit)?.blank();
-    let params =
-        cuzk_setup::generate_parameters(blank, &mut rng).map_err(|e| FilError::Params { path: f.params.clone(), reason: format!("generation failed: {e}") })?;
-    write_atomic(&f.params, |w| params.write_to(w))?;
-    write_atomic(&f.vk, |w| std::io::Write::write_all(w, &params.vk.to_bytes()))?;
-    write_atomic(&f.meta, |w| std::io::Write::write_all(w, format!("{{\"sector_size\":{}}}", circuit.sector_size).as_bytes()))?;
-    drop(lock);
-    Ok(f)
+    write_files(dir, circuit, force, |blank, path| {
+        cuzk_setup::generate_parameters(blank, &mut rng).map_err(|e| FilError::Params { path: path.to_path_buf(), reason: format!("generation failed: {e}") })
+    })
 }
