@@ -200,7 +200,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
             crate::porep::witness::write_challenge(a, &replica_id, roots, &challenges[i], arities)
                 .map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };
-        crate::parallel::native_challenges(header_of()?, "challenge_0", header, challenges.len(), write, input, aux)
+        crate::parallel::native_challenges(header, crate::parallel::gadget_header(header_of()?, "challenge_0", header), challenges.len(), write, input, aux)
     }
 }
 
@@ -283,8 +283,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         <EmptySectorUpdateCompound<Tree> as CacheableParameters<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&self.params)
     }
 
-    /// The header by Filecoin's gadgets (stopped where the first challenge starts), then each
-    /// challenge natively on its own thread (`crate::snap::witness`).
+    /// The header natively (its length measured once per job through Filecoin's gadgets,
+    /// stopped where the first challenge starts), then each challenge natively on its own
+    /// thread (`crate::snap::witness`).
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
         use crate::snap::witness::{SnapPartition, FIRST_CHALLENGE};
         let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
@@ -312,7 +313,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
             partition.write_challenge(i, a).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };
-        crate::parallel::native_challenges(circuit_of()?, FIRST_CHALLENGE, header, partition.challenges(), write, input, aux)
+        let write_header =
+            |aux: &mut [Scalar], input: &mut [Scalar]| partition.write_header(aux, input).map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() });
+        crate::parallel::native_challenges(header, write_header, partition.challenges(), write, input, aux)
     }
 }
 
@@ -437,7 +440,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
             write_sector(a, &sectors[i], arities).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };
         // Nothing precedes the sectors: the header ends where "outer namespace" starts.
-        crate::parallel::native_challenges(circuit, "outer namespace", (0, 0), sectors.len(), write, input, aux)
+        crate::parallel::native_challenges((0, 0), crate::parallel::gadget_header(circuit, "outer namespace", (0, 0)), sectors.len(), write, input, aux)
     }
 
     fn repeats(&self, _k: usize) -> Option<Repeats> {

@@ -4,9 +4,11 @@
 //! commitments, `comm_r = H(comm_c, comm_r_last)`) and then one proof per challenge that uses
 //! only the header's variables; a SnapDeals partition likewise (its header ends where the first
 //! challenge's `get_challenge_high_bits` starts). Their variables are therefore the header's,
-//! then one run per challenge, each as long as the others. The header is written by Filecoin's
-//! own gadgets in a [`SegmentCs`], stopped at the first challenge's namespace; each challenge is
-//! written natively on its own thread (`porep::witness`, `snap::witness`), so the assignment is the
+//! then one run per challenge, each as long as the others. A PoRep header is written by
+//! Filecoin's own gadgets in a [`SegmentCs`], stopped at the first challenge's namespace; a
+//! SnapDeals header (its apex tree's SHA-256 hashes: most of the partition's single-threaded
+//! work through the gadgets) natively, each hash on its own thread; each challenge is written
+//! natively on its own thread (`porep::witness`, `snap::witness`), so the assignment is the
 //! sequential one index for index. A layout that does not divide so (or a part that does not
 //! fill its window exactly) is written sequentially by the gadgets instead. The PoSt kinds are
 //! written sequentially.
@@ -119,14 +121,12 @@ pub(crate) fn header<C: Circuit<Scalar>>(circuit: C, stop_at: &str) -> Option<(u
 }
 
 /// The parallel witness of a partition with native challenges: the header (`header` aux
-/// variables and inputs without `ONE`) written by `circuit`'s own gadgets, stopped at the
-/// root-level namespace `stop_at` where its first challenge starts, then `n` equal runs, run `i`
-/// written by `challenge(i, window)` on its own thread. `Ok(false)` when the shape does not
-/// split so (nothing is written then).
-pub(crate) fn native_challenges<C: Circuit<Scalar>>(
-    circuit: C,
-    stop_at: &str,
+/// variables and inputs without `ONE`) written by `write_header` into its windows, then `n`
+/// equal runs, run `i` written by `challenge(i, window)` on its own thread. `Ok(false)` when the
+/// shape does not split so (nothing is written then).
+pub(crate) fn native_challenges(
     header: (usize, usize),
+    write_header: impl FnOnce(&mut [Scalar], &mut [Scalar]) -> Result<(), WitnessError>,
     n: usize,
     challenge: impl Fn(usize, &mut Assignment<'_>) -> Result<(), WitnessError> + Sync,
     input: &mut [Scalar],
@@ -142,21 +142,35 @@ pub(crate) fn native_challenges<C: Circuit<Scalar>>(
     let mut aux_windows = windows(aux, &lens(h_aux, c_aux));
     let mut input_windows = windows(&mut input[1..], &lens(h_in, c_in));
     let (header_aux, header_input) = (aux_windows.remove(0), input_windows.remove(0));
-    let mut cs = HeaderCs { stop_at: Some(stop_at), writer: Some(SegmentCs::new(header_aux, 0, header_input, 1)), ..HeaderCs::default() };
-    let ran = circuit.synthesize(&mut cs);
-    if cs.header != Some(header) {
-        return Err(WitnessError::Layout { part: 0, detail: format!("the header allocated {:?}, the shape says {header:?}", cs.header) });
-    }
-    drop(ran); // stopped at the first challenge, as intended
-    if let Some(writer) = cs.writer.take() {
-        writer.finish(0)?;
-    }
+    write_header(header_aux, header_input)?;
     aux_windows.into_par_iter().zip(input_windows).enumerate().try_for_each(|(i, (aux, input))| {
         let mut a = Assignment::new(aux, input);
         challenge(i, &mut a)?;
         a.finish().map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
     })?;
     Ok(true)
+}
+
+/// A header writer for [`native_challenges`]: `circuit`'s own gadgets, stopped at the
+/// root-level namespace `stop_at` where its first challenge starts, which must allocate exactly
+/// `header` (aux, inputs without `ONE`).
+pub(crate) fn gadget_header<'a, C: Circuit<Scalar> + 'a>(
+    circuit: C,
+    stop_at: &'a str,
+    header: (usize, usize),
+) -> impl FnOnce(&mut [Scalar], &mut [Scalar]) -> Result<(), WitnessError> + 'a {
+    move |aux, input| {
+        let mut cs = HeaderCs { stop_at: Some(stop_at), writer: Some(SegmentCs::new(aux, 0, input, 1)), ..HeaderCs::default() };
+        let ran = circuit.synthesize(&mut cs);
+        if cs.header != Some(header) {
+            return Err(WitnessError::Layout { part: 0, detail: format!("the header allocated {:?}, the shape says {header:?}", cs.header) });
+        }
+        drop(ran); // stopped at the first challenge, as intended
+        match cs.writer.take() {
+            Some(writer) => writer.finish(0),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Writes the assignment of `circuit` into `input` (`input[0]` is `ONE`) and `aux` on the

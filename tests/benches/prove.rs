@@ -48,7 +48,8 @@
 //! - `--fil-shapes 32g,64g` (default: none): the witness of synthetic PoRep and SnapDeals partitions at
 //!   those sector sizes (real circuit, fabricated values, no proof): Filecoin's gadgets against
 //!   the native writer on one thread, and a whole partition on all threads; and a PoRep
-//!   partition's matrices recorded sequentially against in parallel on all threads.
+//!   partition's matrices recorded sequentially against in parallel on all threads;
+//!   `snap-32g` or `porep-32g` times one kind.
 //! - `--fil-shape-proofs 32g` (default: none): a whole synthetic PoRep C2 at that size on each
 //!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
 //!   costs, then per partition the witness and upload → proof, and the proof's wall time.
@@ -95,7 +96,7 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
                                (default none; with it the built-ins run only when --circuits is given)
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
   --fil-shapes 32g,64g         synthetic PoRep and SnapDeals partitions: witness, gadgets against the native writer,
-                               matrices recorded sequentially and in parallel (no proof)
+                               matrices recorded sequentially and in parallel (no proof); snap-32g or porep-32g: one kind
   --fil-shape-proofs 32g       a whole synthetic PoRep C2 on each backend with timing-only parameters (not verified)";
 
 /// What the run varies.
@@ -115,8 +116,16 @@ struct Args {
     timing_in_memory: bool,
     filecoin: Vec<cuzk_circuits_filecoin::FilShape>,
     fil_dir: PathBuf,
-    fil_shapes: Vec<u64>,
+    fil_shapes: Vec<(Option<ShapeKind>, u64)>,
     fil_shape_proofs: Vec<u64>,
+}
+
+/// Which synthetic partitions `--fil-shapes` times at a size: `porep-` or `snap-` before the
+/// size picks one, a bare size both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShapeKind {
+    PoRep,
+    Snap,
 }
 
 fn list(v: &str) -> impl Iterator<Item = &str> {
@@ -202,18 +211,25 @@ impl Args {
                 }
                 "--fil-dir" => a.fil_dir = PathBuf::from(&v),
                 "--fil-shapes" | "--fil-shape-proofs" => {
-                    let sizes = list(&v)
-                        .map(|s| match s {
-                            "32g" => Ok(32u64 << 30),
-                            "64g" => Ok(64 << 30),
-                            "2k" => Ok(2048),
-                            _ => Err(format!("{name} takes 2k, 32g, 64g, not {s:?}")),
+                    let sizes: Vec<(Option<ShapeKind>, u64)> = list(&v)
+                        .map(|s| {
+                            let (kind, size) = match s.split_once('-') {
+                                Some(("porep", size)) if name == "--fil-shapes" => (Some(ShapeKind::PoRep), size),
+                                Some(("snap", size)) if name == "--fil-shapes" => (Some(ShapeKind::Snap), size),
+                                _ => (None, s),
+                            };
+                            match size {
+                                "32g" => Ok((kind, 32u64 << 30)),
+                                "64g" => Ok((kind, 64 << 30)),
+                                "2k" => Ok((kind, 2048)),
+                                _ => Err(format!("{name} takes 2k, 32g, 64g (--fil-shapes also porep-32g, snap-32g), not {s:?}")),
+                            }
                         })
                         .collect::<Result<_, _>>()?;
                     if name == "--fil-shapes" {
                         a.fil_shapes = sizes;
                     } else {
-                        a.fil_shape_proofs = sizes;
+                        a.fil_shape_proofs = sizes.into_iter().map(|(_, size)| size).collect();
                     }
                 }
                 "--circuits" => {
@@ -853,11 +869,17 @@ fn main() {
             }
         }
     }
-    for &size in &args.fil_shapes {
+    for &(kind, size) in &args.fil_shapes {
         println!();
-        filecoin::synthetic_porep_witness(size);
-        filecoin::synthetic_snap_witness(size);
-        filecoin::synthetic_porep_recording(size);
+        if kind != Some(ShapeKind::Snap) {
+            filecoin::synthetic_porep_witness(size);
+        }
+        if kind != Some(ShapeKind::PoRep) {
+            filecoin::synthetic_snap_witness(size);
+        }
+        if kind != Some(ShapeKind::Snap) {
+            filecoin::synthetic_porep_recording(size);
+        }
     }
     for &size in &args.fil_shape_proofs {
         println!();

@@ -1,12 +1,25 @@
 //! The native witness of a SnapDeals partition (`EmptySectorUpdateCircuit`).
 //!
-//! A partition's header (`k_and_h_select` and its bits, the packed partition index, the three
-//! commitments, `phi = H(comm_d_new, comm_r_old)`, `comm_c`, both replica roots, the apex
-//! leaves, the partition path, both `comm_r = H(comm_c, root_r)` checks, the apex tree and its
-//! path to `comm_d_new`, and every challenge's generated bits) is written by Filecoin's own
-//! gadgets. Each challenge (one iteration of the circuit's loop over `generated_bits`) is
-//! written by [`SnapPartition::write_challenge`], which pushes exactly what the gadgets
-//! allocate, in their order:
+//! The header ([`SnapPartition::write_header`]: everything the circuit allocates before its
+//! first challenge) and each challenge ([`SnapPartition::write_challenge`]: one iteration of the
+//! circuit's loop over `generated_bits`) are written natively, exactly what the gadgets
+//! allocate, in their order. The header:
+//!
+//! 1. `k_and_h_select` (aux, then its input), its low `partition_bit_len + hs.len()` bits
+//!    (1 each), the partition index packed from its bits (`pack_bits`: 1);
+//! 2. `comm_r_old`, `comm_d_new`, `comm_r_new` (aux, then input, each); `phi = H(comm_d_new,
+//!    comm_r_old)`: Poseidon of arity 2 with the `GEN_RANDOMNESS` domain tag;
+//! 3. `comm_c`, `root_r_old`, `root_r_new`, the apex leaves and the partition path's siblings (1
+//!    each); `comm_r_old_calc = H(comm_c, root_r_old)` and `comm_r_new_calc` (Poseidon of arity
+//!    2, tree constants);
+//! 4. the apex tree, row by row: per pair of nodes the SHA-256 `hash2` of their bits (127
+//!    hashes for 128 leaves, each of equal length, so each is written on its own thread);
+//! 5. `por_no_challenge_input` from the apex root up the partition path into TreeD, indexed by
+//!    the partition's bits;
+//! 6. `gen_challenge_bits`: per digest `j` the index `k * digests_per_partition + j` (1), the
+//!    digest `H(comm_r_new, index)` (Poseidon, `GEN_RANDOMNESS`) and its 255 bits.
+//!
+//! Each challenge:
 //!
 //! 1. `get_challenge_high_bits`: per `h` in `hs` (6 of them) the packed `h` high challenge bits
 //!    (`pack_bits`: 1) and that value times its `h_select` bit (1); then their sum (1);
@@ -23,16 +36,20 @@
 //!    into TreeD (per level the insertion of 2 and the SHA-256 of the two nodes' bits).
 //!
 //! A challenge allocates no input. Everything is read from the partition's circuit (whose
-//! fields are public); the values the header computes (the challenge bits, `phi`) are computed
-//! natively. `tests/witness.rs` checks the result index for index against sequential
-//! synthesis.
+//! fields are public). What the circuit asserts on its inputs (the partition index below the
+//! partition count, one `h_select` bit, one partition path shared by every challenge, the
+//! encoding of each `leaf_r_new`) is checked here too, as an error. `tests/it/witness.rs`
+//! checks the result index for index against sequential synthesis.
 
 use blstrs::Scalar;
-use cuzk_gadget_witness::bits::{pack_bits, Bit};
-use cuzk_gadget_witness::por::{por_no_challenge_input_poseidon, por_no_challenge_input_sha256, select_num};
-use cuzk_gadget_witness::poseidon::{poseidon_hash, poseidon_value};
+use cuzk_gadget_witness::bits::{num_to_bits_le, pack_bits, Bit};
+use cuzk_gadget_witness::por::{por_no_challenge_input_poseidon, por_no_challenge_input_sha256, select_num, sha256_multi_leaf};
+use cuzk_gadget_witness::poseidon::{constants_2, poseidon_hash, poseidon_value};
 use cuzk_gadget_witness::Assignment;
 use ff::{Field, PrimeField};
+use filecoin_hashers::sha256::{Sha256Domain, Sha256Function};
+use filecoin_hashers::HashFunction;
+use rayon::prelude::*;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::constants::{hs, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
 use storage_proofs_update::EmptySectorUpdateCircuit;
@@ -59,10 +76,30 @@ struct ChallengeInputs {
     path_to_apex_leaf: Vec<Scalar>,
 }
 
-/// Everything the challenges of one partition read: the header's values and each challenge's
-/// proofs.
+/// What the header reads besides the challenge bits, `phi` and the apex leaves.
+#[derive(Debug, Clone)]
+struct HeaderInputs {
+    k_and_h_select: Scalar,
+    /// The low `partition_bit_len + hs.len()` bits of `k_and_h_select`: the partition index's,
+    /// then `h_select`.
+    select_bits: Vec<bool>,
+    partition_bit_len: usize,
+    comm_r_old: Scalar,
+    comm_d_new: Scalar,
+    comm_r_new: Scalar,
+    comm_c: Scalar,
+    root_r_old: Scalar,
+    root_r_new: Scalar,
+    /// The data path's siblings from the apex root up to `comm_d_new` (one per level).
+    partition_path: Vec<Scalar>,
+    /// `k * digests_per_partition + j` for each digest `j` of `gen_challenge_bits`.
+    digest_indices: Vec<Scalar>,
+}
+
+/// Everything one partition's witness reads: the header's values and each challenge's proofs.
 #[derive(Debug, Clone)]
 pub(crate) struct SnapPartition {
+    header: HeaderInputs,
     /// Per challenge, its `challenge_bit_len` bits, least significant first (generated bits,
     /// then the partition index's bits).
     c_bits: Vec<Vec<bool>>,
@@ -105,10 +142,18 @@ impl SnapPartition {
             return Err(bad("h values or apex leaves do not fit the challenge bits"));
         }
 
-        let k_and_h_select = le_bits(value(circuit.pub_inputs.k_and_h_select, "k_and_h_select")?);
+        let k_and_h_select_value = value(circuit.pub_inputs.k_and_h_select, "k_and_h_select")?;
+        let k_and_h_select = le_bits(k_and_h_select_value);
         let partition_bits = &k_and_h_select[..pbl];
         let h_select = k_and_h_select[pbl..pbl + hs.len()].to_vec();
         let k = partition_bits.iter().enumerate().fold(0u64, |k, (i, &b)| k | (u64::from(b) << i));
+        // What the circuit asserts of `k_and_h_select`.
+        if k >= p.partition_count as u64 {
+            return Err(bad(format!("partition index {k} is not below the partition count {}", p.partition_count)));
+        }
+        if h_select.iter().filter(|&&b| b).count() != 1 || k_and_h_select[pbl + hs.len()..].iter().any(|&b| b) {
+            return Err(bad("k_and_h_select does not select exactly one h or has bits above it"));
+        }
         let comm_r_old = value(circuit.pub_inputs.comm_r_old, "comm_r_old")?;
         let comm_d_new = value(circuit.pub_inputs.comm_d_new, "comm_d_new")?;
         let comm_r_new = value(circuit.pub_inputs.comm_r_new, "comm_r_new")?;
@@ -120,8 +165,8 @@ impl SnapPartition {
         let per_digest = Scalar::CAPACITY as usize / bits_per_challenge;
         let digests_per_partition = (count as f32 / per_digest as f32).ceil() as u64;
         let mut c_bits = Vec::with_capacity(count);
-        for j in 0..digests_per_partition {
-            let index = Scalar::from(k) * Scalar::from(digests_per_partition) + Scalar::from(j);
+        let digest_indices: Vec<Scalar> = (0..digests_per_partition).map(|j| Scalar::from(k) * Scalar::from(digests_per_partition) + Scalar::from(j)).collect();
+        for &index in &digest_indices {
             let digest = le_bits(poseidon_value(&[comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS));
             let take = per_digest.min(count - c_bits.len());
             for chunk in digest.chunks(bits_per_challenge).take(take) {
@@ -155,7 +200,38 @@ impl SnapPartition {
             })
             .collect::<Result<Vec<_>, FilError>>()?;
         let apex_leafs = private.apex_leafs.iter().map(|l| value(*l, "an apex leaf")).collect::<Result<Vec<_>, _>>()?;
+        if apex_leafs.len() != p.apex_leaf_count {
+            return Err(bad(format!("{} apex leaves, the circuit takes {}", apex_leafs.len(), p.apex_leaf_count)));
+        }
+        // The partition path: the data path's last `partition_bit_len` levels, the same for
+        // every challenge.
+        let partition_path_of = |path: &[Vec<Option<Scalar>>]| path.get(cbl - pbl..).filter(|levels| levels.len() == pbl).map(<[_]>::to_vec);
+        let first = private.challenge_proofs.first().and_then(|c| partition_path_of(&c.path_d_new)).ok_or_else(|| bad("a data path of the wrong length"))?;
+        if private.challenge_proofs.iter().any(|c| partition_path_of(&c.path_d_new).as_ref() != Some(&first)) {
+            return Err(bad("the challenges' data paths do not end in the same partition path"));
+        }
+        let partition_path = first
+            .iter()
+            .map(|siblings| match siblings[..] {
+                [sibling] => value(sibling, "a partition path sibling"),
+                _ => Err(bad("a partition path level without exactly one sibling")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let header = HeaderInputs {
+            k_and_h_select: k_and_h_select_value,
+            select_bits: k_and_h_select[..pbl + hs.len()].to_vec(),
+            partition_bit_len: pbl,
+            comm_r_old,
+            comm_d_new,
+            comm_r_new,
+            comm_c: value(private.comm_c, "comm_c")?,
+            root_r_old: value(private.root_r_old, "root_r_old")?,
+            root_r_new: value(private.root_r_new, "root_r_new")?,
+            partition_path,
+            digest_indices,
+        };
         Ok(SnapPartition {
+            header,
             c_bits,
             hs,
             h_select,
@@ -171,6 +247,75 @@ impl SnapPartition {
     /// The partition's challenges.
     pub(crate) fn challenges(&self) -> usize {
         self.challenges.len()
+    }
+
+    /// Writes the header (everything the circuit allocates before its first challenge) into
+    /// `aux` and `input` (without `ONE`), which it must fill exactly. The apex tree's hashes,
+    /// most of the header, are each written on a thread of their own.
+    pub(crate) fn write_header(&self, aux: &mut [Scalar], input: &mut [Scalar]) -> Result<(), FilError> {
+        let tree = apex_tree(&self.apex_leafs);
+        let apex_root = tree.last().map_or(self.apex_leafs.first().copied(), |node| Some(node[2])).ok_or_else(|| bad("no apex leaves"))?;
+        let per_hash = aux_count(|a| {
+            sha256_multi_leaf(a, &[Scalar::ZERO, Scalar::ZERO]);
+        });
+        let (prefix_len, apex_len) = (aux_count(|a| self.write_commitments(a)), tree.len() * per_hash);
+        if aux.len() < prefix_len + apex_len {
+            return Err(bad(format!("a header of {} aux values, shorter than its commitments and apex tree ({prefix_len} + {apex_len})", aux.len())));
+        }
+        let (prefix, rest) = aux.split_at_mut(prefix_len);
+        let (apex, suffix) = rest.split_at_mut(apex_len);
+        fn layout(what: &'static str) -> impl Fn(cuzk_gadget_witness::LayoutError) -> FilError {
+            move |e| bad(format!("header, {what}: {e}"))
+        }
+
+        let mut a = Assignment::new(prefix, input);
+        self.write_commitments(&mut a);
+        a.finish().map_err(layout("inputs and commitments"))?;
+
+        apex.par_chunks_mut(per_hash.max(1)).zip(tree.par_iter()).try_for_each(|(window, &[left, right, parent])| {
+            let mut a = Assignment::new(window, &mut []);
+            let hash = sha256_multi_leaf(&mut a, &[left, right]);
+            a.finish().map_err(layout("an apex tree hash"))?;
+            if hash != parent {
+                return Err(bad("an apex tree hash differs from its SHA-256"));
+            }
+            Ok(())
+        })?;
+
+        let h = &self.header;
+        let mut a = Assignment::new(suffix, &mut []);
+        let path: Vec<Vec<Scalar>> = h.partition_path.iter().map(|s| vec![*s]).collect();
+        por_no_challenge_input_sha256(&mut a, apex_root, &path, &h.select_bits[..h.partition_bit_len]).map_err(|e| bad(format!("partition path: {e}")))?;
+        for &index in &h.digest_indices {
+            a.aux(index);
+            let digest = poseidon_hash(&mut a, &[h.comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+            num_to_bits_le(&mut a, digest);
+        }
+        a.finish().map_err(layout("partition path and challenge generation"))
+    }
+
+    /// The header up to the apex tree: `k_and_h_select` and its bits, the packed partition
+    /// index, the commitments and `phi`, the private roots, apex leaves and partition path, and
+    /// both `comm_r` checks' hashes.
+    fn write_commitments(&self, a: &mut Assignment<'_>) {
+        let h = &self.header;
+        a.aux(h.k_and_h_select);
+        a.input(h.k_and_h_select);
+        h.select_bits.iter().for_each(|&b| a.bit(b));
+        let partition_bits: Vec<Bit> = h.select_bits[..h.partition_bit_len].iter().map(|&b| Bit::Is(b)).collect();
+        pack_bits(a, &partition_bits);
+        for comm in [h.comm_r_old, h.comm_d_new, h.comm_r_new] {
+            a.aux(comm);
+            a.input(comm);
+        }
+        poseidon_hash(a, &[h.comm_d_new, h.comm_r_old], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+        [h.comm_c, h.root_r_old, h.root_r_new]
+            .into_iter()
+            .chain(self.apex_leafs.iter().copied())
+            .chain(h.partition_path.iter().copied())
+            .for_each(|v| a.aux(v));
+        poseidon_hash(a, &[h.comm_c, h.root_r_old], constants_2());
+        poseidon_hash(a, &[h.comm_c, h.root_r_new], constants_2());
     }
 
     /// Writes challenge `i`'s assignment (everything one iteration of the circuit's challenge
@@ -216,5 +361,77 @@ impl SnapPartition {
         c.path_to_apex_leaf.iter().for_each(|s| a.aux(*s));
         por_no_challenge_input_sha256(a, c.leaf_d_new, &path, &c_bits[..self.apex_start]).map_err(shape)?;
         Ok(())
+    }
+}
+
+/// The aux values `write` pushes (their count depends on the layout, never on the values).
+fn aux_count(write: impl FnOnce(&mut Assignment<'_>)) -> usize {
+    let mut counting = Assignment::new(&mut [], &mut []);
+    write(&mut counting);
+    counting.aux_used()
+}
+
+/// The apex tree's hashes row by row from the leaves, as `[left, right, parent]`: filecoin-hashers'
+/// SHA-256 `hash2` (the digest's first 254 bits), which the circuit's `hash2_circuit` computes.
+fn apex_tree(leaves: &[Scalar]) -> Vec<[Scalar; 3]> {
+    let hash2 = |l: Scalar, r: Scalar| Scalar::from(Sha256Function::hash2(&Sha256Domain::from(l), &Sha256Domain::from(r)));
+    let mut nodes = Vec::with_capacity(leaves.len().saturating_sub(1));
+    let mut row = leaves.to_vec();
+    while row.len() > 1 {
+        let next: Vec<Scalar> = row.chunks_exact(2).map(|pair| hash2(pair[0], pair[1])).collect();
+        nodes.extend(row.chunks_exact(2).zip(&next).map(|(pair, &parent)| [pair[0], pair[1], parent]));
+        row = next;
+    }
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{FilKind, FilShape};
+    use filecoin_proofs::SectorShape32GiB;
+    use rand::SeedableRng;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use storage_proofs_core::compound_proof::CompoundProof;
+    use storage_proofs_update::EmptySectorUpdateCompound;
+
+    type Tree = SectorShape32GiB;
+
+    /// Where Filecoin's circuit asserts on a partition (one `h_select` bit and none above it,
+    /// one partition path for every challenge, the apex leaf count), its gadgets panic; the
+    /// native witness refuses the same partition with an error instead.
+    #[test]
+    fn partitions_the_circuit_asserts_against_are_refused() {
+        let registered_proof = FilShape::new(FilKind::SnapDeals, 32 << 30).expect("shape").default_registered_proof();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let f = crate::synthetic::snap::fabricate::<Tree>(registered_proof, Some(1), Some(2), &mut rng).expect("fabricate");
+        let circuit = || EmptySectorUpdateCompound::<Tree>::circuit(&f.inputs, (), &f.proofs[0], &f.params, Some(0)).expect("circuit");
+        assert!(SnapPartition::of(&circuit()).is_ok(), "the well-formed partition is read");
+
+        let (pbl, cbl) = (f.params.partition_bit_len, f.params.challenge_bit_len);
+        let h_bits = hs(f.params.sector_nodes).len();
+        let k_and_h_select = circuit().pub_inputs.k_and_h_select.expect("k_and_h_select");
+        let unset_h_bit = (pbl..pbl + h_bits).find(|&i| !le_bits(k_and_h_select)[i]).expect("an unset h bit");
+        let with_bit = |i: usize| {
+            let mut c = circuit();
+            c.pub_inputs.k_and_h_select = Some(k_and_h_select + Scalar::from(2u64).pow_vartime([i as u64]));
+            c
+        };
+        let mut other_partition_path = circuit();
+        other_partition_path.priv_inputs.challenge_proofs[1].path_d_new[cbl - 1][0] = Some(Scalar::from(7u64));
+        let mut one_apex_leaf_short = circuit();
+        one_apex_leaf_short.priv_inputs.apex_leafs.pop();
+        let cases = [
+            ("two h_select bits", with_bit(unset_h_bit)),
+            ("a bit above h_select", with_bit(pbl + h_bits)),
+            ("another partition path", other_partition_path),
+            ("an apex leaf short", one_apex_leaf_short),
+        ];
+        for (what, c) in cases {
+            let native = SnapPartition::of(&c);
+            assert!(native.is_err(), "{what}: the native witness read it");
+            let gadgets = catch_unwind(AssertUnwindSafe(|| crate::parallel::count(c)));
+            assert!(gadgets.is_err(), "{what}: Filecoin's circuit did not assert (native: {:?})", native.err());
+        }
     }
 }

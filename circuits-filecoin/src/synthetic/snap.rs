@@ -34,13 +34,13 @@ type TreeRDomain = <TreeRHasher as Hasher>::Domain;
 /// (`n`: `partitions`, `None` for the real count) of `challenges` challenges each (`None`: the
 /// real count; a smaller count is set in the public parameters, which the circuit and the
 /// native witness both read).
-struct SnapFabric<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
-    params: PublicParams,
-    inputs: PublicInputs,
-    proofs: Vec<PartitionProof<Tree>>,
+pub(crate) struct SnapFabric<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
+    pub(crate) params: PublicParams,
+    pub(crate) inputs: PublicInputs,
+    pub(crate) proofs: Vec<PartitionProof<Tree>>,
 }
 
-fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+pub(crate) fn fabricate<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     registered_proof: u64,
     partitions: Option<usize>,
     challenges: Option<usize>,
