@@ -211,8 +211,6 @@ pub(crate) struct SnapJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     params: storage_proofs_update::PublicParams,
     inputs: storage_proofs_update::PublicInputs,
     proofs: Vec<PartitionProof<Tree>>,
-    /// What a partition's header allocates (the same for every partition), measured once.
-    header: OnceLock<Option<(usize, usize)>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
@@ -238,7 +236,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         if !ok {
             return Err(FilError::VanillaInvalid("the SnapDeals vanilla proofs do not verify against comm_r_old, comm_r_new and comm_d_new".into()));
         }
-        Ok(SnapJob { params, inputs, proofs, header: OnceLock::new() })
+        Ok(SnapJob { params, inputs, proofs })
     }
 
     /// A job from partition proofs that were not checked (synthetic jobs, `crate::synthetic::snap`,
@@ -248,7 +246,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         inputs: storage_proofs_update::PublicInputs,
         proofs: Vec<PartitionProof<Tree>>,
     ) -> Self {
-        SnapJob { params, inputs, proofs, header: OnceLock::new() }
+        SnapJob { params, inputs, proofs }
     }
 
     /// The blank job of a registered proof (parameter generation).
@@ -256,7 +254,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         let (params, config) = Self::compound(registered_proof)?;
         let d = <TreeRHasher as Hasher>::Domain::default();
         let inputs = storage_proofs_update::PublicInputs { k: 0, comm_r_old: d, comm_d_new: DefaultPieceDomain::default(), comm_r_new: d, h: config.h };
-        Ok(SnapJob { params, inputs, proofs: Vec::new(), header: OnceLock::new() })
+        Ok(SnapJob { params, inputs, proofs: Vec::new() })
     }
 }
 
@@ -283,33 +281,22 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         <EmptySectorUpdateCompound<Tree> as CacheableParameters<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&self.params)
     }
 
-    /// The header natively (its length measured once per job through Filecoin's gadgets,
-    /// stopped where the first challenge starts), then each challenge natively on its own
-    /// thread (`crate::snap::witness`).
+    /// The header natively, then each challenge natively on its own thread
+    /// (`crate::snap::witness`). A partition Filecoin's circuit asserts against is refused.
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
-        use crate::snap::witness::{SnapPartition, FIRST_CHALLENGE};
+        use crate::snap::witness::SnapPartition;
         let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
         if proof.challenge_proofs.is_empty() {
             return Ok(false);
         }
-        // Filecoin's constructor and circuit assert on malformed proofs: a panic is an error.
-        let circuit_of = || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
-            }))
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
-            .map_err(|e| WitnessError::Circuit(unsat(e)))
-        };
-        let header = match self.header.get() {
-            Some(h) => *h,
-            None => {
-                let measured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| circuit_of().map(|c| crate::parallel::header(c, FIRST_CHALLENGE))))
-                    .unwrap_or_else(|_| Err(WitnessError::Circuit(unsat("malformed partition proof (the circuit panicked)"))))?;
-                *self.header.get_or_init(|| measured)
-            }
-        };
-        let Some(header) = header else { return Ok(false) };
-        let partition = SnapPartition::of(&circuit_of()?).map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() })?;
+        // Filecoin's constructor asserts on malformed proofs: a panic is an error.
+        let circuit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
+        }))
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
+        .map_err(|e| WitnessError::Circuit(unsat(e)))?;
+        let partition = SnapPartition::of(&circuit).map_err(|e| WitnessError::Circuit(unsat(e)))?;
+        let header = partition.header_len().map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() })?;
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
             partition.write_challenge(i, a).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };

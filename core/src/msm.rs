@@ -2,7 +2,10 @@
 //! arithmetic of signed-digit windows, the first bucket round's segment length, the input
 //! checks, and reading field elements back from a device.
 
-use blstrs::{Fp, Fp2};
+use blstrs::{Fp, Fp2, Scalar};
+use ff::PrimeField;
+
+use crate::density::DensityBitmap;
 
 use crate::backend::MsmScalars;
 
@@ -96,6 +99,94 @@ pub fn fp_from_bytes(b: &[u8]) -> Fp {
 /// If `b` is shorter than 96 bytes.
 pub fn fp2_from_bytes(b: &[u8]) -> Fp2 {
     Fp2::new(fp_from_bytes(&b[..48]), fp_from_bytes(&b[48..96]))
+}
+
+/// How an MSM's scalars split by size, which decides what bucket sums cost: a 0 adds nothing, a
+/// 1 is one addition of its base, a small scalar (2 up to 2^64 − 1) fills at most a quarter of
+/// the windows, a dense one all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScalarShares {
+    /// Scalars equal to 0.
+    pub zero: u64,
+    /// Scalars equal to 1.
+    pub one: u64,
+    /// Scalars from 2 to 2^64 − 1.
+    pub small: u64,
+    /// Every other scalar.
+    pub dense: u64,
+}
+
+impl ScalarShares {
+    /// The shares of `scalars`.
+    pub fn of<'a>(scalars: impl IntoIterator<Item = &'a Scalar>) -> Self {
+        let mut shares = ScalarShares::default();
+        scalars.into_iter().for_each(|s| shares.count(s));
+        shares
+    }
+
+    /// Counts one scalar.
+    pub fn count(&mut self, s: &Scalar) {
+        let repr = s.to_repr();
+        let (low, high) = repr.as_ref().split_at(8);
+        let slot = match (u64::from_le_bytes(low.try_into().expect("8 bytes")), high.iter().all(|&b| b == 0)) {
+            (0, true) => &mut self.zero,
+            (1, true) => &mut self.one,
+            (_, true) => &mut self.small,
+            _ => &mut self.dense,
+        };
+        *slot += 1;
+    }
+
+    /// Scalars counted.
+    pub fn total(&self) -> u64 {
+        self.zero + self.one + self.small + self.dense
+    }
+
+    /// The four shares as fractions of the total (0, 1, small, dense); zeros when empty.
+    pub fn fractions(&self) -> [f64; 4] {
+        let n = self.total().max(1) as f64;
+        [self.zero, self.one, self.small, self.dense].map(|c| c as f64 / n)
+    }
+}
+
+impl std::fmt::Display for ScalarShares {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [zero, one, small, dense] = self.fractions().map(|x| 100.0 * x);
+        write!(f, "{} scalars: 0 {zero:.1}%, 1 {one:.1}%, small {small:.1}%, dense {dense:.1}%", self.total())
+    }
+}
+
+/// The scalar shares of a proof's witness MSMs: A (every input, the aux variables in A's
+/// density), B (the inputs and aux variables in B's densities; B_G1 and B_G2 share them) and L
+/// (every aux variable). H's scalars are the quotient's coefficients, dense by construction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WitnessShares {
+    /// The A query's scalars.
+    pub a: ScalarShares,
+    /// The B queries' scalars.
+    pub b: ScalarShares,
+    /// The L query's scalars.
+    pub l: ScalarShares,
+}
+
+impl WitnessShares {
+    /// The shares of a witness (`input` with `ONE` first, `aux`) under the densities of its
+    /// circuit's A query (aux), B query (inputs) and B query (aux), as
+    /// `ConstraintMatrices::densities` gives them.
+    pub fn of(input: &[Scalar], aux: &[Scalar], [a_aux, b_input, b_aux]: [&DensityBitmap; 3]) -> Self {
+        let dense_in = |d: &DensityBitmap, scalars: &[Scalar]| -> ScalarShares {
+            let mut shares = ScalarShares::default();
+            scalars.iter().enumerate().filter(|&(i, _)| i < d.len() && d.get(i)).for_each(|(_, s)| shares.count(s));
+            shares
+        };
+        let add =
+            |x: ScalarShares, y: ScalarShares| ScalarShares { zero: x.zero + y.zero, one: x.one + y.one, small: x.small + y.small, dense: x.dense + y.dense };
+        WitnessShares {
+            a: add(ScalarShares::of(input), dense_in(a_aux, aux)),
+            b: add(dense_in(b_input, input), dense_in(b_aux, aux)),
+            l: ScalarShares::of(aux),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -194,5 +285,29 @@ mod tests {
             assert_eq!(fp2_from_bytes(&longer), y);
         }
         assert_eq!(fp_from_bytes(&[0; 48]), Fp::ZERO);
+    }
+
+    /// The classes by construction: 0, 1, small up to 2^64 − 1, dense from 2^64 and for −1.
+    #[test]
+    fn scalar_shares_classify_by_value() {
+        let values = [Scalar::ZERO, Scalar::ONE, Scalar::from(2u64), Scalar::from(u64::MAX), Scalar::from(u64::MAX) + Scalar::ONE, -Scalar::ONE];
+        let s = ScalarShares::of(&values);
+        assert_eq!((s.zero, s.one, s.small, s.dense), (1, 1, 2, 2));
+        assert_eq!(s.total(), 6);
+        assert_eq!(s.to_string(), "6 scalars: 0 16.7%, 1 16.7%, small 33.3%, dense 33.3%");
+    }
+
+    /// A counts every input and the aux variables in its density, B the inputs and aux in its
+    /// two, L every aux variable.
+    #[test]
+    fn witness_shares_follow_the_densities() {
+        let bits = |b: &[bool]| DensityBitmap::from_bools(b, heap()).expect("bitmap");
+        let input = [Scalar::ONE, Scalar::from(5u64)];
+        let aux = [Scalar::ZERO, Scalar::ONE, -Scalar::ONE];
+        let (a_aux, b_in, b_aux) = (bits(&[false, true, true]), bits(&[true, false]), bits(&[true, false, false]));
+        let w = WitnessShares::of(&input, &aux, [&a_aux, &b_in, &b_aux]);
+        assert_eq!(w.a, ScalarShares { zero: 0, one: 2, small: 1, dense: 1 });
+        assert_eq!(w.b, ScalarShares { zero: 1, one: 1, small: 0, dense: 0 });
+        assert_eq!(w.l, ScalarShares { zero: 1, one: 1, small: 0, dense: 1 });
     }
 }

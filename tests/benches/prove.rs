@@ -50,6 +50,8 @@
 //!   the native writer on one thread, and a whole partition on all threads; and a PoRep
 //!   partition's matrices recorded sequentially against in parallel on all threads;
 //!   `snap-32g` or `porep-32g` times one kind.
+//! - `--fil-shares porep-32g,snap-32g` (default: none): the share of 0, 1, small and dense
+//!   scalars in the A, B and L MSMs of a synthetic partition of that kind and size.
 //! - `--fil-shape-proofs 32g` (default: none): a whole synthetic PoRep C2 at that size on each
 //!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
 //!   costs, then per partition the witness and upload → proof, and the proof's wall time.
@@ -97,6 +99,7 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --fil-dir DIR                their parameters and sealed sector (default TMPDIR/cuzk-prove-fil)
   --fil-shapes 32g,64g         synthetic PoRep and SnapDeals partitions: witness, gadgets against the native writer,
                                matrices recorded sequentially and in parallel (no proof); snap-32g or porep-32g: one kind
+  --fil-shares porep-32g       the share of 0, 1, small and dense scalars in a synthetic partition's A, B and L MSMs
   --fil-shape-proofs 32g       a whole synthetic PoRep C2 on each backend with timing-only parameters (not verified)";
 
 /// What the run varies.
@@ -118,6 +121,7 @@ struct Args {
     fil_dir: PathBuf,
     fil_shapes: Vec<(Option<ShapeKind>, u64)>,
     fil_shape_proofs: Vec<u64>,
+    fil_shares: Vec<cuzk_circuits_filecoin::FilShape>,
 }
 
 /// Which synthetic partitions `--fil-shapes` times at a size: `porep-` or `snap-` before the
@@ -154,6 +158,7 @@ impl Args {
             fil_dir: std::env::temp_dir().join("cuzk-prove-fil"),
             fil_shapes: Vec::new(),
             fil_shape_proofs: Vec::new(),
+            fil_shares: Vec::new(),
         };
         let mut circuits_given = false;
         let mut it = args.into_iter();
@@ -171,10 +176,11 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            const VALUED: [&str; 15] = [
+            const VALUED: [&str; 16] = [
                 "--filecoin",
                 "--fil-dir",
                 "--fil-shapes",
+                "--fil-shares",
                 "--fil-shape-proofs",
                 "--logs",
                 "--circuits",
@@ -210,6 +216,14 @@ impl Args {
                         .collect::<Result<_, _>>()?
                 }
                 "--fil-dir" => a.fil_dir = PathBuf::from(&v),
+                "--fil-shares" => {
+                    a.fil_shares = list(&v)
+                        .map(|s| {
+                            cuzk_circuits_filecoin::FilShape::parse(s)
+                                .ok_or_else(|| format!("--fil-shares takes circuit ids (porep-32g, snap-32g, wpost-2k), not {s:?}"))
+                        })
+                        .collect::<Result<_, _>>()?
+                }
                 "--fil-shapes" | "--fil-shape-proofs" => {
                     let sizes: Vec<(Option<ShapeKind>, u64)> = list(&v)
                         .map(|s| {
@@ -267,7 +281,7 @@ impl Args {
         if a.evals.is_empty() {
             return Err("--eval needs gpu, host or both".into());
         }
-        if (!a.filecoin.is_empty() || !a.fil_shapes.is_empty() || !a.fil_shape_proofs.is_empty()) && !circuits_given {
+        if (!a.filecoin.is_empty() || !a.fil_shapes.is_empty() || !a.fil_shape_proofs.is_empty() || !a.fil_shares.is_empty()) && !circuits_given {
             a.circuits.clear();
         }
         Ok(Some(a))
@@ -880,6 +894,10 @@ fn main() {
         if kind != Some(ShapeKind::Snap) {
             filecoin::synthetic_porep_recording(size);
         }
+    }
+    for shape in &args.fil_shares {
+        println!();
+        filecoin::synthetic_shares(shape.kind, shape.sector_size);
     }
     for &size in &args.fil_shape_proofs {
         println!();

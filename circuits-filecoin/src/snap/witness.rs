@@ -58,7 +58,8 @@ use typenum::Unsigned;
 use crate::error::FilError;
 
 /// The root-level namespace where the circuit starts its first challenge (the header ends).
-pub(crate) const FIRST_CHALLENGE: &str = "get_challenge_high_bits (c_index=0)";
+#[cfg(test)]
+const FIRST_CHALLENGE: &str = "get_challenge_high_bits (c_index=0)";
 
 fn bad(detail: impl Into<String>) -> FilError {
     FilError::Filecoin(format!("SnapDeals native witness: {}", detail.into()))
@@ -249,16 +250,24 @@ impl SnapPartition {
         self.challenges.len()
     }
 
+    /// What the header allocates: aux values and inputs (without `ONE`). The counts depend on
+    /// the partition's shape only, never on its values.
+    pub(crate) fn header_len(&self) -> Result<(usize, usize), FilError> {
+        let (prefix, inputs) = counts(|a| self.write_commitments(a));
+        let (suffix, _) = counts(|a| {
+            let _ = self.write_challenge_generation(a, Scalar::ZERO);
+        });
+        Ok((prefix + self.apex_leafs.len().saturating_sub(1) * apex_hash_len() + suffix, inputs))
+    }
+
     /// Writes the header (everything the circuit allocates before its first challenge) into
     /// `aux` and `input` (without `ONE`), which it must fill exactly. The apex tree's hashes,
     /// most of the header, are each written on a thread of their own.
     pub(crate) fn write_header(&self, aux: &mut [Scalar], input: &mut [Scalar]) -> Result<(), FilError> {
         let tree = apex_tree(&self.apex_leafs);
         let apex_root = tree.last().map_or(self.apex_leafs.first().copied(), |node| Some(node[2])).ok_or_else(|| bad("no apex leaves"))?;
-        let per_hash = aux_count(|a| {
-            sha256_multi_leaf(a, &[Scalar::ZERO, Scalar::ZERO]);
-        });
-        let (prefix_len, apex_len) = (aux_count(|a| self.write_commitments(a)), tree.len() * per_hash);
+        let per_hash = apex_hash_len();
+        let (prefix_len, apex_len) = (counts(|a| self.write_commitments(a)).0, tree.len() * per_hash);
         if aux.len() < prefix_len + apex_len {
             return Err(bad(format!("a header of {} aux values, shorter than its commitments and apex tree ({prefix_len} + {apex_len})", aux.len())));
         }
@@ -282,16 +291,23 @@ impl SnapPartition {
             Ok(())
         })?;
 
-        let h = &self.header;
         let mut a = Assignment::new(suffix, &mut []);
+        self.write_challenge_generation(&mut a, apex_root)?;
+        a.finish().map_err(layout("partition path and challenge generation"))
+    }
+
+    /// The header after the apex tree: the partition path from the apex root up to
+    /// `comm_d_new`, then `gen_challenge_bits`.
+    fn write_challenge_generation(&self, a: &mut Assignment<'_>, apex_root: Scalar) -> Result<(), FilError> {
+        let h = &self.header;
         let path: Vec<Vec<Scalar>> = h.partition_path.iter().map(|s| vec![*s]).collect();
-        por_no_challenge_input_sha256(&mut a, apex_root, &path, &h.select_bits[..h.partition_bit_len]).map_err(|e| bad(format!("partition path: {e}")))?;
+        por_no_challenge_input_sha256(a, apex_root, &path, &h.select_bits[..h.partition_bit_len]).map_err(|e| bad(format!("partition path: {e}")))?;
         for &index in &h.digest_indices {
             a.aux(index);
-            let digest = poseidon_hash(&mut a, &[h.comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
-            num_to_bits_le(&mut a, digest);
+            let digest = poseidon_hash(a, &[h.comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+            num_to_bits_le(a, digest);
         }
-        a.finish().map_err(layout("partition path and challenge generation"))
+        Ok(())
     }
 
     /// The header up to the apex tree: `k_and_h_select` and its bits, the packed partition
@@ -364,11 +380,23 @@ impl SnapPartition {
     }
 }
 
-/// The aux values `write` pushes (their count depends on the layout, never on the values).
-fn aux_count(write: impl FnOnce(&mut Assignment<'_>)) -> usize {
+/// The aux values and inputs `write` pushes (their counts depend on the layout, never on the
+/// values).
+fn counts(write: impl FnOnce(&mut Assignment<'_>)) -> (usize, usize) {
     let mut counting = Assignment::new(&mut [], &mut []);
     write(&mut counting);
-    counting.aux_used()
+    (counting.aux_used(), counting.inputs_used())
+}
+
+/// The aux values of one apex tree hash (SHA-256 `hash2` of two nodes' bits).
+fn apex_hash_len() -> usize {
+    static LEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LEN.get_or_init(|| {
+        counts(|a| {
+            sha256_multi_leaf(a, &[Scalar::ZERO, Scalar::ZERO]);
+        })
+        .0
+    })
 }
 
 /// The apex tree's hashes row by row from the leaves, as `[left, right, parent]`: filecoin-hashers'
@@ -396,6 +424,18 @@ mod tests {
     use storage_proofs_update::EmptySectorUpdateCompound;
 
     type Tree = SectorShape32GiB;
+
+    /// The native header's length is what Filecoin's gadgets allocate before the first
+    /// challenge, at the 32 GiB shape (partition path of 4 levels, 128 apex leaves, 10 digests).
+    #[test]
+    fn the_header_is_as_long_as_the_gadgets_header() {
+        let registered_proof = FilShape::new(FilKind::SnapDeals, 32 << 30).expect("shape").default_registered_proof();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let f = crate::synthetic::snap::fabricate::<Tree>(registered_proof, Some(2), None, &mut rng).expect("fabricate");
+        let circuit = EmptySectorUpdateCompound::<Tree>::circuit(&f.inputs, (), &f.proofs[1], &f.params, Some(1)).expect("circuit");
+        let native = SnapPartition::of(&circuit).expect("partition").header_len().expect("header length");
+        assert_eq!(Some(native), crate::parallel::header(circuit, FIRST_CHALLENGE));
+    }
 
     /// Where Filecoin's circuit asserts on a partition (one `h_select` bit and none above it,
     /// one partition path for every challenge, the apex leaf count), its gadgets panic; the

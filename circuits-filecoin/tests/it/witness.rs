@@ -105,3 +105,33 @@ fn native_post_witness_equals_the_gadgets_at_production_shapes() {
         native_equals_sequential(&p.partition(0), &format!("winning post, {sector_size} bytes"));
     }
 }
+
+/// Synthetic partitions (fabricated values; what the production-size benchmarks and the peer
+/// run prove) have the witness statistics of real ones, kind by kind at 2 KiB: the shares of
+/// 0, 1, small and dense scalars in the A, B and L MSMs of a real fixture's partition and of its
+/// synthetic twin (same circuit, same matrices) differ by at most `TOLERANCE` each, so the
+/// kernels are tuned on honest data.
+#[test]
+fn synthetic_witnesses_have_the_scalar_shares_of_real_ones() {
+    const TOLERANCE: f64 = 0.01;
+    let mut worst = 0f64;
+    for real in fixtures() {
+        let twin = synthetic_request(real.kind, crate::common::KIB2, 11).expect("synthetic twin");
+        let (real_c, twin_c) = (prepare(&real).expect("prepare").partition(0), prepare_unchecked(&twin).expect("prepare twin").partition(0));
+        let m = real_c.record().expect("record");
+        let shares = |c: &cuzk_circuits_filecoin::PartitionCircuit| {
+            let w = c.witness_through(&m, heap()).expect("witness");
+            m.witness_shares(&w.input, &w.aux)
+        };
+        let (r, t) = (shares(&real_c), shares(&twin_c));
+        for (msm, r, t) in [("A", r.a, t.a), ("B", r.b, t.b), ("L", r.l, t.l)] {
+            eprintln!("{:?} {msm}: real {r}; synthetic {t}", real.kind);
+            assert_eq!(r.total(), t.total(), "{:?} {msm}: scalar counts differ", real.kind);
+            for (class, (x, y)) in ["0", "1", "small", "dense"].iter().zip(r.fractions().into_iter().zip(t.fractions())) {
+                worst = worst.max((x - y).abs());
+                assert!((x - y).abs() <= TOLERANCE, "{:?} {msm}: the share of {class} is {x:.4} real against {y:.4} synthetic", real.kind);
+            }
+        }
+    }
+    eprintln!("largest difference of a share: {:.4}", worst);
+}

@@ -340,6 +340,40 @@ pub fn synthetic_snap_witness(sector_size: u64) {
     );
 }
 
+/// `--fil-shares porep-32g,snap-32g`: the scalar shares (0, 1, small, dense) of the A, B and L
+/// MSMs of a synthetic partition of `kind` and `sector_size` (real circuit, fabricated values;
+/// `circuits-filecoin/tests/it/witness.rs` checks at 2 KiB that they are a real sector's), the
+/// matrices recorded for the densities (from two challenges where the blocks repeat, else in parallel).
+pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64) {
+    use cuzk_circuits_filecoin::{synthetic, FilKind};
+    let id = FilShape::new(kind, sector_size).expect("a sector size of this kind").id();
+    let c = match kind {
+        FilKind::PoRep => synthetic::porep::porep(sector_size, Some(1), None, 3).expect("synthetic job").partition(0),
+        FilKind::SnapDeals => synthetic::snap::snap(sector_size, None, 3).expect("synthetic job").partition(0),
+        _ => prepare_unchecked_partition(kind, sector_size),
+    };
+    let t = Instant::now();
+    let repeated = cuzk_core::witness::ParallelWitness::repeats(&c).and_then(|r| c.record_repeated(&r).expect("record_repeated"));
+    let m = repeated.unwrap_or_else(|| cuzk_worker::matrices::record_parallel(&c, rayon::current_num_threads()).expect("record_parallel"));
+    let recorded = secs(t);
+    let (mut input, mut aux) = zeros(m.num_inputs, m.num_aux);
+    let t = Instant::now();
+    let native = c.witness_in_parts(&mut input, &mut aux).expect("native witness");
+    let written = secs(t);
+    assert!(native, "{id}: the witness was not written in parts");
+    let w = m.witness_shares(&input, &aux);
+    println!("{id} (synthetic): {} constraints; matrices recorded in {recorded:.1} s, witness in {written:.2} s", m.num_constraints());
+    for (msm, shares) in [("A", w.a), ("B (G1 and G2)", w.b), ("L", w.l)] {
+        println!("  {msm}: {shares}");
+    }
+}
+
+/// Partition 0 of a synthetic PoSt request of `kind` and `sector_size`.
+fn prepare_unchecked_partition(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64) -> cuzk_circuits_filecoin::PartitionCircuit {
+    let req = cuzk_circuits_filecoin::synthetic_request(kind, sector_size, 3).expect("synthetic request");
+    cuzk_circuits_filecoin::prepare_unchecked(&req).expect("prepare").partition(0)
+}
+
 /// `--fil-shape-proofs 32g`: one whole synthetic PoRep C2 of `sector_size` (its real partition
 /// count) proved on `backend` with timing-only parameters of the circuit's exact shape
 /// (`super::timing_params`: pseudo-random points, so nothing is verified): the matrices recorded
