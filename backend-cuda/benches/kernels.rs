@@ -3,7 +3,7 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...] [points LO HI]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...] [bits PCT] [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
 //! with status 2.
@@ -15,7 +15,9 @@
 //! window size of the last `cs` argument (default `14,16,18,19,20,21,22`), to tune
 //! `window_bits`. `affine RULE` (`auto`, the default and what the prover runs, `never`,
 //! `always` or `partial`; `msm::AffineRule`) sets the batch-affine rounds of the MSMs that
-//! follow it, for A/B runs (`scripts/h200/variants.sh`).
+//! follow it, for A/B runs (`scripts/h200/variants.sh`). `bits PCT` makes PCT% of the scalars
+//! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
+//! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
 //! `field`: Fr and Fp product throughput (independent product chains on every thread), the
 //! ceiling for the NTT and the MSM accumulation. `h` also times upload + `compute_h` with the
 //! transforms of `a` overlapping the copies of `b` and `c`, against waiting for all copies.
@@ -51,6 +53,29 @@ fn fill_scalars(v: &mut [Scalar], seed: u64) {
         // SAFETY: Scalar is 4 Montgomery limbs; the value is below r.
         *s = unsafe { std::mem::transmute::<[u64; 4], Scalar>(l) };
     }
+}
+
+/// The MSM rows' note on their scalars.
+fn bits_label(pct: u32) -> String {
+    if pct == 0 {
+        String::new()
+    } else {
+        format!(" ({pct}% bits)")
+    }
+}
+
+/// Makes `pct`% of `v` bits, 0 and 1 in equal shares, at pseudo-random places.
+fn with_bits(mut v: PinnedVec<Scalar>, pct: u32, seed: u64) -> PinnedVec<Scalar> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for s in v.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if ((x >> 8) % 100) < u64::from(pct) {
+            *s = if x & 1 == 0 { Scalar::ZERO } else { Scalar::ONE };
+        }
+    }
+    v
 }
 
 fn scalars_in(b: &CudaBackend, n: usize, seed: u64) -> PinnedVec<Scalar> {
@@ -144,8 +169,9 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 }
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
-       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...] [points LO HI]
-LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24).
+       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...] [bits PCT] [points LO HI]
+LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
+PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
 
 /// The largest log2 size an argument may ask for.
@@ -166,6 +192,8 @@ enum Cmd {
     Windows(u32, u32, bool),
     Affine(AffineRule),
     Cs(Vec<u32>),
+    /// The share of bits (percent) in the scalars of the MSMs after it.
+    Bits(u32),
     /// The point checks of parameter loads.
     Points(u32, u32),
 }
@@ -215,6 +243,13 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                 Some(o) => return Err(format!("affine takes auto, never, always or partial, not {o:?}")),
                 None => return Err("affine needs auto, never, always or partial".into()),
             }),
+            "bits" => {
+                let pct = num(it, a, "PCT")?;
+                if pct > 100 {
+                    return Err(format!("bits {pct}: a percentage, 0 to 100"));
+                }
+                Cmd::Bits(pct)
+            }
             "cs" => {
                 let v = it.next().ok_or("cs needs window sizes like 16,18,20")?;
                 let cs: Option<Vec<u32>> = v.split(',').map(|c| c.trim().parse().ok().filter(|c| (1..=24).contains(c))).collect();
@@ -257,8 +292,13 @@ fn main() {
     // What `affine` and `cs` set for the MSMs after them.
     let mut cfg = MsmConfig::default();
     let mut cs = vec![14, 16, 18, 19, 20, 21, 22];
+    let mut bits = 0u32;
     for cmd in cmds {
         match cmd {
+            Cmd::Bits(pct) => {
+                bits = pct;
+                println!("# MSM scalars: {pct}% bits");
+            }
             Cmd::Affine(rule) => {
                 cfg.affine = rule;
                 println!("# batch-affine rule: {:?}", cfg.affine);
@@ -398,10 +438,10 @@ fn main() {
                 let gen_s = t.elapsed().as_secs_f64();
                 let bases = if streamed { b.load_g1_streamed(&pts, 1 << 22).unwrap() } else { b.load_g1(pts).unwrap() };
                 println!("# g1 bases: 2^{hi} generated in {gen_s:.1} s");
-                let label = if streamed { " (streamed bases)" } else { "" };
+                let label = format!("{}{}", if streamed { " (streamed bases)" } else { "" }, bits_label(bits));
                 for k in lo..=hi {
                     let n = 1usize << k;
-                    let s = b.upload_scalars(scalars_in(&b, n, 4)).unwrap();
+                    let s = b.upload_scalars(with_bits(scalars_in(&b, n, 4), bits, 4)).unwrap();
                     let ms = time(2, || {
                         b.msm_g1_with(&bases, 0, MsmScalars { buf: &s, len: n, density: None }, cfg).unwrap();
                     });
@@ -416,11 +456,11 @@ fn main() {
                 println!("# g2 bases: 2^{hi} generated in {gen_s:.1} s");
                 for k in lo..=hi {
                     let n = 1usize << k;
-                    let s = b.upload_scalars(scalars_in(&b, n, 5)).unwrap();
+                    let s = b.upload_scalars(with_bits(scalars_in(&b, n, 5), bits, 5)).unwrap();
                     let ms = time(2, || {
                         b.msm_g2_with(&bases, 0, MsmScalars { buf: &s, len: n, density: None }, cfg).unwrap();
                     });
-                    println!("msm g2 2^{k}: {ms:.2} ms");
+                    println!("msm g2 2^{k}{}: {ms:.2} ms", bits_label(bits));
                 }
             }
             Cmd::Points(lo, hi) => {

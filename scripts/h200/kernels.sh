@@ -17,7 +17,8 @@
 #              against the CPU oracle (cuda_conformance's ignored timing test)
 #   sanitizer  memcheck on the small field, curve, NTT, MSM and pool tests (default sizes, and
 #              the batch-affine tests to 2^10), racecheck on the NTT to 2^10
-#   bench      cuzk-cuda-kernels h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24; the G1 2^24 and
+#   bench      cuzk-cuda-kernels h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24, and G1 and G2
+#              2^24 with 90% bits among the scalars (bits 90 g1 24 24 g2 24 24); the G1 2^24 and
 #              G2 2^24 phases (CUZK_MSM_PROFILE=1); overlap 24 4, h 27 27 (upload overlapping
 #              compute_h), g1 22 24 g1s 22 24 (resident against streamed bases)
 #   windows    the window-size sweep: cuzk-cuda-kernels cs 16,18,20 g1c 24 26 g2c 22 24
@@ -70,7 +71,7 @@ for part in $PARTS; do
       pick "$OUT/racecheck.txt" 'RACECHECK SUMMARY|test result'
       ;;
     bench)
-      step bench 400 "$B" h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24
+      step bench 400 "$B" h2d field ntt 20 27 h 20 26 g1 16 26 g2 16 24 bits 90 g1 24 24 g2 24 24
       pick "$OUT/bench.txt" '^(# device|# kernel|h2d|ntt|compute_h|upload|Fr|Fp|msm)'
       CUZK_MSM_PROFILE=1 step msm-profile 120 "$B" g1 24 24 g2 24 24
       pick "$OUT/msm-profile.txt" '^msm'
