@@ -11,8 +11,8 @@
 #   single    per kind (KINDS, default winning wpost snap porep; or single:KIND,KIND): a first
 #             job (records the circuit's matrices, generates its parameters), then WARM (2)
 #             jobs one at a time
-#   backlog   BACKLOG (6) PoRep jobs, CONCURRENCY (3) in flight; 30 s in, WINNING (3)
-#             WinningPoSt jobs one after another into it
+#   backlog   BACKLOG (6) PoRep jobs (backlog:snap: SnapDeals jobs), CONCURRENCY (3) in
+#             flight; 30 s in, WINNING (3) WinningPoSt jobs one after another into it
 # These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB), which
 # sets aside the largest query a device load holds in flight (12.9 GB at 32 GiB; the host
 # budget at each stop); the matrices (a map of their file, pages the system may drop: RssFile
@@ -89,11 +89,13 @@ for part in $PARTS; do
         bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
       done
       ;;
-    backlog)
+    backlog | backlog:*)
       main_up
-      ( sleep 30; bench backlog-winning 300 --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" ) &
+      kind=porep name=backlog
+      [ "$part" = backlog ] || { kind=${part#backlog:}; name=backlog-$kind; }
+      ( sleep 30; bench "$name-winning" 300 --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" ) &
       side=$!
-      bench backlog 500 --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json"
+      bench "$name" 500 --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/$kind-$SIZE.json"
       wait $side
       ;;
   esac
