@@ -52,8 +52,8 @@
 //!   `snap-32g` or `porep-32g` times one kind.
 //! - `--fil-shares porep-32g,snap-32g` (default: none): the share of 0, 1, small and dense
 //!   scalars in the A, B and L MSMs of a synthetic partition of that kind and size.
-//! - `--fil-shape-proofs 32g` (default: none): a whole synthetic PoRep C2 at that size on each
-//!   backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
+//! - `--fil-shape-proofs 32g` (default: none): a whole synthetic PoRep C2 (`snap-32g`: a
+//!   SnapDeals proof) at that size on each backend, with timing-only parameters of the circuit's exact shape (not verified): one-time
 //!   costs, then per partition the witness and upload → proof, and the proof's wall time.
 //!
 //! The "peak RSS" column is the process's peak resident memory during the one-proof runs,
@@ -100,7 +100,8 @@ const USAGE: &str = "usage: cargo bench -p cuzk-tests --bench prove -- [options]
   --fil-shapes 32g,64g         synthetic PoRep and SnapDeals partitions: witness, gadgets against the native writer,
                                matrices recorded sequentially and in parallel (no proof); snap-32g or porep-32g: one kind
   --fil-shares porep-32g       the share of 0, 1, small and dense scalars in a synthetic partition's A, B and L MSMs
-  --fil-shape-proofs 32g       a whole synthetic PoRep C2 on each backend with timing-only parameters (not verified)";
+  --fil-shape-proofs 32g       a whole synthetic PoRep C2 on each backend with timing-only parameters (not verified);
+                               snap-32g: a SnapDeals proof";
 
 /// What the run varies.
 struct Args {
@@ -120,7 +121,7 @@ struct Args {
     filecoin: Vec<cuzk_circuits_filecoin::FilShape>,
     fil_dir: PathBuf,
     fil_shapes: Vec<(Option<ShapeKind>, u64)>,
-    fil_shape_proofs: Vec<u64>,
+    fil_shape_proofs: Vec<(Option<ShapeKind>, u64)>,
     fil_shares: Vec<cuzk_circuits_filecoin::FilShape>,
 }
 
@@ -228,22 +229,22 @@ impl Args {
                     let sizes: Vec<(Option<ShapeKind>, u64)> = list(&v)
                         .map(|s| {
                             let (kind, size) = match s.split_once('-') {
-                                Some(("porep", size)) if name == "--fil-shapes" => (Some(ShapeKind::PoRep), size),
-                                Some(("snap", size)) if name == "--fil-shapes" => (Some(ShapeKind::Snap), size),
+                                Some(("porep", size)) => (Some(ShapeKind::PoRep), size),
+                                Some(("snap", size)) => (Some(ShapeKind::Snap), size),
                                 _ => (None, s),
                             };
                             match size {
                                 "32g" => Ok((kind, 32u64 << 30)),
                                 "64g" => Ok((kind, 64 << 30)),
                                 "2k" => Ok((kind, 2048)),
-                                _ => Err(format!("{name} takes 2k, 32g, 64g (--fil-shapes also porep-32g, snap-32g), not {s:?}")),
+                                _ => Err(format!("{name} takes 2k, 32g, 64g, or one kind: porep-32g, snap-32g; not {s:?}")),
                             }
                         })
                         .collect::<Result<_, _>>()?;
                     if name == "--fil-shapes" {
                         a.fil_shapes = sizes;
                     } else {
-                        a.fil_shape_proofs = sizes.into_iter().map(|(_, size)| size).collect();
+                        a.fil_shape_proofs = sizes;
                     }
                 }
                 "--circuits" => {
@@ -899,13 +900,17 @@ fn main() {
         println!();
         filecoin::synthetic_shares(shape.kind, shape.sector_size);
     }
-    for &size in &args.fil_shape_proofs {
+    for &(kind, size) in &args.fil_shape_proofs {
+        let kind = match kind {
+            Some(ShapeKind::Snap) => cuzk_circuits_filecoin::FilKind::SnapDeals,
+            _ => cuzk_circuits_filecoin::FilKind::PoRep,
+        };
         println!();
         if let Some(c) = &cpu {
-            filecoin::synthetic_porep_proofs(c.backend(), &c.name, size);
+            filecoin::synthetic_proofs(c.backend(), &c.name, kind, size);
         }
         if let Some(g) = cuda.first() {
-            filecoin::synthetic_porep_proofs(g.backend(), &g.name, size);
+            filecoin::synthetic_proofs(g.backend(), &g.name, kind, size);
         }
     }
     if !args.filecoin.is_empty() {

@@ -353,8 +353,7 @@ pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64)
         _ => prepare_unchecked_partition(kind, sector_size),
     };
     let t = Instant::now();
-    let repeated = cuzk_core::witness::ParallelWitness::repeats(&c).and_then(|r| c.record_repeated(&r).expect("record_repeated"));
-    let m = repeated.unwrap_or_else(|| cuzk_worker::matrices::record_parallel(&c, rayon::current_num_threads()).expect("record_parallel"));
+    let m = record_fast(&c);
     let recorded = secs(t);
     let (mut input, mut aux) = zeros(m.num_inputs, m.num_aux);
     let t = Instant::now();
@@ -368,26 +367,37 @@ pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64)
     }
 }
 
+/// A partition's matrices, from two of its blocks where they repeat, else on all threads.
+fn record_fast(c: &cuzk_circuits_filecoin::PartitionCircuit) -> ConstraintMatrices {
+    let repeated = cuzk_core::witness::ParallelWitness::repeats(c).and_then(|r| c.record_repeated(&r).expect("record_repeated"));
+    repeated.unwrap_or_else(|| cuzk_worker::matrices::record_parallel(c, rayon::current_num_threads()).expect("record_parallel"))
+}
+
 /// Partition 0 of a synthetic PoSt request of `kind` and `sector_size`.
 fn prepare_unchecked_partition(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64) -> cuzk_circuits_filecoin::PartitionCircuit {
     let req = cuzk_circuits_filecoin::synthetic_request(kind, sector_size, 3).expect("synthetic request");
     cuzk_circuits_filecoin::prepare_unchecked(&req).expect("prepare").partition(0)
 }
 
-/// `--fil-shape-proofs 32g`: one whole synthetic PoRep C2 of `sector_size` (its real partition
-/// count) proved on `backend` with timing-only parameters of the circuit's exact shape
-/// (`super::timing_params`: pseudo-random points, so nothing is verified): the matrices recorded
-/// from partition 0, made resident with the parameters, then every partition's witness written
-/// on a thread of its own (the next one while the device proves the current one) and proved
-/// through the witness path. Prints the one-time costs and per partition the witness and the
-/// upload → proof time, then the proof's wall time from the first witness to the last partition.
-pub fn synthetic_porep_proofs<B: Backend>(backend: &B, name: &str, sector_size: u64) {
-    use cuzk_circuits_filecoin::synthetic::porep as synthetic;
-    let id = cuzk_circuits_filecoin::FilShape::new(cuzk_circuits_filecoin::FilKind::PoRep, sector_size).expect("a PoRep sector size").id();
-    let job = synthetic::porep(sector_size, None, None, 5).expect("synthetic job");
+/// `--fil-shape-proofs 32g` (`snap-32g`): one whole synthetic PoRep C2 (SnapDeals proof) of
+/// `sector_size` (its real partition count) proved on `backend` with timing-only parameters of
+/// the circuit's exact shape (`super::timing_params`: pseudo-random points, so nothing is
+/// verified): the matrices recorded from partition 0, made resident with the parameters, then
+/// every partition's witness written on a thread of its own (the next one while the device
+/// proves the current one) and proved through the witness path. Prints the one-time costs and
+/// per partition the witness and the upload → proof time, then the proof's wall time from the
+/// first witness to the last partition.
+pub fn synthetic_proofs<B: Backend>(backend: &B, name: &str, kind: cuzk_circuits_filecoin::FilKind, sector_size: u64) {
+    use cuzk_circuits_filecoin::FilKind;
+    let id = FilShape::new(kind, sector_size).expect("a sector size of this kind").id();
+    let job = match kind {
+        FilKind::PoRep => cuzk_circuits_filecoin::synthetic::porep::porep(sector_size, None, None, 5).expect("synthetic job"),
+        _ => cuzk_circuits_filecoin::prepare_unchecked(&cuzk_circuits_filecoin::synthetic_request(kind, sector_size, 5).expect("synthetic request"))
+            .expect("prepare"),
+    };
     let parts = job.partitions();
     let t = Instant::now();
-    let m = std::sync::Arc::new(job.partition(0).record().expect("record"));
+    let m = std::sync::Arc::new(record_fast(&job.partition(0)));
     let record = secs(t);
     let rows = m.num_constraints();
     println!(
@@ -434,7 +444,7 @@ pub fn synthetic_porep_proofs<B: Backend>(backend: &B, name: &str, sector_size: 
             let (h, domain, wit) = compute_h(backend, upl).expect("h");
             let ms = msms(backend, &key, &h, &domain, &wit).expect("msms");
             let _timing_only = finalize(&key.vk, &ms, r, s);
-            println!("  partition {k}: witness {:.0} ms (16 threads), upload → proof {:.0} ms", witness * 1e3, secs(t) * 1e3);
+            println!("  partition {k}: witness {:.0} ms ({} threads), upload → proof {:.0} ms", witness * 1e3, rayon::current_num_threads(), secs(t) * 1e3);
         }
     });
     let wall = secs(start);
