@@ -390,12 +390,6 @@ impl ConstraintMatrices {
         [&self.a_aux_density, &self.b_input_density, &self.b_aux_density]
     }
 
-    /// The scalar shares of the witness MSMs for this circuit's assignment (`input` with `ONE`
-    /// first, `aux`).
-    pub fn witness_shares(&self, input: &[Scalar], aux: &[Scalar]) -> crate::msm::WitnessShares {
-        crate::msm::WitnessShares::of(input, aux, self.densities())
-    }
-
     /// Constraints, input constraints included.
     pub fn num_constraints(&self) -> usize {
         self.a.view().row_start.len().saturating_sub(1)

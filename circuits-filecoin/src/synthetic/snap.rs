@@ -136,3 +136,67 @@ pub fn snap_request(sector_size: u64, seed: u64) -> Result<FilRequest, FilError>
     });
     Ok(req)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snap::witness::{SnapPartition, FIRST_CHALLENGE};
+    use ff::{Field, PrimeField};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use storage_proofs_core::compound_proof::CompoundProof;
+    use storage_proofs_update::constants::hs;
+    use storage_proofs_update::EmptySectorUpdateCompound;
+
+    type Tree = SectorShape32GiB;
+
+    /// The native header's length is what Filecoin's gadgets allocate before the first
+    /// challenge, at the 32 GiB shape (partition path of 4 levels, 128 apex leaves, 10 digests).
+    #[test]
+    fn the_header_is_as_long_as_the_gadgets_header() {
+        let registered_proof = FilShape::new(FilKind::SnapDeals, 32 << 30).expect("shape").default_registered_proof();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let f = fabricate::<Tree>(registered_proof, Some(2), None, &mut rng).expect("fabricate");
+        let circuit = EmptySectorUpdateCompound::<Tree>::circuit(&f.inputs, (), &f.proofs[1], &f.params, Some(1)).expect("circuit");
+        let native = SnapPartition::of(&circuit).expect("partition").header_len().expect("header length");
+        assert_eq!(Some(native), crate::parallel::header(circuit, FIRST_CHALLENGE));
+    }
+
+    /// Where Filecoin's circuit asserts on a partition (one `h_select` bit and none above it,
+    /// one partition path for every challenge, the apex leaf count), its gadgets panic; the
+    /// native witness refuses the same partition with an error instead.
+    #[test]
+    fn partitions_the_circuit_asserts_against_are_refused() {
+        let registered_proof = FilShape::new(FilKind::SnapDeals, 32 << 30).expect("shape").default_registered_proof();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let f = fabricate::<Tree>(registered_proof, Some(1), Some(2), &mut rng).expect("fabricate");
+        let circuit = || EmptySectorUpdateCompound::<Tree>::circuit(&f.inputs, (), &f.proofs[0], &f.params, Some(0)).expect("circuit");
+        assert!(SnapPartition::of(&circuit()).is_ok(), "the well-formed partition is read");
+
+        let (pbl, cbl) = (f.params.partition_bit_len, f.params.challenge_bit_len);
+        let h_bits = hs(f.params.sector_nodes).len();
+        let k_and_h_select = circuit().pub_inputs.k_and_h_select.expect("k_and_h_select");
+        let repr = k_and_h_select.to_repr();
+        let unset_h_bit = (pbl..pbl + h_bits).find(|&i| (repr[i / 8] >> (i % 8)) & 1 == 0).expect("an unset h bit");
+        let with_bit = |i: usize| {
+            let mut c = circuit();
+            c.pub_inputs.k_and_h_select = Some(k_and_h_select + Scalar::from(2u64).pow_vartime([i as u64]));
+            c
+        };
+        let mut other_partition_path = circuit();
+        other_partition_path.priv_inputs.challenge_proofs[1].path_d_new[cbl - 1][0] = Some(Scalar::from(7u64));
+        let mut one_apex_leaf_short = circuit();
+        one_apex_leaf_short.priv_inputs.apex_leafs.pop();
+        let cases = [
+            ("two h_select bits", with_bit(unset_h_bit)),
+            ("a bit above h_select", with_bit(pbl + h_bits)),
+            ("another partition path", other_partition_path),
+            ("an apex leaf short", one_apex_leaf_short),
+        ];
+        for (what, c) in cases {
+            let native = SnapPartition::of(&c);
+            assert!(native.is_err(), "{what}: the native witness read it");
+            let gadgets = catch_unwind(AssertUnwindSafe(|| crate::parallel::count(c)));
+            assert!(gadgets.is_err(), "{what}: Filecoin's circuit did not assert (native: {:?})", native.err());
+        }
+    }
+}

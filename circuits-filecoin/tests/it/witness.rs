@@ -121,7 +121,7 @@ fn synthetic_witnesses_have_the_scalar_shares_of_real_ones() {
         let m = real_c.record().expect("record");
         let shares = |c: &cuzk_circuits_filecoin::PartitionCircuit| {
             let w = c.witness_through(&m, heap()).expect("witness");
-            m.witness_shares(&w.input, &w.aux)
+            cuzk_core::msm::WitnessShares::of(&w.input, &w.aux, m.densities())
         };
         let (r, t) = (shares(&real_c), shares(&twin_c));
         for (msm, r, t) in [("A", r.a, t.a), ("B", r.b, t.b), ("L", r.l, t.l)] {

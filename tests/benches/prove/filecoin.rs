@@ -360,7 +360,7 @@ pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64)
     let native = c.witness_in_parts(&mut input, &mut aux).expect("native witness");
     let written = secs(t);
     assert!(native, "{id}: the witness was not written in parts");
-    let w = m.witness_shares(&input, &aux);
+    let w = cuzk_core::msm::WitnessShares::of(&input, &aux, m.densities());
     println!("{id} (synthetic): {} constraints; matrices recorded in {recorded:.1} s, witness in {written:.2} s", m.num_constraints());
     for (msm, shares) in [("A", w.a), ("B (G1 and G2)", w.b), ("L", w.l)] {
         println!("  {msm}: {shares}");
