@@ -176,7 +176,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PoRepJob<Tre
     fn repeats(&self, k: usize) -> Option<Repeats> {
         // StackedCircuit: the header, then `challenge_{i}` at the root, each using only the
         // header's variables and its own (checked on two blocks by `record_repeated`).
-        Some(Repeats { depth: 0, marker: |i| format!("challenge_{i}"), count: self.proofs.get(k)?.len() })
+        Some(Repeats { depth: 0, marker: |i| format!("challenge_{i}"), count: self.proofs.get(k)?.len(), header_aux: None })
     }
 
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
@@ -279,6 +279,21 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
 
     fn cache_id(&self) -> String {
         <EmptySectorUpdateCompound<Tree> as CacheableParameters<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&self.params)
+    }
+
+    /// The challenges repeat one block; each reads its own generated bits from the header
+    /// ([`crate::snap::witness::SnapPartition::challenge_bits_map`]).
+    fn repeats(&self, k: usize) -> Option<Repeats> {
+        use crate::snap::witness::{challenge_marker, SnapPartition};
+        let proof = self.proofs.get(k)?;
+        let circuit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
+        }))
+        .ok()?
+        .ok()?;
+        let partition = SnapPartition::of(&circuit).ok()?;
+        let map = partition.challenge_bits_map();
+        Some(Repeats { depth: 0, marker: challenge_marker, count: partition.challenges(), header_aux: Some(std::sync::Arc::new(map)) })
     }
 
     /// The header natively, then each challenge natively on its own thread
@@ -433,7 +448,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for PostJob<Tree
     fn repeats(&self, _k: usize) -> Option<Repeats> {
         // FallbackPoStCircuit (not extensible): `sector_{i}` inside "outer namespace", each
         // sector's variables its own (checked on two blocks by `record_repeated`).
-        Some(Repeats { depth: 1, marker: |i| format!("sector_{i}"), count: self.proof.as_ref()?.sectors.len() })
+        Some(Repeats { depth: 1, marker: |i| format!("sector_{i}"), count: self.proof.as_ref()?.sectors.len(), header_aux: None })
     }
 
     fn cache_id(&self) -> String {

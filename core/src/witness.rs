@@ -28,7 +28,7 @@ pub trait ParallelWitness {
 
 /// Where a circuit repeats a block of constraints (see
 /// [`crate::matrices::ConstraintMatrices::record_repeated`]; also `cuzk_core::matrices::Repeats`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Repeats {
     /// Namespace depth of the markers (0: the circuit's root).
     pub depth: usize,
@@ -36,6 +36,21 @@ pub struct Repeats {
     pub marker: fn(usize) -> String,
     /// Blocks in the circuit.
     pub count: usize,
+    /// Where blocks read header variables of their own (a SnapDeals challenge its bits, which
+    /// the header allocates for every challenge): given block `k` and an aux index of the header
+    /// that block 0 reads, the one block `k` reads in its place. `None`: every block reads the
+    /// header variables block 0 reads.
+    pub header_aux: Option<HeaderAux>,
+}
+
+/// [`Repeats::header_aux`]: `(k, i)` → the header aux index block `k` reads where block 0 reads
+/// `i` (`i` itself for the variables every block shares).
+pub type HeaderAux = std::sync::Arc<dyn Fn(usize, usize) -> usize + Send + Sync>;
+
+impl std::fmt::Debug for Repeats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repeats").field("depth", &self.depth).field("count", &self.count).field("header_aux", &self.header_aux.is_some()).finish()
+    }
 }
 
 /// Why a parallel witness could not be written.

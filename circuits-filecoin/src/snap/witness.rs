@@ -44,7 +44,7 @@
 use blstrs::Scalar;
 use cuzk_gadget_witness::bits::{num_to_bits_le, pack_bits, Bit};
 use cuzk_gadget_witness::por::{por_no_challenge_input_poseidon, por_no_challenge_input_sha256, select_num, sha256_multi_leaf};
-use cuzk_gadget_witness::poseidon::{constants_2, poseidon_hash, poseidon_value};
+use cuzk_gadget_witness::poseidon::{constants_2, poseidon_aux_count, poseidon_hash, poseidon_value};
 use cuzk_gadget_witness::Assignment;
 use ff::{Field, PrimeField};
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Function};
@@ -60,6 +60,11 @@ use crate::error::FilError;
 /// The root-level namespace where the circuit starts its first challenge (the header ends).
 #[cfg(test)]
 pub(crate) const FIRST_CHALLENGE: &str = "get_challenge_high_bits (c_index=0)";
+
+/// The root-level namespace where challenge `k` starts (the marker of its repeated block).
+pub(crate) fn challenge_marker(k: usize) -> String {
+    format!("get_challenge_high_bits (c_index={k})")
+}
 
 fn bad(detail: impl Into<String>) -> FilError {
     FilError::Filecoin(format!("SnapDeals native witness: {}", detail.into()))
@@ -258,6 +263,33 @@ impl SnapPartition {
             let _ = self.write_challenge_generation(a, Scalar::ZERO);
         });
         Ok((prefix + self.apex_leafs.len().saturating_sub(1) * apex_hash_len() + suffix, inputs))
+    }
+
+    /// Where each challenge's generated bits lie in the header: `(k, i)` → the header aux index
+    /// challenge `k` reads where challenge 0 reads `i` (every other header variable is shared).
+    /// Challenge `k` takes bits `(k mod n)·b …` of digest `k / n` (`b` bits a challenge, `n`
+    /// challenges a digest), and each digest's bits follow its index and its Poseidon hash.
+    pub(crate) fn challenge_bits_map(&self) -> impl Fn(usize, usize) -> usize + Send + Sync + 'static {
+        let h = &self.header;
+        let prefix = counts(|a| self.write_commitments(a)).0;
+        let apex = self.apex_leafs.len().saturating_sub(1) * apex_hash_len();
+        let path: Vec<Vec<Scalar>> = h.partition_path.iter().map(|s| vec![*s]).collect();
+        let partition_por = counts(|a| {
+            let _ = por_no_challenge_input_sha256(a, Scalar::ZERO, &path, &h.select_bits[..h.partition_bit_len]);
+        })
+        .0;
+        let hash = poseidon_aux_count(&*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+        let digest_len = 1 + hash + Scalar::NUM_BITS as usize;
+        let first_bits = prefix + apex + partition_por + 1 + hash;
+        let per_challenge = self.c_bits.first().map_or(1, |bits| bits.len() - h.partition_bit_len).max(1);
+        let per_digest = (Scalar::CAPACITY as usize / per_challenge).max(1);
+        move |k, i| {
+            if (first_bits..first_bits + per_challenge).contains(&i) {
+                first_bits + (k / per_digest) * digest_len + (k % per_digest) * per_challenge + (i - first_bits)
+            } else {
+                i
+            }
+        }
     }
 
     /// Writes the header (everything the circuit allocates before its first challenge) into

@@ -8,7 +8,8 @@
 //! circuit (nothing may follow it). Within a block, a column is the block's own (an aux
 //! variable or input allocated since the block started, which the next block has shifted by
 //! the block's allocation counts) or an earlier one (the header's, or `ONE`), which every block
-//! shares. The second block must be exactly the first with its own columns shifted and the
+//! shares, or which [`Repeats::header_aux`] maps to the header variable block `k` reads instead
+//! (the map is the circuit's promise, checked on block 1). The second block must be exactly the first with its own columns shifted and the
 //! same coefficients, row for row, or nothing is built: [`ConstraintMatrices::record_repeated`]
 //! answers `None` and the caller records the whole circuit. Byte-identical to
 //! [`ConstraintMatrices::record`] for circuits that keep the contract: blocks after the second
@@ -147,29 +148,38 @@ impl<C: Circuit<Scalar>> Circuit<Scalar> for Truncated<'_, C> {
     }
 }
 
-/// A column of block 1 from the same column of block 0.
+/// A column of block 1 from the same column of block 0: its own columns shifted by `step`, a
+/// header aux column as `header` maps it (`None`: a column past the header, which makes the
+/// block no repeat), the header's inputs and `ONE` as they are.
 #[inline]
-fn shifted(col: u32, first: Mark, step: Mark) -> u32 {
+fn shifted(col: u32, first: Mark, step: Mark, header: impl Fn(usize) -> usize) -> Option<u32> {
     if col & AUX != 0 {
         let i = (col & !AUX) as usize;
         if i >= first.aux {
-            return col + step.aux as u32;
+            return Some(col + step.aux as u32);
         }
+        let to = header(i);
+        return (to < first.aux).then_some(AUX | to as u32);
     } else if col as usize >= first.input {
-        return col + step.input as u32;
+        return Some(col + step.input as u32);
     }
-    col
+    Some(col)
+}
+
+/// Block `k`'s header aux column where block 0 reads `i`.
+fn header_of(repeats: &Repeats, k: usize) -> impl Fn(usize) -> usize + '_ {
+    move |i| repeats.header_aux.as_ref().map_or(i, |map| map(k, i))
 }
 
 /// Whether rows `block0 + j` and `block1 + j` (`j < len`) of `m` are the same up to the shift.
-fn repeats_in(m: &CsrView<'_>, block0: usize, block1: usize, len: usize, first: Mark, step: Mark) -> bool {
+fn repeats_in(m: &CsrView<'_>, block0: usize, block1: usize, len: usize, first: Mark, step: Mark, repeats: &Repeats) -> bool {
     (0..len).all(|j| {
         let (r0, r1) = (block0 + j, block1 + j);
         let e0 = m.row_start[r0] as usize..m.row_start[r0 + 1] as usize;
         let e1 = m.row_start[r1] as usize..m.row_start[r1 + 1] as usize;
         e0.len() == e1.len()
             && m.coeffs[e0.clone()] == m.coeffs[e1.clone()]
-            && m.cols[e0].iter().zip(&m.cols[e1]).all(|(&c0, &c1)| shifted(c0, first, step) == c1)
+            && m.cols[e0].iter().zip(&m.cols[e1]).all(|(&c0, &c1)| shifted(c0, first, step, header_of(repeats, 1)) == Some(c1))
     })
 }
 
@@ -184,9 +194,10 @@ struct Layout {
     step: Mark,
 }
 
-/// `m`'s header rows, then `count` copies of its first block, copy `k` shifted `k` times, then
-/// one row per input as `input_row` gives it (its coefficient index on the input, or none).
-fn expand(m: &CsrView<'_>, l: Layout, inputs: usize, input_row: impl Fn(usize) -> Option<u32>) -> Csr {
+/// `m`'s header rows, then `count` copies of its first block, copy `k` shifted `k` times (its
+/// header columns as `repeats` maps them), then one row per input as `input_row` gives it (its
+/// coefficient index on the input, or none). `None` when a mapped column is not the header's.
+fn expand(m: &CsrView<'_>, l: Layout, repeats: &Repeats, inputs: usize, input_row: impl Fn(usize) -> Option<u32>) -> Option<Csr> {
     let Layout { header, block, count, first, step } = l;
     let entries = |r: std::ops::Range<usize>| m.row_start[r.end] as usize - m.row_start[r.start] as usize;
     let (head, body) = (entries(0..header), entries(header..header + block));
@@ -202,7 +213,10 @@ fn expand(m: &CsrView<'_>, l: Layout, inputs: usize, input_row: impl Fn(usize) -
     for k in 0..count {
         let by = Mark { row: 0, aux: k * step.aux, input: k * step.input };
         let start = out.cols.len() as u64 - base as u64;
-        out.cols.extend(block_cols.iter().map(|&c| shifted(c, first, by)));
+        let reads = header_of(repeats, k);
+        for &c in block_cols {
+            out.cols.push(shifted(c, first, by, &reads)?);
+        }
         out.coeffs.extend_from_slice(block_coeffs);
         out.row_start.extend(m.row_start[header + 1..=header + block].iter().map(|&o| o + start));
     }
@@ -213,7 +227,7 @@ fn expand(m: &CsrView<'_>, l: Layout, inputs: usize, input_row: impl Fn(usize) -
         }
         out.row_start.push(out.cols.len() as u64);
     }
-    out
+    Some(out)
 }
 
 impl ConstraintMatrices {
@@ -233,16 +247,20 @@ impl ConstraintMatrices {
         if third != (Mark { row: second.row + step.row, aux: second.aux + step.aux, input: second.input + step.input }) || step.row == 0 {
             return Ok(None);
         }
-        if !part.views().iter().all(|m| repeats_in(m, first.row, second.row, step.row, first, step)) {
+        if !part.views().iter().all(|m| repeats_in(m, first.row, second.row, step.row, first, step, repeats)) {
             return Ok(None);
         }
         let inputs = first.input + repeats.count * step.input;
         let aux = first.aux + repeats.count * step.aux;
         let layout = Layout { header: first.row, block: step.row, count: repeats.count, first, step };
         let [pa, pb, pc] = part.views();
-        let a = expand(&pa, layout, inputs, |_| Some(COEFF_ONE));
-        let b = expand(&pb, layout, inputs, |_| None);
-        let c = expand(&pc, layout, inputs, |_| None);
+        let (Some(a), Some(b), Some(c)) = (
+            expand(&pa, layout, repeats, inputs, |_| Some(COEFF_ONE)),
+            expand(&pb, layout, repeats, inputs, |_| None),
+            expand(&pc, layout, repeats, inputs, |_| None),
+        ) else {
+            return Ok(None);
+        };
         let alloc = heap();
         let (mut a_aux, mut b_input, mut b_aux) = (DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc.clone()), DensityBitmap::new_in(alloc));
         for _ in 0..aux {

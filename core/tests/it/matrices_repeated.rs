@@ -44,7 +44,7 @@ fn marker(k: usize) -> String {
 
 fn repeats(count: usize) -> Repeats {
     // The blocks sit inside the root-level namespace "outer" (depth 1), as WindowPoSt's sectors.
-    Repeats { depth: 1, marker, count }
+    Repeats { depth: 1, marker, count, header_aux: None }
 }
 
 #[test]
@@ -67,7 +67,7 @@ fn circuits_that_do_not_repeat_as_promised_are_refused() {
     assert!(ConstraintMatrices::record_repeated(short, &repeats(3)).unwrap().is_none());
     // Markers at another depth are not blocks.
     let c = Blocks { blocks: 4, odd: None };
-    assert!(ConstraintMatrices::record_repeated(c, &Repeats { depth: 0, marker, count: 4 }).unwrap().is_none());
+    assert!(ConstraintMatrices::record_repeated(c, &Repeats { depth: 0, marker, count: 4, header_aux: None }).unwrap().is_none());
     // Fewer than three blocks: nothing to gain, recorded whole by the caller.
     let c = Blocks { blocks: 2, odd: None };
     assert!(ConstraintMatrices::record_repeated(c, &repeats(2)).unwrap().is_none());
@@ -83,4 +83,58 @@ fn a_later_odd_block_is_the_callers_contract() {
     let whole = ConstraintMatrices::record(odd.clone()).unwrap();
     let repeated = ConstraintMatrices::record_repeated(odd, &repeats(5)).unwrap().expect("blocks 0 and 1 repeat");
     assert_ne!(repeated.to_file_bytes("k"), whole.to_file_bytes("k"));
+}
+
+/// A header that allocates one variable per block (`p_k`, after `h0..h2`), then blocks as
+/// [`Blocks`] where block `k` also reads `p_k`: SnapDeals' shape (each challenge reads its own
+/// bits, which the header allocates for every challenge).
+#[derive(Clone)]
+struct OwnHeaderVariables {
+    blocks: usize,
+}
+
+impl Circuit<Scalar> for OwnHeaderVariables {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let h: Vec<Variable> = (0..3).map(|i| cs.alloc(|| format!("h{i}"), || Ok(Scalar::from(i as u64 + 2)))).collect::<Result<_, _>>()?;
+        let p: Vec<Variable> = (0..self.blocks).map(|k| cs.alloc(|| format!("p{k}"), || Ok(Scalar::from(k as u64)))).collect::<Result<_, _>>()?;
+        for (k, &own) in p.iter().enumerate() {
+            let cs = &mut cs.namespace(|| format!("block_{k}"));
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(k as u64)))?;
+            cs.enforce(|| "a", |lc| lc + x + (Scalar::from(5), own), |lc| lc + h[1], |lc| lc + x);
+            cs.enforce(|| "b", |lc| lc + own + h[0], |lc| lc + CS::one(), |lc| lc + x);
+        }
+        Ok(())
+    }
+}
+
+/// Block `k` reads `p_k` (aux 3 + k) where block 0 reads `p_0` (aux 3); the rest is shared.
+fn own_header(blocks: usize, map: fn(usize, usize) -> usize) -> Repeats {
+    Repeats { depth: 0, marker, count: blocks, header_aux: Some(std::sync::Arc::new(map)) }
+}
+
+#[test]
+fn blocks_reading_header_variables_of_their_own_record_as_a_whole_recording_does() {
+    for blocks in [3, 5, 12] {
+        let c = OwnHeaderVariables { blocks };
+        let whole = ConstraintMatrices::record(c.clone()).unwrap();
+        let map = own_header(blocks, |k, i| if i == 3 { 3 + k } else { i });
+        let repeated = ConstraintMatrices::record_repeated(c.clone(), &map).unwrap().expect("repeats under the map");
+        assert_eq!(repeated.to_file_bytes("k"), whole.to_file_bytes("k"), "{blocks} blocks");
+        // Without the map, block 1 is not block 0 shifted.
+        assert!(ConstraintMatrices::record_repeated(c.clone(), &Repeats { depth: 0, marker, count: blocks, header_aux: None }).unwrap().is_none());
+        // A map that names another variable for block 1, or a variable past the header.
+        assert!(ConstraintMatrices::record_repeated(c.clone(), &own_header(blocks, |k, i| if i == 3 { 2 + k } else { i })).unwrap().is_none());
+        assert!(ConstraintMatrices::record_repeated(
+            c,
+            &own_header(blocks, |k, i| if i == 3 && k >= 2 {
+                1 << 20
+            } else if i == 3 {
+                3 + k
+            } else {
+                i
+            })
+        )
+        .unwrap()
+        .is_none());
+    }
 }
