@@ -26,7 +26,7 @@ set -u
 OUT=${OUT:-/tmp/peer}
 SIZE=${SIZE:-32g}
 PARTS=${PARTS:-"prep ours theirs"}
-LOADS=${LOADS:-"alone backlog"} # after the first job, which every daemon start runs
+LOADS=${LOADS-"alone backlog"} # after the first job, which every daemon start runs; empty: none
 WORK=${WORK:-/tmp/peer-work}
 FIL=${FIL:-$WORK/filecoin-params}
 REQ=$WORK/req-$SIZE
