@@ -58,6 +58,21 @@ pub fn record_parallel_chunked<C: CompiledSynthesis + Sync>(circuit: &C, parts: 
     record_in_threads(parts, |p| circuit.record_share(p, parts, chunk_rows), || circuit.record())
 }
 
+/// The matrices of a partition circuit: from its header and two blocks where it says it
+/// repeats one ([`ConstraintMatrices::record_repeated`]), else (or when it does not repeat as
+/// it says, which is logged) on `parts` threads ([`record_partition_parallel`]).
+pub fn record_partition(circuit: &dyn PartitionCircuit, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
+    if let Some(r) = circuit.repeats() {
+        match circuit.record_repeated(&r)? {
+            Some(m) => return Ok(m),
+            // Fewer than three blocks leave nothing to copy: recorded whole, as expected.
+            None if r.count < 3 => {}
+            None => tracing::warn!(circuit = %circuit.shape(), blocks = r.count, "the circuit does not repeat as it says: recording it whole"),
+        }
+    }
+    record_partition_parallel(circuit, parts)
+}
+
 /// [`record_parallel`] of a partition circuit of any family.
 pub fn record_partition_parallel(circuit: &dyn PartitionCircuit, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     let chunk_rows = cuzk_core::matrices::DEFAULT_CHUNK_ROWS;
@@ -197,18 +212,7 @@ impl MatrixCache {
     /// header and two blocks where it says it repeats one ([`ConstraintMatrices::record_repeated`]),
     /// else (or when it does not repeat as it says) on as many threads as rayon's pool has.
     pub fn get_or_record_partition(&self, circuit: &dyn PartitionCircuit) -> Option<Arc<ConstraintMatrices>> {
-        let shape = circuit.shape();
-        self.get_or_insert_with(shape, || {
-            if let Some(r) = circuit.repeats() {
-                match circuit.record_repeated(&r)? {
-                    Some(m) => return Ok(m),
-                    // Fewer than three blocks leave nothing to copy: recorded whole, as expected.
-                    None if r.count < 3 => {}
-                    None => tracing::warn!(circuit = %shape, blocks = r.count, "the circuit does not repeat as it says: recording it whole"),
-                }
-            }
-            record_partition_parallel(circuit, rayon::current_num_threads())
-        })
+        self.get_or_insert_with(circuit.shape(), || record_partition(circuit, rayon::current_num_threads()))
     }
 
     /// [`MatrixCache::get_or_record_parallel`] on `parts` threads.

@@ -353,7 +353,7 @@ pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64)
         _ => prepare_unchecked_partition(kind, sector_size),
     };
     let t = Instant::now();
-    let m = record_fast(&c);
+    let m = record_fast(&id, &c);
     let recorded = secs(t);
     let (mut input, mut aux) = zeros(m.num_inputs, m.num_aux);
     let t = Instant::now();
@@ -367,10 +367,13 @@ pub fn synthetic_shares(kind: cuzk_circuits_filecoin::FilKind, sector_size: u64)
     }
 }
 
-/// A partition's matrices, from two of its blocks where they repeat, else on all threads.
-fn record_fast(c: &cuzk_circuits_filecoin::PartitionCircuit) -> ConstraintMatrices {
-    let repeated = cuzk_core::witness::ParallelWitness::repeats(c).and_then(|r| c.record_repeated(&r).expect("record_repeated"));
-    repeated.unwrap_or_else(|| cuzk_worker::matrices::record_parallel(c, rayon::current_num_threads()).expect("record_parallel"))
+/// The matrices of `c` (shape `id`) as the daemon records them
+/// (`cuzk_worker::matrices::record_partition`: from two blocks where they repeat, else on all
+/// threads).
+fn record_fast(id: &str, c: &cuzk_circuits_filecoin::PartitionCircuit) -> ConstraintMatrices {
+    let partition =
+        cuzk_core::circuit::Partition { shape: cuzk_core::circuit::ShapeKey::new(id), check: cuzk_core::circuit::WitnessCheck::Ignore, circuit: c.clone() };
+    cuzk_worker::matrices::record_partition(&partition, rayon::current_num_threads()).expect("record")
 }
 
 /// Partition 0 of a synthetic PoSt request of `kind` and `sector_size`.
@@ -397,7 +400,7 @@ pub fn synthetic_proofs<B: Backend>(backend: &B, name: &str, kind: cuzk_circuits
     };
     let parts = job.partitions();
     let t = Instant::now();
-    let m = std::sync::Arc::new(record_fast(&job.partition(0)));
+    let m = std::sync::Arc::new(record_fast(&id, &job.partition(0)));
     let record = secs(t);
     let rows = m.num_constraints();
     println!(
