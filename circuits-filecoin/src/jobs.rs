@@ -256,6 +256,18 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
         let inputs = storage_proofs_update::PublicInputs { k: 0, comm_r_old: d, comm_d_new: DefaultPieceDomain::default(), comm_r_new: d, h: config.h };
         Ok(SnapJob { params, inputs, proofs: Vec::new() })
     }
+
+    /// Partition `k` as the native witness reads it. Filecoin's constructor asserts on
+    /// malformed proofs: a panic is an error, as is a partition its circuit asserts against.
+    fn partition(&self, k: usize) -> Result<crate::snap::witness::SnapPartition, WitnessError> {
+        let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
+        let circuit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
+        }))
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
+        .map_err(|e| WitnessError::Circuit(unsat(e)))?;
+        crate::snap::witness::SnapPartition::of(&circuit).map_err(|e| WitnessError::Circuit(unsat(e)))
+    }
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree> {
@@ -284,34 +296,20 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
     /// The challenges repeat one block; each reads its own generated bits from the header
     /// ([`crate::snap::witness::SnapPartition::challenge_bits_map`]).
     fn repeats(&self, k: usize) -> Option<Repeats> {
-        use crate::snap::witness::{challenge_marker, SnapPartition};
-        let proof = self.proofs.get(k)?;
-        let circuit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
-        }))
-        .ok()?
-        .ok()?;
-        let partition = SnapPartition::of(&circuit).ok()?;
+        let partition = self.partition(k).ok()?;
         let map = partition.challenge_bits_map();
-        Some(Repeats { depth: 0, marker: challenge_marker, count: partition.challenges(), header_aux: Some(std::sync::Arc::new(map)) })
+        Some(Repeats { depth: 0, marker: crate::snap::witness::challenge_marker, count: partition.challenges(), header_aux: Some(std::sync::Arc::new(map)) })
     }
 
     /// The header natively, then each challenge natively on its own thread
     /// (`crate::snap::witness`). A partition Filecoin's circuit asserts against is refused.
     fn witness_in_parts(&self, k: usize, input: &mut [Scalar], aux: &mut [Scalar]) -> Result<bool, WitnessError> {
-        use crate::snap::witness::SnapPartition;
         let proof = self.proofs.get(k).ok_or_else(|| WitnessError::Circuit(unsat("no such partition")))?;
         if proof.challenge_proofs.is_empty() {
             return Ok(false);
         }
-        // Filecoin's constructor asserts on malformed proofs: a panic is an error.
-        let circuit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            EmptySectorUpdateCompound::<Tree>::circuit(&self.inputs, (), proof, &self.params, Some(k))
-        }))
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("malformed partition proof (the constructor panicked)")))
-        .map_err(|e| WitnessError::Circuit(unsat(e)))?;
-        let partition = SnapPartition::of(&circuit).map_err(|e| WitnessError::Circuit(unsat(e)))?;
-        let header = partition.header_len().map_err(|e| WitnessError::Layout { part: 0, detail: e.to_string() })?;
+        let partition = self.partition(k)?;
+        let header = partition.header_len();
         let write = |i: usize, a: &mut cuzk_gadget_witness::Assignment<'_>| {
             partition.write_challenge(i, a).map_err(|e| WitnessError::Layout { part: i + 1, detail: e.to_string() })
         };

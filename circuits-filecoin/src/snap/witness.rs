@@ -44,7 +44,7 @@
 use blstrs::Scalar;
 use cuzk_gadget_witness::bits::{num_to_bits_le, pack_bits, Bit};
 use cuzk_gadget_witness::por::{por_no_challenge_input_poseidon, por_no_challenge_input_sha256, select_num, sha256_multi_leaf};
-use cuzk_gadget_witness::poseidon::{constants_2, poseidon_aux_count, poseidon_hash, poseidon_value};
+use cuzk_gadget_witness::poseidon::{constants_2, poseidon_hash, poseidon_value};
 use cuzk_gadget_witness::Assignment;
 use ff::{Field, PrimeField};
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Function};
@@ -97,9 +97,34 @@ struct HeaderInputs {
     root_r_old: Scalar,
     root_r_new: Scalar,
     /// The data path's siblings from the apex root up to `comm_d_new` (one per level).
-    partition_path: Vec<Scalar>,
+    partition_path: Vec<Vec<Scalar>>,
     /// `k * digests_per_partition + j` for each digest `j` of `gen_challenge_bits`.
     digest_indices: Vec<Scalar>,
+    /// Generated bits a challenge takes from a digest.
+    bits_per_challenge: usize,
+    /// Challenges whose bits one digest gives.
+    challenges_per_digest: usize,
+}
+
+/// Where the header's parts lie among its aux values: the commitments (and every input), the
+/// apex tree, the partition path's proof, then one run per digest (its index, its Poseidon
+/// hash, its bits). The lengths depend on the partition's shape only, never on its values.
+#[derive(Debug, Clone, Copy)]
+struct HeaderLayout {
+    commitments: usize,
+    inputs: usize,
+    apex_hash: usize,
+    apex: usize,
+    partition_por: usize,
+    digest: usize,
+    digests: usize,
+}
+
+impl HeaderLayout {
+    /// Where digest `j`'s bits start.
+    fn digest_bits(&self, j: usize) -> usize {
+        self.commitments + self.apex + self.partition_por + j * self.digest + self.digest - Scalar::NUM_BITS as usize
+    }
 }
 
 /// Everything one partition's witness reads: the header's values and each challenge's proofs.
@@ -219,7 +244,7 @@ impl SnapPartition {
         let partition_path = first
             .iter()
             .map(|siblings| match siblings[..] {
-                [sibling] => value(sibling, "a partition path sibling"),
+                [sibling] => value(sibling, "a partition path sibling").map(|s| vec![s]),
                 _ => Err(bad("a partition path level without exactly one sibling")),
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -235,6 +260,8 @@ impl SnapPartition {
             root_r_new: value(private.root_r_new, "root_r_new")?,
             partition_path,
             digest_indices,
+            bits_per_challenge,
+            challenges_per_digest: per_digest,
         };
         Ok(SnapPartition {
             header,
@@ -255,37 +282,46 @@ impl SnapPartition {
         self.challenges.len()
     }
 
-    /// What the header allocates: aux values and inputs (without `ONE`). The counts depend on
-    /// the partition's shape only, never on its values.
-    pub(crate) fn header_len(&self) -> Result<(usize, usize), FilError> {
-        let (prefix, inputs) = counts(|a| self.write_commitments(a));
-        let (suffix, _) = counts(|a| {
-            let _ = self.write_challenge_generation(a, Scalar::ZERO);
+    /// What the header allocates: aux values and inputs (without `ONE`).
+    pub(crate) fn header_len(&self) -> (usize, usize) {
+        let l = self.header_layout();
+        (l.commitments + l.apex + l.partition_por + l.digests * l.digest, l.inputs)
+    }
+
+    /// The header's layout, counted by running its writers without storing anything.
+    fn header_layout(&self) -> HeaderLayout {
+        static APEX_HASH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let h = &self.header;
+        let apex_hash = *APEX_HASH.get_or_init(|| {
+            counts(|a| {
+                sha256_multi_leaf(a, &[Scalar::ZERO, Scalar::ZERO]);
+            })
+            .0
         });
-        Ok((prefix + self.apex_leafs.len().saturating_sub(1) * apex_hash_len() + suffix, inputs))
+        let (commitments, inputs) = counts(|a| self.write_commitments(a));
+        let partition_por = counts(|a| {
+            let _ = self.write_partition_por(a, Scalar::ZERO);
+        })
+        .0;
+        let digest = counts(|a| {
+            write_digest(a, h.comm_r_new, Scalar::ZERO);
+        })
+        .0;
+        let apex = self.apex_leafs.len().saturating_sub(1) * apex_hash;
+        HeaderLayout { commitments, inputs, apex_hash, apex, partition_por, digest, digests: h.digest_indices.len() }
     }
 
     /// Where each challenge's generated bits lie in the header: `(k, i)` → the header aux index
     /// challenge `k` reads where challenge 0 reads `i` (every other header variable is shared).
     /// Challenge `k` takes bits `(k mod n)·b …` of digest `k / n` (`b` bits a challenge, `n`
-    /// challenges a digest), and each digest's bits follow its index and its Poseidon hash.
+    /// challenges a digest).
     pub(crate) fn challenge_bits_map(&self) -> impl Fn(usize, usize) -> usize + Send + Sync + 'static {
-        let h = &self.header;
-        let prefix = counts(|a| self.write_commitments(a)).0;
-        let apex = self.apex_leafs.len().saturating_sub(1) * apex_hash_len();
-        let path: Vec<Vec<Scalar>> = h.partition_path.iter().map(|s| vec![*s]).collect();
-        let partition_por = counts(|a| {
-            let _ = por_no_challenge_input_sha256(a, Scalar::ZERO, &path, &h.select_bits[..h.partition_bit_len]);
-        })
-        .0;
-        let hash = poseidon_aux_count(&*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
-        let digest_len = 1 + hash + Scalar::NUM_BITS as usize;
-        let first_bits = prefix + apex + partition_por + 1 + hash;
-        let per_challenge = self.c_bits.first().map_or(1, |bits| bits.len() - h.partition_bit_len).max(1);
-        let per_digest = (Scalar::CAPACITY as usize / per_challenge).max(1);
+        let l = self.header_layout();
+        let (per_challenge, per_digest) = (self.header.bits_per_challenge, self.header.challenges_per_digest);
+        let first = l.digest_bits(0);
         move |k, i| {
-            if (first_bits..first_bits + per_challenge).contains(&i) {
-                first_bits + (k / per_digest) * digest_len + (k % per_digest) * per_challenge + (i - first_bits)
+            if (first..first + per_challenge).contains(&i) {
+                l.digest_bits(k / per_digest) + (k % per_digest) * per_challenge + (i - first)
             } else {
                 i
             }
@@ -298,13 +334,12 @@ impl SnapPartition {
     pub(crate) fn write_header(&self, aux: &mut [Scalar], input: &mut [Scalar]) -> Result<(), FilError> {
         let tree = apex_tree(&self.apex_leafs);
         let apex_root = tree.last().map_or(self.apex_leafs.first().copied(), |node| Some(node[2])).ok_or_else(|| bad("no apex leaves"))?;
-        let per_hash = apex_hash_len();
-        let (prefix_len, apex_len) = (counts(|a| self.write_commitments(a)).0, tree.len() * per_hash);
-        if aux.len() < prefix_len + apex_len {
-            return Err(bad(format!("a header of {} aux values, shorter than its commitments and apex tree ({prefix_len} + {apex_len})", aux.len())));
+        let l = self.header_layout();
+        if aux.len() < l.commitments + l.apex {
+            return Err(bad(format!("a header of {} aux values, shorter than its commitments and apex tree ({} + {})", aux.len(), l.commitments, l.apex)));
         }
-        let (prefix, rest) = aux.split_at_mut(prefix_len);
-        let (apex, suffix) = rest.split_at_mut(apex_len);
+        let (prefix, rest) = aux.split_at_mut(l.commitments);
+        let (apex, suffix) = rest.split_at_mut(l.apex);
         fn layout(what: &'static str) -> impl Fn(cuzk_gadget_witness::LayoutError) -> FilError {
             move |e| bad(format!("header, {what}: {e}"))
         }
@@ -313,7 +348,7 @@ impl SnapPartition {
         self.write_commitments(&mut a);
         a.finish().map_err(layout("inputs and commitments"))?;
 
-        apex.par_chunks_mut(per_hash.max(1)).zip(tree.par_iter()).try_for_each(|(window, &[left, right, parent])| {
+        apex.par_chunks_mut(l.apex_hash.max(1)).zip(tree.par_iter()).try_for_each(|(window, &[left, right, parent])| {
             let mut a = Assignment::new(window, &mut []);
             let hash = sha256_multi_leaf(&mut a, &[left, right]);
             a.finish().map_err(layout("an apex tree hash"))?;
@@ -324,22 +359,18 @@ impl SnapPartition {
         })?;
 
         let mut a = Assignment::new(suffix, &mut []);
-        self.write_challenge_generation(&mut a, apex_root)?;
+        self.write_partition_por(&mut a, apex_root)?;
+        self.header.digest_indices.iter().for_each(|&index| write_digest(&mut a, self.header.comm_r_new, index));
         a.finish().map_err(layout("partition path and challenge generation"))
     }
 
-    /// The header after the apex tree: the partition path from the apex root up to
-    /// `comm_d_new`, then `gen_challenge_bits`.
-    fn write_challenge_generation(&self, a: &mut Assignment<'_>, apex_root: Scalar) -> Result<(), FilError> {
+    /// The header after the apex tree: the partition path's proof from the apex root up to
+    /// `comm_d_new`.
+    fn write_partition_por(&self, a: &mut Assignment<'_>, apex_root: Scalar) -> Result<(), FilError> {
         let h = &self.header;
-        let path: Vec<Vec<Scalar>> = h.partition_path.iter().map(|s| vec![*s]).collect();
-        por_no_challenge_input_sha256(a, apex_root, &path, &h.select_bits[..h.partition_bit_len]).map_err(|e| bad(format!("partition path: {e}")))?;
-        for &index in &h.digest_indices {
-            a.aux(index);
-            let digest = poseidon_hash(a, &[h.comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
-            num_to_bits_le(a, digest);
-        }
-        Ok(())
+        por_no_challenge_input_sha256(a, apex_root, &h.partition_path, &h.select_bits[..h.partition_bit_len])
+            .map(|_| ())
+            .map_err(|e| bad(format!("partition path: {e}")))
     }
 
     /// The header up to the apex tree: `k_and_h_select` and its bits, the packed partition
@@ -360,7 +391,7 @@ impl SnapPartition {
         [h.comm_c, h.root_r_old, h.root_r_new]
             .into_iter()
             .chain(self.apex_leafs.iter().copied())
-            .chain(h.partition_path.iter().copied())
+            .chain(h.partition_path.iter().flatten().copied())
             .for_each(|v| a.aux(v));
         poseidon_hash(a, &[h.comm_c, h.root_r_old], constants_2());
         poseidon_hash(a, &[h.comm_c, h.root_r_new], constants_2());
@@ -420,15 +451,12 @@ fn counts(write: impl FnOnce(&mut Assignment<'_>)) -> (usize, usize) {
     (counting.aux_used(), counting.inputs_used())
 }
 
-/// The aux values of one apex tree hash (SHA-256 `hash2` of two nodes' bits).
-fn apex_hash_len() -> usize {
-    static LEN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LEN.get_or_init(|| {
-        counts(|a| {
-            sha256_multi_leaf(a, &[Scalar::ZERO, Scalar::ZERO]);
-        })
-        .0
-    })
+/// One digest of `gen_challenge_bits`: its index (allocated), `H(comm_r_new, index)` (Poseidon,
+/// `GEN_RANDOMNESS`) and its 255 bits.
+fn write_digest(a: &mut Assignment<'_>, comm_r_new: Scalar, index: Scalar) {
+    a.aux(index);
+    let digest = poseidon_hash(a, &[comm_r_new, index], &*POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+    num_to_bits_le(a, digest);
 }
 
 /// The apex tree's hashes row by row from the leaves, as `[left, right, parent]`: filecoin-hashers'
