@@ -174,16 +174,14 @@ impl WitnessShares {
     /// circuit's A query (aux), B query (inputs) and B query (aux), as
     /// `ConstraintMatrices::densities` gives them.
     pub fn of(input: &[Scalar], aux: &[Scalar], [a_aux, b_input, b_aux]: [&DensityBitmap; 3]) -> Self {
-        let dense_in = |d: &DensityBitmap, scalars: &[Scalar]| -> ScalarShares {
-            let mut shares = ScalarShares::default();
+        // `shares` and the scalars whose bit is set in `d`.
+        let and_dense = |mut shares: ScalarShares, d: &DensityBitmap, scalars: &[Scalar]| {
             scalars.iter().enumerate().filter(|&(i, _)| i < d.len() && d.get(i)).for_each(|(_, s)| shares.count(s));
             shares
         };
-        let add =
-            |x: ScalarShares, y: ScalarShares| ScalarShares { zero: x.zero + y.zero, one: x.one + y.one, small: x.small + y.small, dense: x.dense + y.dense };
         WitnessShares {
-            a: add(ScalarShares::of(input), dense_in(a_aux, aux)),
-            b: add(dense_in(b_input, input), dense_in(b_aux, aux)),
+            a: and_dense(ScalarShares::of(input), a_aux, aux),
+            b: and_dense(and_dense(ScalarShares::default(), b_input, input), b_aux, aux),
             l: ScalarShares::of(aux),
         }
     }

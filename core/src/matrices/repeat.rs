@@ -9,8 +9,9 @@
 //! variable or input allocated since the block started, which the next block has shifted by
 //! the block's allocation counts) or an earlier one (the header's, or `ONE`), which every block
 //! shares, or which [`Repeats::header_aux`] maps to the header variable block `k` reads instead
-//! (the map is the circuit's promise, checked on block 1). The second block must be exactly the first with its own columns shifted and the
-//! same coefficients, row for row, or nothing is built: [`ConstraintMatrices::record_repeated`]
+//! (the map is the circuit's promise, checked on block 1). The second block must be exactly
+//! the first with its own columns shifted and the same coefficients, row for row, or nothing
+//! is built: [`ConstraintMatrices::record_repeated`]
 //! answers `None` and the caller records the whole circuit. Byte-identical to
 //! [`ConstraintMatrices::record`] for circuits that keep the contract: blocks after the second
 //! add no coefficient, so the table's first-seen order is the sequential one.
