@@ -33,77 +33,11 @@ mod tests {
     use blstrs::{Fp, Fp2, G1Projective, G2Projective};
     use cuzk_core::backend::Backend;
     use cuzk_core::params::PointError;
+    use cuzk_core::test_points::{mul_plain, off_subgroup_g1, off_subgroup_g2, valid, GROUP_ORDER as R};
     use ff::Field;
-    use group::{prime::PrimeCurveAffine, Curve, Group};
+    use group::{prime::PrimeCurveAffine, Curve};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
-
-    /// A point on `y² = x³ + 4` from a random `x`: on the curve, outside the subgroup (but
-    /// with probability about 2^-126).
-    fn off_subgroup_g1(rng: &mut ChaCha8Rng) -> G1Affine {
-        loop {
-            let x = Fp::random(&mut *rng);
-            if let Some(y) = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt()) {
-                let p = G1Affine::from_raw_unchecked(x, y, false);
-                assert!(bool::from(p.is_on_curve()));
-                return p;
-            }
-        }
-    }
-
-    fn off_subgroup_g2(rng: &mut ChaCha8Rng) -> G2Affine {
-        let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
-        loop {
-            let x = Fp2::random(&mut *rng);
-            if let Some(y) = Option::<Fp2>::from((x.square() * x + b).sqrt()) {
-                let p = G2Affine::from_raw_unchecked(x, y, false);
-                assert!(bool::from(p.is_on_curve()));
-                return p;
-            }
-        }
-    }
-
-    /// `[k]p` by plain double-and-add over the bits of `k` (little-endian words): blst's
-    /// multiplication assumes a point of the subgroup (GLV), these points are not.
-    fn mul_plain<G: Group>(p: G, k: [u64; 4]) -> G {
-        let mut acc = G::identity();
-        for i in (0..256).rev() {
-            acc = acc.double();
-            if (k[i / 64] >> (i % 64)) & 1 == 1 {
-                acc += p;
-            }
-        }
-        acc
-    }
-
-    /// The group order r.
-    const R: [u64; 4] = [0xffff_ffff_0000_0001, 0x53bd_a402_fffe_5bfe, 0x3339_d808_09a1_d805, 0x73ed_a753_299d_7d48];
-
-    fn valid_g1(n: usize, rng: &mut ChaCha8Rng) -> Vec<G1Affine> {
-        let (mut p, q) = (G1Projective::random(&mut *rng), G1Projective::random(&mut *rng));
-        let proj: Vec<G1Projective> = (0..n)
-            .map(|_| {
-                p += q;
-                p
-            })
-            .collect();
-        let mut out = vec![G1Affine::identity(); n];
-        G1Projective::batch_normalize(&proj, &mut out);
-        out
-    }
-
-    fn valid_g2(n: usize, rng: &mut ChaCha8Rng) -> Vec<G2Affine> {
-        let (mut p, q) = (G2Projective::random(&mut *rng), G2Projective::random(&mut *rng));
-        let proj: Vec<G2Projective> = (0..n)
-            .map(|_| {
-                p += q;
-                p
-            })
-            .collect();
-        let mut out = vec![G2Affine::identity(); n];
-        G2Projective::batch_normalize(&proj, &mut out);
-        out
-    }
 
     const NOT: Option<PointError> = Some(PointError::NotOnCurveOrSubgroup);
 
@@ -113,7 +47,7 @@ mod tests {
         assert!(b.checks_points());
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let n = 3 * POINTS_PER_TASK + 17;
-        let g1 = valid_g1(n, &mut rng);
+        let g1 = valid::<G1Projective>(n, &mut rng);
         assert_eq!(b.first_invalid_g1(&g1).unwrap(), None);
         assert_eq!(b.first_invalid_g1(&[]).unwrap(), None);
         let off_curve = G1Affine::from_raw_unchecked(g1[0].x(), g1[0].y() + Fp::ONE, false);
@@ -137,7 +71,7 @@ mod tests {
         }
 
         let n = POINTS_PER_TASK + 3;
-        let g2 = valid_g2(n, &mut rng);
+        let g2 = valid::<G2Projective>(n, &mut rng);
         assert_eq!(b.first_invalid_g2(&g2).unwrap(), None);
         let off_curve = G2Affine::from_raw_unchecked(g2[0].x(), g2[0].y() + Fp2::ONE, false);
         assert!(!bool::from(off_curve.is_on_curve()));

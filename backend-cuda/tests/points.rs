@@ -20,6 +20,7 @@ use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::params::{first_invalid_g1, first_invalid_g2, g1_point_error, g2_point_error, PointError, PointFailure};
+use cuzk_core::test_points::{mul_plain, off_subgroup_g1, off_subgroup_g2, valid, GROUP_ORDER as R};
 use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::rand_core::SeedableRng;
@@ -34,81 +35,6 @@ fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
 
-/// `[k]p` by plain double-and-add over the bits of `k` (little-endian words): blst's
-/// multiplication assumes a point of the subgroup (GLV), the points here are not.
-fn mul_plain<G: Group>(p: G, k: [u64; 4]) -> G {
-    let mut acc = G::identity();
-    for i in (0..256).rev() {
-        acc = acc.double();
-        if (k[i / 64] >> (i % 64)) & 1 == 1 {
-            acc += p;
-        }
-    }
-    acc
-}
-
-/// The group order r.
-const R: [u64; 4] = [0xffff_ffff_0000_0001, 0x53bd_a402_fffe_5bfe, 0x3339_d808_09a1_d805, 0x73ed_a753_299d_7d48];
-
-/// A point on `y² = x³ + 4` from a random `x`: on the curve, outside the subgroup (but with
-/// probability about 2^-126).
-fn off_subgroup_g1(r: &mut ChaCha20Rng) -> G1Affine {
-    loop {
-        let x = Fp::random(&mut *r);
-        if let Some(y) = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt()) {
-            return G1Affine::from_raw_unchecked(x, if r.next_u32_bit() { y } else { -y }, false);
-        }
-    }
-}
-
-/// A point on `y² = x³ + 4(1 + u)` from a random `x`, outside the subgroup.
-fn off_subgroup_g2(r: &mut ChaCha20Rng) -> G2Affine {
-    let b = Fp2::new(Fp::from(4u64), Fp::from(4u64));
-    loop {
-        let x = Fp2::random(&mut *r);
-        if let Some(y) = Option::<Fp2>::from((x.square() * x + b).sqrt()) {
-            return G2Affine::from_raw_unchecked(x, if r.next_u32_bit() { y } else { -y }, false);
-        }
-    }
-}
-
-trait Bit {
-    fn next_u32_bit(&mut self) -> bool;
-}
-
-impl Bit for ChaCha20Rng {
-    fn next_u32_bit(&mut self) -> bool {
-        rand_chacha::rand_core::RngCore::next_u32(self) & 1 == 1
-    }
-}
-
-/// `n` valid points `p + i·q`.
-fn valid_g1(n: usize, r: &mut ChaCha20Rng) -> Vec<G1Affine> {
-    let (mut p, q) = (G1Projective::random(&mut *r), G1Projective::random(&mut *r));
-    let proj: Vec<G1Projective> = (0..n)
-        .map(|_| {
-            p += q;
-            p
-        })
-        .collect();
-    let mut out = vec![G1Affine::identity(); n];
-    G1Projective::batch_normalize(&proj, &mut out);
-    out
-}
-
-fn valid_g2(n: usize, r: &mut ChaCha20Rng) -> Vec<G2Affine> {
-    let (mut p, q) = (G2Projective::random(&mut *r), G2Projective::random(&mut *r));
-    let proj: Vec<G2Projective> = (0..n)
-        .map(|_| {
-            p += q;
-            p
-        })
-        .collect();
-    let mut out = vec![G2Affine::identity(); n];
-    G2Projective::batch_normalize(&proj, &mut out);
-    out
-}
-
 /// Every kind of bad G1 point, `k` of each random kind.
 fn bad_g1(k: usize, r: &mut ChaCha20Rng) -> Vec<G1Affine> {
     let mut v = vec![
@@ -118,7 +44,7 @@ fn bad_g1(k: usize, r: &mut ChaCha20Rng) -> Vec<G1Affine> {
         G1Affine::from_raw_unchecked(Fp::ZERO, Fp::ONE, false),
         G1Affine::from_raw_unchecked(Fp::ONE, Fp::ZERO, false),
     ];
-    for p in valid_g1(k, r) {
+    for p in valid::<G1Projective>(k, r) {
         v.push(G1Affine::from_raw_unchecked(p.x(), p.y() + Fp::ONE, false));
         v.push(G1Affine::from_raw_unchecked(p.x() + Fp::ONE, p.y(), false));
     }
@@ -134,7 +60,7 @@ fn bad_g1(k: usize, r: &mut ChaCha20Rng) -> Vec<G1Affine> {
 
 fn bad_g2(k: usize, r: &mut ChaCha20Rng) -> Vec<G2Affine> {
     let mut v = vec![G2Affine::identity(), G2Affine::from_raw_unchecked(Fp2::ZERO, Fp2::ONE, false)];
-    for p in valid_g2(k, r) {
+    for p in valid::<G2Projective>(k, r) {
         v.push(G2Affine::from_raw_unchecked(p.x(), p.y() + Fp2::ONE, false));
     }
     for _ in 0..k {
@@ -246,7 +172,7 @@ fn compare<T: std::fmt::Debug>(what: &str, points: &[T], got: &[u32], want: impl
 #[test]
 fn host_g1_checks_match_blst() {
     let mut r = rng(1);
-    let mut points = valid_g1(64, &mut r);
+    let mut points = valid::<G1Projective>(64, &mut r);
     points.extend(bad_g1(24, &mut r));
     let Some(got) = host_status(1, "g1", &points) else { return };
     assert!(got.iter().filter(|s| **s == 0).count() >= 64 && got.iter().filter(|s| **s == 2).count() >= 100);
@@ -256,7 +182,7 @@ fn host_g1_checks_match_blst() {
 #[test]
 fn host_g2_checks_match_blst() {
     let mut r = rng(2);
-    let mut points = valid_g2(32, &mut r);
+    let mut points = valid::<G2Projective>(32, &mut r);
     points.extend(bad_g2(12, &mut r));
     let Some(got) = host_status(2, "g2", &points) else { return };
     assert!(got.iter().filter(|s| **s == 0).count() >= 32 && got.iter().filter(|s| **s == 2).count() >= 40);
@@ -356,7 +282,7 @@ fn gpu_cases<T: Copy + std::fmt::Debug>(
 fn gpu_g1_checks_match_the_cpu_oracle() {
     let b = need_gpu!();
     let mut r = rng(3);
-    let valid = valid_g1(*sizes().last().unwrap(), &mut r);
+    let valid = valid::<G1Projective>(*sizes().last().unwrap(), &mut r);
     assert_eq!(b.first_invalid_g1(&valid).unwrap(), None);
     let bad = bad_g1(2, &mut r);
     let runs = gpu_cases(&valid, &bad, g1_point_error, |v, chunk| b.first_invalid_g1_with(v, chunk).unwrap());
@@ -367,7 +293,7 @@ fn gpu_g1_checks_match_the_cpu_oracle() {
 fn gpu_g2_checks_match_the_cpu_oracle() {
     let b = need_gpu!();
     let mut r = rng(4);
-    let valid = valid_g2(*sizes().last().unwrap(), &mut r);
+    let valid = valid::<G2Projective>(*sizes().last().unwrap(), &mut r);
     assert_eq!(b.first_invalid_g2(&valid).unwrap(), None);
     let bad = bad_g2(2, &mut r);
     let runs = gpu_cases(&valid, &bad, g2_point_error, |v, chunk| b.first_invalid_g2_with(v, chunk).unwrap());
@@ -380,12 +306,12 @@ fn gpu_g2_checks_match_the_cpu_oracle() {
 fn gpu_each_point_matches_the_cpu_oracle() {
     let b = need_gpu!();
     let mut r = rng(5);
-    let mut g1 = valid_g1(8, &mut r);
+    let mut g1 = valid::<G1Projective>(8, &mut r);
     g1.extend(bad_g1(4, &mut r));
     for p in &g1 {
         assert_eq!(b.first_invalid_g1(std::slice::from_ref(p)).unwrap(), first_invalid_g1(std::slice::from_ref(p)), "{p:?}");
     }
-    let mut g2 = valid_g2(8, &mut r);
+    let mut g2 = valid::<G2Projective>(8, &mut r);
     g2.extend(bad_g2(4, &mut r));
     for p in &g2 {
         assert_eq!(b.first_invalid_g2(std::slice::from_ref(p)).unwrap(), first_invalid_g2(std::slice::from_ref(p)), "{p:?}");

@@ -27,6 +27,8 @@ pub mod params;
 pub mod proof;
 pub mod prover;
 pub mod synth;
+#[cfg(feature = "test-points")]
+pub mod test_points;
 pub mod witness;
 
 pub use bellpepper_core;
