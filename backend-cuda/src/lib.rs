@@ -30,6 +30,22 @@ pub mod nvrtc;
 pub mod pinned;
 pub mod points;
 
+/// In a test: the shared first CUDA device ([`CudaBackend::first_shared`]), or a visible
+/// `SKIPPED: <module> needs a CUDA device` on stderr (past the harness's capture) and return.
+#[macro_export]
+macro_rules! need_gpu {
+    () => {
+        match $crate::CudaBackend::first_shared() {
+            Ok(b) => b,
+            Err(why) => {
+                use ::std::io::Write as _;
+                let _ = writeln!(::std::io::stderr(), "SKIPPED: {} needs a CUDA device: {why}", module_path!());
+                return;
+            }
+        }
+    };
+}
+
 use std::sync::{Arc, Mutex, OnceLock};
 
 use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -213,6 +229,22 @@ impl CudaBackend {
     /// The first device, or `None` (with the reason) when there is no usable GPU.
     pub fn first() -> Result<Self, CudaError> {
         Self::new(0)
+    }
+
+    /// The first device, opened once per process and shared by every caller (test and bench
+    /// binaries); why there is none, in words, otherwise. Prints the device and whether its
+    /// kernels came from the cache the first time.
+    pub fn first_shared() -> Result<&'static CudaBackend, &'static str> {
+        static FIRST: OnceLock<Result<CudaBackend, String>> = OnceLock::new();
+        FIRST
+            .get_or_init(|| {
+                let b = Self::first().map_err(|e| e.to_string())?;
+                let (cached, secs) = b.module_info();
+                eprintln!("using {} (kernels {} in {secs:.1}s)", b.name(), if cached { "from cache" } else { "compiled" });
+                Ok(b)
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// The pinned pool (also available as [`Backend::host_allocator`]).

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk_backend_cuda::CudaBackend;
+use cuzk_backend_cuda::need_gpu;
 use cuzk_core::backend::Backend;
 use cuzk_core::params::{first_invalid_g1, first_invalid_g2, g1_point_error, g2_point_error, PointError, PointFailure};
 use cuzk_core::test_points::{mul_plain, off_subgroup_g1, off_subgroup_g2, valid, GROUP_ORDER as R};
@@ -190,34 +190,6 @@ fn host_g2_checks_match_blst() {
 }
 
 // ---- The CUDA backend against the CPU oracle.
-
-fn gpu() -> Option<&'static CudaBackend> {
-    static B: OnceLock<Option<CudaBackend>> = OnceLock::new();
-    B.get_or_init(|| match CudaBackend::first() {
-        Ok(b) => {
-            let (cached, secs) = b.module_info();
-            eprintln!("using {} (kernels {} in {secs:.1}s)", b.name(), if cached { "from cache" } else { "compiled" });
-            Some(b)
-        }
-        Err(e) => {
-            skip(&format!("SKIPPED: no usable CUDA device: {e}"));
-            None
-        }
-    })
-    .as_ref()
-}
-
-macro_rules! need_gpu {
-    () => {
-        match gpu() {
-            Some(b) => b,
-            None => {
-                skip(&format!("SKIPPED: {} needs a CUDA device", module_path!()));
-                return;
-            }
-        }
-    };
-}
 
 fn max_log() -> u32 {
     std::env::var("CUZK_GPU_TEST_POINTS_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or(16)

@@ -11,12 +11,10 @@
 //! vectors (P = Q, P = -Q pairs) and streamed bases go through them too; their G1 sizes go up
 //! to `CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE` (default 12; 2^19 always).
 
-use std::sync::OnceLock;
-
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_backend_cuda::msm::{AffineRule, MsmConfig};
-use cuzk_backend_cuda::{CudaBackend, CudaBases, CudaScalars};
+use cuzk_backend_cuda::{need_gpu, CudaBackend, CudaBases, CudaScalars};
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
 use cuzk_core::density::DensityBitmap;
@@ -25,34 +23,6 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-
-fn gpu() -> Option<&'static CudaBackend> {
-    static B: OnceLock<Option<CudaBackend>> = OnceLock::new();
-    B.get_or_init(|| match CudaBackend::first() {
-        Ok(b) => {
-            let (cached, secs) = b.module_info();
-            eprintln!("using {} (kernels {} in {secs:.1}s)", b.name(), if cached { "from cache" } else { "compiled" });
-            Some(b)
-        }
-        Err(e) => {
-            skip(&format!("SKIPPED: no usable CUDA device: {e}"));
-            None
-        }
-    })
-    .as_ref()
-}
-
-macro_rules! need_gpu {
-    () => {
-        match gpu() {
-            Some(b) => b,
-            None => {
-                skip(&format!("SKIPPED: {} needs a CUDA device", module_path!()));
-                return;
-            }
-        }
-    };
-}
 
 fn env_log(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -472,7 +442,7 @@ fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
     let mut sets = vec![cuzk_tests::eip2537_cases()];
     match cuzk_tests::geth_cases() {
         Ok(geth) => sets.push(geth),
-        Err(why) => skip(&format!("SKIPPED: go-ethereum's MSM vectors: {why}; G2 runs EIP-2537's multiplications only")),
+        Err(why) => cuzk_tests::skipped(&format!("go-ethereum's MSM vectors: {why}; G2 runs EIP-2537's multiplications only")),
     }
     let mut cases = 0;
     for set in &sets {
@@ -500,11 +470,6 @@ fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
 }
 
 /// Prints past libtest's output capture, so skips are visible in a plain `cargo test`.
-fn skip(msg: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
-
 /// Bases kept in host memory and streamed in chunks give the oracle's MSM (several chunks,
 /// an offset, density, and a last chunk shorter than the others), for G1 and G2.
 #[test]

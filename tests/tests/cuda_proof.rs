@@ -4,7 +4,7 @@
 
 use blstrs::Scalar;
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_backend_cuda::CudaBackend;
+use cuzk_backend_cuda::need_gpu;
 use cuzk_circuits::CircuitKind;
 use cuzk_core::alloc::heap;
 use cuzk_core::backend::Backend;
@@ -14,20 +14,9 @@ use cuzk_core::synth::{synthesize, SizeHint};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-fn skip(msg: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
-
 #[test]
 fn gpu_proofs_equal_cpu_proofs() {
-    let gpu = match CudaBackend::first() {
-        Ok(b) => b,
-        Err(e) => {
-            skip(&format!("SKIPPED: gpu_proofs_equal_cpu_proofs needs a CUDA device: {e}"));
-            return;
-        }
-    };
+    let gpu = need_gpu!();
     let cpu = CpuBackend::new();
     let max_log: u32 = std::env::var("CUZK_GPU_TEST_MAX_LOG_PROOF").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
     let mut cases = vec![(CircuitKind::SquaringChain, 2), (CircuitKind::SquaringChain, 5), (CircuitKind::SquaringChain, max_log)];
@@ -41,12 +30,12 @@ fn gpu_proofs_equal_cpu_proofs() {
         let params = cuzk_setup::generate_parameters(circuit.clone(), &mut rng).unwrap();
         let vk = params.vk.clone();
         let key_cpu = ProvingKey::load(&cpu, params.clone()).unwrap();
-        let key_gpu = ProvingKey::load(&gpu, params).unwrap();
+        let key_gpu = ProvingKey::load(gpu, params).unwrap();
         let (r, s) = (Scalar::from(12345u64), Scalar::from(67890u64));
         let synth_cpu = synthesize(circuit.clone(), heap(), SizeHint::default()).unwrap();
         let synth_gpu = synthesize(circuit.clone(), gpu.host_allocator(), SizeHint::default()).unwrap();
         let p_cpu = prove(&cpu, &key_cpu, synth_cpu, r, s, &mut |_| {}).unwrap();
-        let p_gpu = prove(&gpu, &key_gpu, synth_gpu, r, s, &mut |_| {}).unwrap();
+        let p_gpu = prove(gpu, &key_gpu, synth_gpu, r, s, &mut |_| {}).unwrap();
         assert_eq!(p_gpu.to_bytes(), p_cpu.to_bytes(), "{} 2^{log}: GPU proof differs from the CPU proof", kind.name());
         assert!(verify(&vk, &p_gpu, &inputs).unwrap(), "{} 2^{log}: GPU proof does not verify", kind.name());
         eprintln!("{} 2^{log}: GPU proof == CPU proof, verifies", kind.name());
