@@ -5,7 +5,9 @@
 //! bellperson's, which `cuzk-core` reads.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use rand_core::RngCore;
@@ -64,21 +66,36 @@ pub fn published_digest(file_name: &str) -> Option<&'static str> {
 }
 
 /// A file's digest as Filecoin computes it for `parameters.json`: blake2b-512, the first 32 hex
-/// digits. Reads the whole file (at disk speed: about 1 GB/s on one core).
-pub fn file_digest(path: &Path) -> std::io::Result<String> {
+/// digits. Reads the whole file (at disk speed: about 1 GB/s on one core); gives up (an
+/// `Interrupted` error) once `stop` is set.
+pub fn file_digest(path: &Path, stop: &AtomicBool) -> std::io::Result<String> {
     let mut f = std::fs::File::open(path)?;
     let mut state = blake2b_simd::State::new();
-    std::io::copy(&mut f, &mut state)?;
+    let mut buf = vec![0u8; 8 << 20];
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "the digest was no longer needed"));
+        }
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                state.update(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     Ok(state.finalize().to_hex()[..32].to_string())
 }
 
 /// Whether `path` is a Filecoin parameter file with the digest Filecoin publishes for its name:
-/// `None` when the name is not listed, else whether the digest matches.
-pub fn matches_published_digest(path: &Path) -> std::io::Result<Option<bool>> {
+/// `None` when the name is not listed, else whether the digest matches (`stop` as in
+/// [`file_digest`]).
+pub fn matches_published_digest(path: &Path, stop: &AtomicBool) -> std::io::Result<Option<bool>> {
     let Some(want) = path.file_name().and_then(|n| n.to_str()).and_then(published_digest) else {
         return Ok(None);
     };
-    Ok(Some(file_digest(path)? == want))
+    Ok(Some(file_digest(path, stop)? == want))
 }
 
 /// Writes timing-only parameters of `circuit` into `dir` under the names Filecoin's cache uses

@@ -197,7 +197,7 @@ impl<B: Backend> BackendWorker<B> {
         match &task.source {
             ParamSource::File(path) => {
                 let checks = self.backends.first().and_then(|b| point_checks(&**b));
-                read_params_trusting(path, task.validation, self.validation_records.as_deref(), checks, self.published.as_deref()).map(|(p, _)| p)
+                read_params_trusting(path, task.validation, self.validation_records.as_deref(), checks, self.published.as_ref()).map(|(p, _)| p)
             }
             ParamSource::TimingOnly(shape) => Ok(self.timing_queries(shape)?.params()),
         }
@@ -463,7 +463,7 @@ impl<B: Backend + 'static> Worker for BackendWorker<B> {
                     // A full validation's curve and subgroup checks run on the device when its
                     // backend offers them, while the host decodes the next block.
                     (None, ParamSource::File(path)) => {
-                        let file = ParamsFile::open_with(path, task.validation, self.validation_records.as_deref(), self.published.as_deref())?;
+                        let file = ParamsFile::open_with(path, task.validation, self.validation_records.as_deref(), self.published.as_ref())?;
                         let checks = self.backends.get(d).and_then(|b| point_checks(&**b));
                         self.load_key_from(task.circuit, d, &CheckedFile { file: &file, checks }, streamed)?;
                         file.finish();

@@ -8,13 +8,16 @@
 //! [`Backend::checks_points`] says so, e.g. a GPU), with the cheap checks only on the host
 //! (the encoding, on the curve, not the identity) and the subgroup checks on the backend, block
 //! `k` checked while block `k + 1` decodes and block `k + 2` is read. Both refuse a file with
-//! the same section, index and reason.
+//! the same section, index and reason. A file its publisher lists ([`PublishedDigest`]) has its digest
+//! computed beside the validation, which stops checking once it matches.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::SystemTime;
 
 use rayon::prelude::*;
@@ -224,7 +227,8 @@ pub fn read_layout(path: &Path) -> Result<ParamsLayout, WorkError> {
 }
 
 /// [`checksum`] of a whole file, read in pieces: the same value as `checksum` of its bytes.
-fn checksum_file(src: &FileSource) -> Result<u64, ParamsError> {
+/// Gives up (an error) once `stop` is set.
+fn checksum_file(src: &FileSource, stop: &AtomicBool) -> Result<u64, ParamsError> {
     const PIECE: usize = 8 << 20;
     let parts: Vec<u64> = (0..src.len.div_ceil(CHECKSUM_CHUNK))
         .into_par_iter()
@@ -234,6 +238,9 @@ fn checksum_file(src: &FileSource) -> Result<u64, ParamsError> {
             let mut buf = vec![0u8; PIECE.min(end - start)];
             let mut at = start;
             while at < end {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(ParamsError::Read { offset: at, needed: end - at, reason: "the checksum was no longer needed".into() });
+                }
                 let n = PIECE.min(end - at);
                 src.read_into(at, &mut buf[..n])?;
                 h.update(&buf[..n]);
@@ -286,8 +293,47 @@ pub enum Checked {
 
 /// Whether a parameter file is one a publisher lists with a digest (Filecoin's
 /// `parameters.json`): `Ok(None)` when its name is not listed, else whether its contents have
-/// that digest. The family that knows the list supplies it; the worker knows none.
-pub type PublishedDigest = dyn Fn(&Path) -> std::io::Result<Option<bool>> + Send + Sync;
+/// that digest; it may give up (an error) once the flag is set. The family that knows the list
+/// supplies it; the worker knows none.
+pub type PublishedDigest = dyn Fn(&Path, &AtomicBool) -> std::io::Result<Option<bool>> + Send + Sync;
+
+/// The published digest of a file being validated in full, computed on its own thread while
+/// the points are checked ([`ParamsFile::open_with`]).
+#[derive(Debug, Default)]
+struct DigestWatch {
+    /// Set once the digest matched: blocks decoded from then on skip the point checks.
+    matched: AtomicBool,
+    /// The thread's answer, once it has one (`Some(true)`: it matched).
+    done: Mutex<Option<bool>>,
+    answered: Condvar,
+    /// Set when a block or section skipped its checks because the digest matched.
+    used: AtomicBool,
+}
+
+impl DigestWatch {
+    fn matched(&self) -> bool {
+        let m = self.matched.load(Ordering::Acquire);
+        if m {
+            self.used.store(true, Ordering::Relaxed);
+        }
+        m
+    }
+
+    /// Waits for the thread's answer: whether the digest matched.
+    fn wait(&self) -> bool {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        while done.is_none() {
+            done = self.answered.wait(done).unwrap_or_else(|e| e.into_inner());
+        }
+        *done == Some(true)
+    }
+
+    fn answer(&self, matched: bool) {
+        self.matched.store(matched, Ordering::Release);
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(matched);
+        self.answered.notify_all();
+    }
+}
 
 /// Bytes hashed per task by [`checksum`]; part of the record format (changing it changes every
 /// checksum, so records written before simply stop matching).
@@ -364,7 +410,7 @@ pub fn read_params_trusting(
     validation: Validation,
     records: Option<&Path>,
     checks: Option<&dyn PointChecks>,
-    published: Option<&PublishedDigest>,
+    published: Option<&Arc<PublishedDigest>>,
 ) -> Result<(Parameters, Checked), WorkError> {
     let file = ParamsFile::open_with(path, validation, records, published)?;
     let params = file.decode_checked(checks)?;
@@ -377,12 +423,30 @@ pub fn read_params_trusting(
 #[derive(Debug)]
 pub struct ParamsFile {
     path: PathBuf,
-    src: FileSource,
+    src: Arc<FileSource>,
     layout: ParamsLayout,
     validation: Validation,
     checked: Checked,
     /// The record to write once every section has decoded under a full validation.
-    record: Option<(PathBuf, String)>,
+    record: Option<(PathBuf, Record)>,
+    /// The published digest, computed beside a full validation.
+    digest: Option<Arc<DigestWatch>>,
+    /// Tells the threads of the digest and the checksum to give up (set when the file is
+    /// finished or dropped).
+    stop: Arc<AtomicBool>,
+}
+
+/// A validation record's text, or the thread computing the checksum it needs.
+#[derive(Debug)]
+enum Record {
+    Ready(String),
+    Pending { canonical: PathBuf, len: u64, sum: std::thread::JoinHandle<Result<u64, ParamsError>> },
+}
+
+impl Drop for ParamsFile {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl ParamsFile {
@@ -392,36 +456,49 @@ impl ParamsFile {
         Self::open_with(path, validation, records, None)
     }
 
-    /// [`ParamsFile::open`]; a file that would be validated in full is trusted instead when
-    /// `published` lists its name with the digest its contents have (and recorded, with
-    /// `records`, so the next load is trusted by its checksum). A listed file whose digest
-    /// differs is validated in full, with a warning: it is not the file its name says.
-    pub fn open_with(path: &Path, validation: Validation, records: Option<&Path>, published: Option<&PublishedDigest>) -> Result<ParamsFile, WorkError> {
+    /// [`ParamsFile::open`]; a file that would be validated in full is trusted instead once
+    /// `published` says its name is listed with the digest its contents have (and recorded,
+    /// with `records`, so the next load is trusted by its checksum). The digest is computed on
+    /// its own thread while the validation runs: blocks decoded after it matched skip the point
+    /// checks, and a point that fails its check waits for the digest (a listed file is trusted
+    /// whatever it holds: the list is the authority). A listed file whose digest differs is
+    /// validated in full, with a warning: it is not the file its name says.
+    pub fn open_with(path: &Path, validation: Validation, records: Option<&Path>, published: Option<&Arc<PublishedDigest>>) -> Result<ParamsFile, WorkError> {
         let mut file = Self::open_deciding(path, validation, records)?;
-        if file.checked == Checked::Full {
-            if let Some(published) = published {
+        if let (Checked::Full, Some(published)) = (file.checked, published) {
+            let watch = Arc::new(DigestWatch::default());
+            let (w, published, stop, at) = (watch.clone(), published.clone(), file.stop.clone(), path.to_path_buf());
+            let spawned = std::thread::Builder::new().name("params-digest".into()).spawn(move || {
                 let t = std::time::Instant::now();
-                match published(path) {
+                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| published(&at, &stop)))
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the digest's computation panicked")));
+                match &answer {
                     Ok(Some(true)) => {
-                        tracing::info!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file has its published digest: point checks skipped");
-                        (file.validation, file.checked) = (Validation::Trusted, Checked::Published);
+                        tracing::info!(path = %at.display(), seconds = t.elapsed().as_secs_f64(), "parameter file has its published digest: point checks skipped from here on")
                     }
                     Ok(Some(false)) => tracing::warn!(
-                        path = %path.display(),
-                        "parameter file does NOT have the digest published for its name (a damaged download, or not the file its name says): validating in full"
+                        path = %at.display(),
+                        "parameter file does NOT have the digest published for its name (a damaged download, or not the file its name says): validated in full"
                     ),
                     Ok(None) => {}
-                    Err(e) => tracing::warn!(path = %path.display(), error = %e, "the file's digest could not be computed: validating in full"),
+                    Err(_) if stop.load(Ordering::Relaxed) => {}
+                    Err(e) => tracing::warn!(path = %at.display(), error = %e, "the file's digest could not be computed: validated in full"),
                 }
+                w.answer(matches!(answer, Ok(Some(true))));
+            });
+            match spawned {
+                Ok(_) => file.digest = Some(watch),
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "no thread for the file's digest: validating in full"),
             }
         }
         Ok(file)
     }
 
     fn open_deciding(path: &Path, validation: Validation, records: Option<&Path>) -> Result<ParamsFile, WorkError> {
-        let src = FileSource::open(path).map_err(|source| WorkError::Io { path: path.into(), source })?;
+        let src = Arc::new(FileSource::open(path).map_err(|source| WorkError::Io { path: path.into(), source })?);
         let params = |source| WorkError::Params { path: path.into(), source };
-        let layout = ParamsLayout::read(&src).map_err(params)?;
+        let layout = ParamsLayout::read(&*src).map_err(params)?;
+        let stop = Arc::new(AtomicBool::new(false));
         let (validation, checked, record) = match (validation, records) {
             (Validation::Trusted, _) => (Validation::Trusted, Checked::Trusted, None),
             (Validation::Full, None) => (Validation::Full, Checked::Full, None),
@@ -432,29 +509,54 @@ impl ParamsFile {
                 }
                 Ok(canonical) => {
                     let record = record_path(dir, &canonical);
-                    let t = std::time::Instant::now();
-                    let expected = record_text(&canonical, src.len as u64, checksum_file(&src).map_err(params)?);
-                    tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
                     match std::fs::read(&record) {
-                        Ok(text) if text == expected.as_bytes() => {
-                            tracing::info!(path = %path.display(), record = %record.display(), "parameter file matches its validation record: point checks skipped");
-                            (Validation::Trusted, Checked::Record, None)
-                        }
-                        other => {
-                            match other {
-                                Ok(_) => {
-                                    tracing::warn!(path = %path.display(), record = %record.display(), "parameter file does not match its validation record (changed, corrupt, or a garbled record): validating in full")
-                                }
-                                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                                Err(e) => tracing::warn!(record = %record.display(), error = %e, "validation record unreadable: validating in full"),
+                        Ok(text) => {
+                            let t = std::time::Instant::now();
+                            let expected = record_text(&canonical, src.len as u64, checksum_file(&src, &stop).map_err(params)?);
+                            tracing::debug!(path = %path.display(), seconds = t.elapsed().as_secs_f64(), "parameter file checksummed");
+                            if text == expected.as_bytes() {
+                                tracing::info!(path = %path.display(), record = %record.display(), "parameter file matches its validation record: point checks skipped");
+                                (Validation::Trusted, Checked::Record, None)
+                            } else {
+                                tracing::warn!(path = %path.display(), record = %record.display(), "parameter file does not match its validation record (changed, corrupt, or a garbled record): validating in full");
+                                (Validation::Full, Checked::Full, Some((record, Record::Ready(expected))))
                             }
-                            (Validation::Full, Checked::Full, Some((record, expected)))
+                        }
+                        Err(e) => {
+                            if e.kind() != std::io::ErrorKind::NotFound {
+                                tracing::warn!(record = %record.display(), error = %e, "validation record unreadable: validating in full");
+                            }
+                            // No record to compare with: the checksum the new record needs is
+                            // computed beside the validation.
+                            let (len, src, stop) = (src.len as u64, src.clone(), stop.clone());
+                            let sum = std::thread::Builder::new()
+                                .name("params-checksum".into())
+                                .spawn(move || checksum_file(&src, &stop))
+                                .map_err(|source| WorkError::Io { path: path.into(), source })?;
+                            (Validation::Full, Checked::Full, Some((record, Record::Pending { canonical, len, sum })))
                         }
                     }
                 }
             },
         };
-        Ok(ParamsFile { path: path.into(), src, layout, validation, checked, record })
+        Ok(ParamsFile { path: path.into(), src, layout, validation, checked, record, digest: None, stop })
+    }
+
+    /// Whether the published digest has matched (blocks from now on skip the point checks).
+    fn vouched(&self) -> bool {
+        self.digest.as_ref().is_some_and(|d| d.matched())
+    }
+
+    /// `load(trusted)` under this file's checks (`trusted` false), and again trusted if a point
+    /// failed its check while the published digest, once it answers, vouches for the file.
+    fn vouched_or<T>(&self, load: impl Fn(bool) -> Result<T, LoadError>) -> Result<T, WorkError> {
+        match load(false) {
+            Err(LoadError::Params(ParamsError::InvalidPoint { .. })) if self.digest.as_ref().is_some_and(|d| d.wait()) => {
+                self.digest.as_ref().inspect(|d| d.used.store(true, Ordering::Relaxed));
+                load(true).map_err(|e| self.err(e))
+            }
+            r => r.map_err(|e| self.err(e)),
+        }
     }
 
     fn err(&self, e: LoadError) -> WorkError {
@@ -472,10 +574,20 @@ impl ParamsFile {
     /// The decoding and the checks of a section: with `checks` under a full validation, the
     /// host decodes as trusted (encoding, on the curve, not the identity) and `checks` take
     /// the rest; otherwise the host does all of it.
-    fn plan<'c>(&self, checks: Option<&'c dyn PointChecks>) -> (Validation, Option<&'c dyn PointChecks>) {
+    fn plan<'c>(&self, checks: Option<&'c dyn PointChecks>, trusted: bool) -> (Validation, Option<&'c dyn PointChecks>) {
         match checks {
+            _ if trusted => (Validation::Trusted, None),
             Some(c) if self.validation == Validation::Full => (Validation::Trusted, Some(c)),
             _ => (self.validation, None),
+        }
+    }
+
+    /// A block's host validation: `validation`, or trusted once the digest has matched.
+    fn block_validation(&self, validation: Validation) -> Validation {
+        if validation == Validation::Full && self.vouched() {
+            Validation::Trusted
+        } else {
+            validation
         }
     }
 
@@ -495,11 +607,17 @@ impl ParamsFile {
             Section::BG1 => &self.layout.b_g1,
             Section::Ic | Section::BG2 => return Ok(Vec::new()),
         };
-        let (validation, checks) = self.plan(checks);
-        let check = checks.map(|c| move |points: &[G1Affine], first: usize| checked(c.check_g1(points), section, first));
-        self.src
-            .section(range.clone(), G1_UNCOMPRESSED, |b, first| g1_section(b, section, first, validation), check.as_ref().map(|c| c as _))
-            .map_err(|e| self.err(e))
+        self.vouched_or(|trusted| {
+            let (validation, checks) = self.plan(checks, trusted);
+            let check =
+                checks.map(|c| move |points: &[G1Affine], first: usize| if self.vouched() { Ok(()) } else { checked(c.check_g1(points), section, first) });
+            self.src.section(
+                range.clone(),
+                G1_UNCOMPRESSED,
+                |b, first| g1_section(b, section, first, self.block_validation(validation)),
+                check.as_ref().map(|c| c as _),
+            )
+        })
     }
 
     /// Decodes the `b_g2` query.
@@ -509,11 +627,17 @@ impl ParamsFile {
 
     /// [`ParamsFile::b_g2`] with `checks`, as [`ParamsFile::g1_checked`].
     pub fn b_g2_checked(&self, checks: Option<&dyn PointChecks>) -> Result<Vec<G2Affine>, WorkError> {
-        let (validation, checks) = self.plan(checks);
-        let check = checks.map(|c| move |points: &[G2Affine], first: usize| checked(c.check_g2(points), Section::BG2, first));
-        self.src
-            .section(self.layout.b_g2.clone(), G2_UNCOMPRESSED, |b, first| g2_section(b, Section::BG2, first, validation), check.as_ref().map(|c| c as _))
-            .map_err(|e| self.err(e))
+        self.vouched_or(|trusted| {
+            let (validation, checks) = self.plan(checks, trusted);
+            let check =
+                checks.map(|c| move |points: &[G2Affine], first: usize| if self.vouched() { Ok(()) } else { checked(c.check_g2(points), Section::BG2, first) });
+            self.src.section(
+                self.layout.b_g2.clone(),
+                G2_UNCOMPRESSED,
+                |b, first| g2_section(b, Section::BG2, first, self.block_validation(validation)),
+                check.as_ref().map(|c| c as _),
+            )
+        })
     }
 
     /// Decodes every query.
@@ -535,13 +659,35 @@ impl ParamsFile {
 
     /// After every section decoded: writes the validation record a full validation earns
     /// (failing to is logged) and says which checks ran.
-    pub fn finish(self) -> Checked {
-        if let Some((record, text)) = &self.record {
-            match write_record(record, text) {
-                Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), checked = ?self.checked, "parameter file recorded as valid"),
+    /// A full validation that skipped checks because the published digest matched counts as
+    /// [`Checked::Published`]; the digest's thread is told to stop if it still runs.
+    pub fn finish(mut self) -> Checked {
+        let checked = match &self.digest {
+            Some(d) if self.checked == Checked::Full && d.used.load(Ordering::Relaxed) => Checked::Published,
+            _ => self.checked,
+        };
+        let text = match self.record.take() {
+            None => None,
+            Some((record, Record::Ready(text))) => Some((record, text)),
+            Some((record, Record::Pending { canonical, len, sum })) => match sum.join() {
+                Ok(Ok(sum)) => Some((record, record_text(&canonical, len, sum))),
+                Ok(Err(e)) => {
+                    tracing::warn!(record = %record.display(), error = %e, "no checksum for the validation record");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(record = %record.display(), "the checksum's thread panicked: no validation record");
+                    None
+                }
+            },
+        };
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some((record, text)) = text {
+            match write_record(&record, &text) {
+                Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), checked = ?checked, "parameter file recorded as valid"),
                 Err(e) => tracing::warn!(record = %record.display(), error = %e, "could not write the validation record"),
             }
         }
-        self.checked
+        checked
     }
 }

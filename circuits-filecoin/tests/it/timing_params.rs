@@ -72,17 +72,21 @@ fn published_digests_by_our_file_names() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("v28-not-listed.params");
     std::fs::write(&file, (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let go = std::sync::atomic::AtomicBool::new(false);
     let b2sum = std::process::Command::new("b2sum").arg(&file).output();
     match b2sum {
         Ok(out) if out.status.success() => {
             let want = String::from_utf8(out.stdout).unwrap()[..32].to_string();
-            assert_eq!(params::file_digest(&file).unwrap(), want, "blake2b-512 as b2sum computes it");
+            assert_eq!(params::file_digest(&file, &go).unwrap(), want, "blake2b-512 as b2sum computes it");
         }
         _ => println!("SKIPPED: the digest against b2sum (coreutils' b2sum not found)"),
     }
-    assert_eq!(params::matches_published_digest(&file).unwrap(), None, "a name Filecoin does not list");
+    assert_eq!(params::matches_published_digest(&file, &go).unwrap(), None, "a name Filecoin does not list");
     // A listed name with other contents: listed, and not matching.
     let listed = tmp.path().join(porep.vk.file_name().unwrap());
     std::fs::write(&listed, b"not the verifying key").unwrap();
-    assert_eq!(params::matches_published_digest(&listed).unwrap(), Some(false));
+    assert_eq!(params::matches_published_digest(&listed, &go).unwrap(), Some(false));
+    // Told to stop, it gives up instead of reading on.
+    let e = params::matches_published_digest(&listed, &std::sync::atomic::AtomicBool::new(true)).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Interrupted, "{e}");
 }

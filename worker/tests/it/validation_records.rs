@@ -3,14 +3,19 @@
 //! record, means a full validation again.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
 use cuzk_backend_cpu::CpuBackend;
 use cuzk_circuits::{BuiltinShape, CircuitKind};
+use cuzk_core::backend::BackendError;
 use cuzk_core::engine::{CircuitId, Location};
+use cuzk_core::params::PointFailure;
 use cuzk_core::params::{Parameters, ParamsError, ParamsLayout, PointError, Section, Validation};
-use cuzk_worker::params::{checksum, record_path};
-use cuzk_worker::{read_params, read_params_with_records, BackendWorker, Checked, LoadTask, ParamSource, WorkError, Worker};
+use cuzk_worker::params::{checksum, record_path, PointChecks};
+use cuzk_worker::{
+    read_params, read_params_trusting, read_params_with_records, BackendWorker, Checked, LoadTask, ParamSource, PublishedDigest, WorkError, Worker,
+};
 use rand::SeedableRng;
 
 /// A small parameter file in `dir`, and its parameters.
@@ -259,42 +264,133 @@ fn a_file_changed_while_it_loads_is_an_error_not_a_fault() {
     assert_ne!(params.l.len(), 0);
 }
 
+/// A publisher's list as the worker takes it.
+fn list(f: impl Fn(&Path, &AtomicBool) -> std::io::Result<Option<bool>> + Send + Sync + 'static) -> Arc<PublishedDigest> {
+    Arc::new(f)
+}
+
+/// A list that names `path`'s file with the checksum of `bytes` as its digest.
+fn listing(bytes: &[u8]) -> Arc<PublishedDigest> {
+    let digest = checksum(bytes);
+    list(move |p, _| Ok(Some(checksum(&std::fs::read(p)?) == digest)))
+}
+
+/// `bytes` with the H query's first point replaced by one outside the subgroup.
+fn with_bad_point(mut bytes: Vec<u8>) -> Vec<u8> {
+    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
+    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
+    bytes[at..at + point.len()].copy_from_slice(&point);
+    bytes
+}
+
 /// A file whose digest is the one published for its name is read without the point checks and
 /// recorded; a listed file with another digest, an unlisted one, or a digest that cannot be
 /// computed means a full validation, with the same outcome as without the list.
 #[test]
 fn a_file_with_its_published_digest_skips_the_point_checks() {
-    use cuzk_worker::read_params_trusting;
     let dir = tempfile::tempdir().unwrap();
     let (path, params) = params_file(dir.path());
     let records = dir.path().join("validated");
-    // The publisher's list: this file's checksum as its digest.
-    let digest = checksum(&std::fs::read(&path).unwrap());
-    let listed = move |p: &Path| -> std::io::Result<Option<bool>> { Ok(Some(checksum(&std::fs::read(p)?) == digest)) };
-    let unlisted = |_: &Path| -> std::io::Result<Option<bool>> { Ok(None) };
-    let failing = |_: &Path| -> std::io::Result<Option<bool>> { Err(std::io::Error::other("no digest")) };
+    let listed = listing(&std::fs::read(&path).unwrap());
+    let unlisted = list(|_, _| Ok(None));
+    let failing = list(|_, _| Err(std::io::Error::other("no digest")));
+    let panicking = list(|_, _| panic!("a digest that panics"));
 
-    for f in [&unlisted as &cuzk_worker::PublishedDigest, &failing] {
+    for f in [&unlisted, &failing, &panicking] {
         let (p, how) = read_params_trusting(&path, Validation::Full, None, None, Some(f)).unwrap();
         assert_eq!((p == params, how), (true, Checked::Full));
     }
+    // A small file decodes before the digest's thread answers, so its checks run until then;
+    // the digest, once it has matched, counts the load as published.
     let (p, how) = read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap();
-    assert_eq!((p == params, how), (true, Checked::Published));
+    assert!(p == params && matches!(how, Checked::Published | Checked::Full), "{how:?}");
     assert!(record_of(&records, &path).exists(), "a file with its published digest is recorded");
     assert_eq!(read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap().1, Checked::Record);
 
     // A point outside the subgroup: the digest no longer matches, so the full validation runs and refuses it.
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
-    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
-    bytes[at..at + point.len()].copy_from_slice(&point);
+    let bytes = with_bad_point(std::fs::read(&path).unwrap());
     std::fs::write(&path, &bytes).unwrap();
     let e = read_params_trusting(&path, Validation::Full, Some(&records), None, Some(&listed)).unwrap_err();
     assert!(matches!(e, WorkError::Params { source: ParamsError::InvalidPoint { section: Section::H, index: 0, .. }, .. }), "{e}");
     // Were the list to name that file's digest, it would be trusted: the list is the authority.
-    let digest = checksum(&bytes);
-    let relisted = move |p: &Path| -> std::io::Result<Option<bool>> { Ok(Some(checksum(&std::fs::read(p)?) == digest)) };
-    assert_eq!(read_params_trusting(&path, Validation::Full, None, None, Some(&relisted)).unwrap().1, Checked::Published);
+    // The failed check waits for the digest, however late it answers.
+    let relisted = listing(&bytes);
+    let late = {
+        let l = relisted.clone();
+        list(move |p, stop| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            l(p, stop)
+        })
+    };
+    for f in [&relisted, &late] {
+        assert_eq!(read_params_trusting(&path, Validation::Full, None, None, Some(f)).unwrap().1, Checked::Published);
+    }
     // Trusted files are not hashed at all.
     assert_eq!(read_params_trusting(&path, Validation::Trusted, None, None, Some(&failing)).unwrap().1, Checked::Trusted);
+}
+
+/// The digest runs beside the checks: once it has matched, the blocks after skip their checks
+/// (the load counts as published); a validation that ends first tells it to stop.
+#[test]
+fn the_published_digest_runs_beside_the_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, params) = params_file(dir.path());
+    let digest = checksum(&std::fs::read(&path).unwrap());
+    let cpu = CpuBackend::new();
+
+    /// The CPU's checks, counted; the first call lets the digest answer and gives it time to.
+    struct Counted<'a> {
+        cpu: &'a CpuBackend,
+        calls: AtomicUsize,
+        go: Mutex<Option<mpsc::Sender<()>>>,
+    }
+    impl Counted<'_> {
+        fn count(&self) {
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                if let Some(go) = self.go.lock().unwrap().take() {
+                    go.send(()).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            }
+        }
+    }
+    impl PointChecks for Counted<'_> {
+        fn check_g1(&self, p: &[blstrs::G1Affine]) -> Result<Option<PointFailure>, BackendError> {
+            self.count();
+            self.cpu.check_g1(p)
+        }
+        fn check_g2(&self, p: &[blstrs::G2Affine]) -> Result<Option<PointFailure>, BackendError> {
+            self.count();
+            self.cpu.check_g2(p)
+        }
+    }
+
+    // The digest answers after the first block's check: the other four sections skip theirs.
+    let (tx, rx) = mpsc::channel();
+    let rx = Mutex::new(rx);
+    let answers = list(move |p, _| {
+        rx.lock().unwrap().recv().unwrap();
+        Ok(Some(checksum(&std::fs::read(p)?) == digest))
+    });
+    let checks = Counted { cpu: &cpu, calls: AtomicUsize::new(0), go: Mutex::new(Some(tx)) };
+    let (p, how) = read_params_trusting(&path, Validation::Full, None, Some(&checks), Some(&answers)).unwrap();
+    assert_eq!((p == params, how), (true, Checked::Published));
+    assert_eq!(checks.calls.load(Ordering::SeqCst), 1, "sections after the digest matched were checked");
+
+    // A digest that has not answered when the checks end is told to stop, and the load is a full one.
+    let (saw, seen) = mpsc::channel();
+    let saw = Mutex::new(saw);
+    let slow = list(move |_, stop| {
+        let t = std::time::Instant::now();
+        while !stop.load(Ordering::Relaxed) && t.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        saw.lock().unwrap().send(stop.load(Ordering::Relaxed)).unwrap();
+        Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "stopped"))
+    });
+    let checks = Counted { cpu: &cpu, calls: AtomicUsize::new(0), go: Mutex::new(None) };
+    let (p, how) = read_params_trusting(&path, Validation::Full, None, Some(&checks), Some(&slow)).unwrap();
+    assert_eq!((p == params, how), (true, Checked::Full));
+    assert_eq!(checks.calls.load(Ordering::SeqCst), 5, "one check per section");
+    assert!(seen.recv_timeout(std::time::Duration::from_secs(30)).unwrap(), "the digest was told to stop");
 }
