@@ -338,18 +338,20 @@ fn the_published_digest_runs_beside_the_checks() {
     let digest = checksum(&std::fs::read(&path).unwrap());
     let cpu = CpuBackend::new();
 
-    /// The CPU's checks, counted; the first call lets the digest answer and gives it time to.
+    /// The CPU's checks, counted; the first call lets the digest answer and waits until it has.
     struct Counted<'a> {
         cpu: &'a CpuBackend,
         calls: AtomicUsize,
-        go: Mutex<Option<mpsc::Sender<()>>>,
+        go: Mutex<Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>>,
     }
     impl Counted<'_> {
         fn count(&self) {
             if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                if let Some(go) = self.go.lock().unwrap().take() {
+                if let Some((go, answered)) = self.go.lock().unwrap().take() {
                     go.send(()).unwrap();
-                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    answered.recv().unwrap();
+                    // The answer is stored as the digest's function returns.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             }
         }
@@ -366,13 +368,16 @@ fn the_published_digest_runs_beside_the_checks() {
     }
 
     // The digest answers after the first block's check: the other four sections skip theirs.
-    let (tx, rx) = mpsc::channel();
-    let rx = Mutex::new(rx);
+    let (go, wait) = mpsc::channel();
+    let (answer, answered) = mpsc::channel();
+    let (wait, answer) = (Mutex::new(wait), Mutex::new(answer));
     let answers = list(move |p, _| {
-        rx.lock().unwrap().recv().unwrap();
-        Ok(Some(checksum(&std::fs::read(p)?) == digest))
+        wait.lock().unwrap().recv().unwrap();
+        let matched = checksum(&std::fs::read(p)?) == digest;
+        answer.lock().unwrap().send(()).unwrap();
+        Ok(Some(matched))
     });
-    let checks = Counted { cpu: &cpu, calls: AtomicUsize::new(0), go: Mutex::new(Some(tx)) };
+    let checks = Counted { cpu: &cpu, calls: AtomicUsize::new(0), go: Mutex::new(Some((go, answered))) };
     let (p, how) = read_params_trusting(&path, Validation::Full, None, Some(&checks), Some(&answers)).unwrap();
     assert_eq!((p == params, how), (true, Checked::Published));
     assert_eq!(checks.calls.load(Ordering::SeqCst), 1, "sections after the digest matched were checked");
