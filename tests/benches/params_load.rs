@@ -17,7 +17,8 @@
 //!   PoRep (`h` of 2^LOG points; LOG 27 is the real size, 47 GB) under `--dir` (default the
 //!   system's temporary directory), removed after unless `--keep`.
 //! - `--checks cuda`: where the curve and subgroup checks run: `cuda`, `host`, or `both` (the
-//!   host's are about a hundred times slower: keep LOG small).
+//!   host's are about a hundred times slower: keep LOG small), or `none`: decoded as trusted,
+//!   the read and the decoding alone.
 //! - `--load`: also the worker's whole device load as the daemon runs it (the checksum read for
 //!   the validation record, decoding, the checks on the device, the upload), timed.
 //! - `--drop-caches`: `sync` and drop the page cache (root only) before each timed read, so the
@@ -41,12 +42,13 @@ use group::{Curve, Group};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-const USAGE: &str = "usage: cuzk-params-load [--file PATH | --log LOG [--dir DIR] [--keep]] [--checks cuda|host|both] [--load] [--drop-caches]
+const USAGE: &str = "usage: cuzk-params-load [--file PATH | --log LOG [--dir DIR] [--keep]] [--checks cuda|host|both|none] [--load] [--drop-caches]
   --file PATH      an existing parameter file
   --log LOG        write one of valid points, h = 2^LOG points, a 32 GiB PoRep's proportions (27: 47 GB; default 22)
   --dir DIR        where to write it (default: the temporary directory)
   --keep           keep the written file
-  --checks WHERE   curve and subgroup checks on the CUDA device, on the host, or both (default cuda)
+  --checks WHERE   curve and subgroup checks on the CUDA device, on the host, both, or none (trusted:
+                   the read and the decoding alone; default cuda)
   --load           also time the worker's whole device load (checksum, decode, checks, upload)
   --drop-caches    drop the page cache before each timed read (root only)";
 
@@ -57,12 +59,14 @@ struct Args {
     keep: bool,
     cuda: bool,
     host: bool,
+    /// `--checks none`: decoded as trusted.
+    trusted: bool,
     load: bool,
     drop_caches: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
-    let mut a = Args { file: None, log: 22, dir: std::env::temp_dir(), keep: false, cuda: true, host: false, load: false, drop_caches: false };
+    let mut a = Args { file: None, log: 22, dir: std::env::temp_dir(), keep: false, cuda: true, host: false, trusted: false, load: false, drop_caches: false };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
@@ -75,11 +79,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--dir" => a.dir = value("--dir")?.into(),
             "--keep" => a.keep = true,
             "--checks" => {
-                (a.cuda, a.host) = match value("--checks")?.as_str() {
-                    "cuda" => (true, false),
-                    "host" => (false, true),
-                    "both" => (true, true),
-                    o => return Err(format!("--checks takes cuda, host or both, not {o:?}")),
+                (a.cuda, a.host, a.trusted) = match value("--checks")?.as_str() {
+                    "cuda" => (true, false, false),
+                    "host" => (false, true, false),
+                    "both" => (true, true, false),
+                    "none" => (false, false, true),
+                    o => return Err(format!("--checks takes cuda, host, both or none, not {o:?}")),
                 }
             }
             "--load" => a.load = true,
@@ -153,11 +158,11 @@ fn drop_caches() {
     }
 }
 
-/// Decodes every section of `path` under a full validation, the curve and subgroup checks by
-/// `checks` (on the host while decoding when `None`), dropping each section once decoded;
+/// Decodes every section of `path` under `validation`, a full one's curve and subgroup checks
+/// by `checks` (on the host while decoding when `None`), dropping each section once decoded;
 /// prints per-section times.
-fn validate(path: &Path, layout: &ParamsLayout, checks: Option<&dyn PointChecks>, label: &str) -> Result<f64, String> {
-    let file = ParamsFile::open(path, Validation::Full, None).map_err(|e| e.to_string())?;
+fn validate(path: &Path, layout: &ParamsLayout, validation: Validation, checks: Option<&dyn PointChecks>, label: &str) -> Result<f64, String> {
+    let file = ParamsFile::open(path, validation, None).map_err(|e| e.to_string())?;
     let start = Instant::now();
     let sections = [(Section::H, &layout.h), (Section::L, &layout.l), (Section::A, &layout.a), (Section::BG1, &layout.b_g1), (Section::BG2, &layout.b_g2)];
     for (section, range) in sections {
@@ -189,7 +194,7 @@ fn main() {
     let cuda = if a.cuda || a.load {
         match CudaBackend::first() {
             Ok(b) => Some(b),
-            Err(e) if !a.host => {
+            Err(e) if !a.host && !a.trusted => {
                 eprintln!("SKIPPED: no CUDA device: {e}");
                 return;
             }
@@ -218,20 +223,24 @@ fn main() {
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64;
     let points = (layout.h.len() + layout.l.len() + layout.a.len() + layout.b_g1.len()) / G1_UNCOMPRESSED + layout.b_g2.len() / G2_UNCOMPRESSED;
     println!("# {}: {:.2} GB, {points} points", path.display(), bytes / 1e9);
-    let run = |label: &str, checks: Option<&dyn PointChecks>| {
+    let run = |label: &str, validation: Validation, checks: Option<&dyn PointChecks>| {
         if a.drop_caches {
             drop_caches();
         }
-        match validate(&path, &layout, checks, label) {
-            Ok(s) => println!("{label}: read and validated in full in {s:.1} s ({:.2} GB/s, {:.1} M points/s)", bytes / s / 1e9, points as f64 / s / 1e6),
+        let how = if validation == Validation::Full { "validated in full" } else { "decoded (trusted)" };
+        match validate(&path, &layout, validation, checks, label) {
+            Ok(s) => println!("{label}: read and {how} in {s:.1} s ({:.2} GB/s, {:.1} M points/s)", bytes / s / 1e9, points as f64 / s / 1e6),
             Err(e) => println!("{label}: refused: {e}"),
         }
     };
     if let Some(b) = cuda.as_ref().filter(|_| a.cuda) {
-        run("device checks", point_checks(b));
+        run("device checks", Validation::Full, point_checks(b));
     }
     if a.host {
-        run("host checks", None);
+        run("host checks", Validation::Full, None);
+    }
+    if a.trusted {
+        run("no checks", Validation::Trusted, None);
     }
     if let (true, Some(b)) = (a.load, &cuda) {
         if a.drop_caches {

@@ -159,10 +159,10 @@ impl FileSource {
 
     /// Decodes the points in `range` (of `point` bytes each) with `decode(bytes, first index)`,
     /// block by block, reading the next block while one is decoded; with `check`, each decoded
-    /// block is checked with `check(points, first index)` while the next one decodes. The error
-    /// of the earliest block wins: a failed check before a later block's decoding error, which
-    /// comes before a read error.
-    fn section<T: Send + Sync>(
+    /// block is checked with `check(points, first index)` while the next one decodes, and
+    /// copied into the section meanwhile. The error of the earliest block wins: a failed check
+    /// before a later block's decoding error, which comes before a read error.
+    fn section<T: Copy + Send + Sync>(
         &self,
         range: Range<usize>,
         point: usize,
@@ -188,15 +188,13 @@ impl FileSource {
                         || if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) },
                     )
                 },
-                || match (&pending, check) {
-                    (Some((points, first)), Some(check)) => check(points, *first),
-                    _ => Ok(()),
+                || {
+                    let Some((points, first)) = &pending else { return Ok(()) };
+                    let (verdict, ()) = rayon::join(|| check.map_or(Ok(()), |check| check(points, *first)), || out.extend_from_slice(points));
+                    verdict
                 },
             );
             verdict?;
-            if let Some((points, _)) = pending.take() {
-                out.extend(points);
-            }
             pending = decoded.transpose()?.map(|d| (d, first));
             read?;
             std::mem::swap(&mut cur, &mut next);
