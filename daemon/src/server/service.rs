@@ -246,12 +246,14 @@ impl Service {
                 return Ok(Some(w));
             }
             let Some(j) = &self.cfg.journal else { return Ok(None) };
-            let (j2, id) = (j.clone(), job.to_string());
-            let found = tokio::task::spawn_blocking(move || j2.result(&id)).await.map_err(|e| Status::internal(e.to_string()))?;
+            let (j, id) = (j.clone(), job.to_string());
+            // Open before the result is read: a job that ends in between has its result found
+            // (the journal closes a record and keeps its result in one step).
+            let (open, found) = tokio::task::spawn_blocking(move || (j.is_open(&id), j.result(&id))).await.map_err(|e| Status::internal(e.to_string()))?;
             if let Some(r) = found {
                 return Ok(Some(from_journal(r).watch));
             }
-            if !j.is_open(&job.to_string()) {
+            if !open {
                 return Ok(None);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
