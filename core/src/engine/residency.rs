@@ -534,6 +534,24 @@ impl Engine {
         c.copy_host_bytes() > 0 && c.devices.iter().any(Residence::present)
     }
 
+    /// A streamed circuit has one device copy; when every copy it has is idle on a device
+    /// where the waiting partition can never be uploaded (none of `cands`: one that cannot
+    /// hold the matrices a witness partition needs, or whose free memory outside the CRITICAL
+    /// reserve is too small for a partition of a job that is not), evicts them so the copy can
+    /// be made again on a device of `cands`. Whether it evicted.
+    pub(crate) fn move_streamed_copy(&mut self, circuit: CircuitId, cands: &[usize]) -> bool {
+        let Some(c) = self.circuits.get(&circuit) else { return false };
+        let present: Vec<usize> = c.devices.iter().enumerate().filter(|(_, r)| r.present()).map(|(d, _)| d).collect();
+        let movable = present.iter().all(|&d| c.devices[d].resident() && c.devices[d].users == 0 && !cands.contains(&d));
+        if present.is_empty() || !movable {
+            return false;
+        }
+        for d in present {
+            self.evict_now(circuit, Location::Device(dev(d)));
+        }
+        true
+    }
+
     /// Some device in service other than `avoid` that a job avoiding `avoid` may use and
     /// that can run `c`'s partitions holds (or is loading) `c`'s copy with its matrices: a
     /// witness-only partition of that job may reserve the witness footprint, or, synthesized
@@ -600,11 +618,20 @@ impl Engine {
 
     /// Loads `id` for a waiting partition of job `key` that needs `extra` device bytes to run,
     /// onto a device in service other than `avoid` if one can make room now, else onto
-    /// `avoid`. Returns false when no unclaimed device can make room now.
+    /// `avoid`. Returns false when no unclaimed device can make room now. Callers ask when no
+    /// copy the job can use is present: a streamed circuit's one copy, idle where the job can
+    /// never run (a device whose CRITICAL reserve only a CRITICAL job may use), is moved, or
+    /// the job would wait for it forever.
     pub(crate) fn demand_load(&mut self, id: CircuitId, key: JobKey, extra: u64, avoid: Option<usize>) -> bool {
+        let crit = key.critical();
+        if let Some(c) = self.circuits.get(&id).filter(|c| Engine::streamed_copy_elsewhere(c)) {
+            let cands: Vec<usize> = (0..self.devices.len()).filter(|&d| self.open_to(d, avoid) && self.fits_ever(c, d, crit)).collect();
+            if !cands.is_empty() {
+                self.move_streamed_copy(id, &cands);
+            }
+        }
         let Some(c) = self.circuits.get(&id) else { return false };
         let need = c.profile.params_device_bytes.saturating_add(extra);
-        let crit = key.critical();
         let host_free = self.avail(Location::Host, crit) >= c.copy_host_need() && self.load_host_fits(c);
         let n = self.devices.len();
         let open = |e: &Engine, d: usize| {

@@ -127,15 +127,6 @@ impl Engine {
         if self.usable_copy(c, crit, None, avoid) {
             return false;
         }
-        // A streamed circuit's one copy, idle where this partition can never run (a device
-        // whose CRITICAL reserve only a CRITICAL job may use): moved, or it would wait forever.
-        if Engine::streamed_copy_elsewhere(c) {
-            let cands: Vec<usize> = (0..self.devices.len()).filter(|&d| self.open_to(d, avoid) && self.fits_ever(c, d, crit)).collect();
-            if !cands.is_empty() {
-                self.move_streamed_copy(circuit, &cands);
-            }
-        }
-        let Some(c) = self.circuits.get(&circuit) else { return false };
         let need = c.profile.footprint.device();
         let total = c.profile.params_device_bytes.saturating_add(need);
         if !self.demand_load(circuit, pk.job, need, avoid) {
@@ -186,24 +177,6 @@ impl Engine {
             self.claimed[d] = true;
         }
         false
-    }
-
-    /// A streamed circuit has one device copy; when every copy it has is idle on a device
-    /// where the waiting partition can never be uploaded (none of `cands`: one that cannot
-    /// hold the matrices a witness partition needs, or whose free memory outside the CRITICAL
-    /// reserve is too small for a partition of a job that is not), evicts them so the copy can
-    /// be made again on a device of `cands`. Whether it evicted.
-    fn move_streamed_copy(&mut self, circuit: CircuitId, cands: &[usize]) -> bool {
-        let Some(c) = self.circuits.get(&circuit) else { return false };
-        let present: Vec<usize> = c.devices.iter().enumerate().filter(|(_, r)| r.present()).map(|(d, _)| d).collect();
-        let movable = present.iter().all(|&d| c.devices[d].resident() && c.devices[d].users == 0 && !cands.contains(&d));
-        if present.is_empty() || !movable {
-            return false;
-        }
-        for d in present {
-            self.evict_now(circuit, Location::Device(dev(d)));
-        }
-        true
     }
 
     /// `pk` was synthesized with the witness footprint and a device it may take can hold its
