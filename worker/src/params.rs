@@ -309,7 +309,8 @@ struct DigestWatch {
 }
 
 impl DigestWatch {
-    fn matched(&self) -> bool {
+    /// Whether the digest has matched; when it has, notes that a check is skipped on its word.
+    fn vouches(&self) -> bool {
         let m = self.matched.load(Ordering::Acquire);
         if m {
             self.used.store(true, Ordering::Relaxed);
@@ -438,7 +439,7 @@ pub struct ParamsFile {
 #[derive(Debug)]
 enum Record {
     Ready(String),
-    Pending { canonical: PathBuf, len: u64, sum: std::thread::JoinHandle<Result<u64, ParamsError>> },
+    Pending { canonical: PathBuf, sum: std::thread::JoinHandle<Result<u64, ParamsError>> },
 }
 
 impl Drop for ParamsFile {
@@ -526,12 +527,12 @@ impl ParamsFile {
                             }
                             // No record to compare with: the checksum the new record needs is
                             // computed beside the validation.
-                            let (len, src, stop) = (src.len as u64, src.clone(), stop.clone());
+                            let (src, stop) = (src.clone(), stop.clone());
                             let sum = std::thread::Builder::new()
                                 .name("params-checksum".into())
                                 .spawn(move || checksum_file(&src, &stop))
                                 .map_err(|source| WorkError::Io { path: path.into(), source })?;
-                            (Validation::Full, Checked::Full, Some((record, Record::Pending { canonical, len, sum })))
+                            (Validation::Full, Checked::Full, Some((record, Record::Pending { canonical, sum })))
                         }
                     }
                 }
@@ -542,12 +543,33 @@ impl ParamsFile {
 
     /// Whether the published digest has matched (blocks from now on skip the point checks).
     fn vouched(&self) -> bool {
-        self.digest.as_ref().is_some_and(|d| d.matched())
+        self.digest.as_ref().is_some_and(|d| d.vouches())
     }
 
-    /// `load(trusted)` under this file's checks (`trusted` false), and again trusted if a point
-    /// failed its check while the published digest, once it answers, vouches for the file.
-    fn vouched_or<T>(&self, load: impl Fn(bool) -> Result<T, LoadError>) -> Result<T, WorkError> {
+    /// Decodes `section` (the bytes of `range`, points of `point` bytes, with `decode`) under
+    /// this file's checks, `check` running `checks` on a block: blocks after the published
+    /// digest matched skip them, and a point that failed its check is forgiven (the section
+    /// decoded again, trusted) if the digest, once it answers, vouches for the file.
+    fn checked_section<T: Copy + Send + Sync>(
+        &self,
+        section: Section,
+        range: Range<usize>,
+        point: usize,
+        decode: impl Fn(&[u8], Section, usize, Validation) -> Result<Vec<T>, ParamsError> + Sync,
+        checks: Option<&dyn PointChecks>,
+        check: impl Fn(&dyn PointChecks, &[T]) -> Result<Option<PointFailure>, BackendError> + Sync,
+    ) -> Result<Vec<T>, WorkError> {
+        let load = |trusted: bool| {
+            let (validation, checks) = self.plan(checks, trusted);
+            let check = &check;
+            let block_check = checks.map(|c| move |points: &[T], first: usize| if self.vouched() { Ok(()) } else { checked(check(c, points), section, first) });
+            self.src.section(
+                range.clone(),
+                point,
+                |b, first| decode(b, section, first, self.block_validation(validation)),
+                block_check.as_ref().map(|c| c as _),
+            )
+        };
         match load(false) {
             Err(LoadError::Params(ParamsError::InvalidPoint { .. })) if self.digest.as_ref().is_some_and(|d| d.wait()) => {
                 self.digest.as_ref().inspect(|d| d.used.store(true, Ordering::Relaxed));
@@ -605,17 +627,7 @@ impl ParamsFile {
             Section::BG1 => &self.layout.b_g1,
             Section::Ic | Section::BG2 => return Ok(Vec::new()),
         };
-        self.vouched_or(|trusted| {
-            let (validation, checks) = self.plan(checks, trusted);
-            let check =
-                checks.map(|c| move |points: &[G1Affine], first: usize| if self.vouched() { Ok(()) } else { checked(c.check_g1(points), section, first) });
-            self.src.section(
-                range.clone(),
-                G1_UNCOMPRESSED,
-                |b, first| g1_section(b, section, first, self.block_validation(validation)),
-                check.as_ref().map(|c| c as _),
-            )
-        })
+        self.checked_section(section, range.clone(), G1_UNCOMPRESSED, g1_section, checks, |c, points| c.check_g1(points))
     }
 
     /// Decodes the `b_g2` query.
@@ -625,17 +637,7 @@ impl ParamsFile {
 
     /// [`ParamsFile::b_g2`] with `checks`, as [`ParamsFile::g1_checked`].
     pub fn b_g2_checked(&self, checks: Option<&dyn PointChecks>) -> Result<Vec<G2Affine>, WorkError> {
-        self.vouched_or(|trusted| {
-            let (validation, checks) = self.plan(checks, trusted);
-            let check =
-                checks.map(|c| move |points: &[G2Affine], first: usize| if self.vouched() { Ok(()) } else { checked(c.check_g2(points), Section::BG2, first) });
-            self.src.section(
-                self.layout.b_g2.clone(),
-                G2_UNCOMPRESSED,
-                |b, first| g2_section(b, Section::BG2, first, self.block_validation(validation)),
-                check.as_ref().map(|c| c as _),
-            )
-        })
+        self.checked_section(Section::BG2, self.layout.b_g2.clone(), G2_UNCOMPRESSED, g2_section, checks, |c, points| c.check_g2(points))
     }
 
     /// Decodes every query.
@@ -658,7 +660,7 @@ impl ParamsFile {
     /// After every section decoded: writes the validation record a full validation earns
     /// (failing to is logged) and says which checks ran.
     /// A full validation that skipped checks because the published digest matched counts as
-    /// [`Checked::Published`]; the digest's thread is told to stop if it still runs.
+    /// [`Checked::Published`]; the digest's thread is told to stop (by the drop) if it still runs.
     pub fn finish(mut self) -> Checked {
         let checked = match &self.digest {
             Some(d) if self.checked == Checked::Full && d.used.load(Ordering::Relaxed) => Checked::Published,
@@ -667,8 +669,8 @@ impl ParamsFile {
         let text = match self.record.take() {
             None => None,
             Some((record, Record::Ready(text))) => Some((record, text)),
-            Some((record, Record::Pending { canonical, len, sum })) => match sum.join() {
-                Ok(Ok(sum)) => Some((record, record_text(&canonical, len, sum))),
+            Some((record, Record::Pending { canonical, sum })) => match sum.join() {
+                Ok(Ok(sum)) => Some((record, record_text(&canonical, self.src.len as u64, sum))),
                 Ok(Err(e)) => {
                     tracing::warn!(record = %record.display(), error = %e, "no checksum for the validation record");
                     None
@@ -679,7 +681,6 @@ impl ParamsFile {
                 }
             },
         };
-        self.stop.store(true, Ordering::Relaxed);
         if let Some((record, text)) = text {
             match write_record(&record, &text) {
                 Ok(()) => tracing::info!(path = %self.path.display(), record = %record.display(), checked = ?checked, "parameter file recorded as valid"),
