@@ -36,8 +36,10 @@ use cuzk_backend_cuda::CudaBackend;
 use cuzk_core::backend::Backend;
 use cuzk_core::engine::{CircuitId, DeviceId, Location};
 use cuzk_core::params::{ParamsLayout, Section, Validation, VerifyingKey, G1_UNCOMPRESSED, G2_UNCOMPRESSED};
+use cuzk_core::test_points;
 use cuzk_worker::params::{point_checks, read_layout, ParamsFile, PointChecks};
 use cuzk_worker::{BackendWorker, LoadTask, ParamSource, Worker};
+use group::prime::PrimeCurve;
 use group::{Curve, Group};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -95,22 +97,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
-/// `n` valid points `p + i·q`, encoded.
-fn encoded<G: Group + Curve>(n: usize, seed: u64, encode: impl Fn(&G::AffineRepr) -> Vec<u8>) -> Vec<u8>
-where
-    G::AffineRepr: Default + Copy,
-{
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut p, q) = (G::random(&mut rng), G::random(&mut rng));
-    let proj: Vec<G> = (0..n)
-        .map(|_| {
-            p += q;
-            p
-        })
-        .collect();
-    let mut aff = vec![G::AffineRepr::default(); n];
-    G::batch_normalize(&proj, &mut aff);
-    aff.iter().flat_map(encode).collect()
+/// `n` valid points `p + i·q` ([`test_points::valid`]), encoded.
+fn encoded<G: PrimeCurve>(n: usize, seed: u64, encode: impl Fn(&G::Affine) -> Vec<u8>) -> Vec<u8> {
+    test_points::valid::<G>(n, &mut ChaCha8Rng::seed_from_u64(seed)).iter().flat_map(encode).collect()
 }
 
 /// Writes a parameter file of valid points: `h` of 2^`log` points and the other sections in
