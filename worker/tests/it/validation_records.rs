@@ -94,6 +94,14 @@ fn a_changed_file_is_validated_in_full_and_fails_as_without_records() {
 /// prime-order subgroup.
 const OFF_SUBGROUP_G1: &str = "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000040a989badd40d6212b33cffc3f3763e9bc760f988c9926b26da9dd85e928483446346b8ed00e1de5d5ea93e354abe706c";
 
+/// `bytes` with the H query's first point replaced by one outside the subgroup.
+fn with_bad_point(mut bytes: Vec<u8>) -> Vec<u8> {
+    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
+    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
+    bytes[at..at + point.len()].copy_from_slice(&point);
+    bytes
+}
+
 #[test]
 fn a_point_only_the_subgroup_check_rejects_is_caught_by_the_checksum() {
     let dir = tempfile::tempdir().unwrap();
@@ -101,10 +109,7 @@ fn a_point_only_the_subgroup_check_rejects_is_caught_by_the_checksum() {
     let records = dir.path().join("validated");
     assert_eq!(read_params_with_records(&path, Validation::Full, Some(&records)).unwrap().1, Checked::Full);
 
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
-    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
-    bytes[at..at + point.len()].copy_from_slice(&point);
+    let bytes = with_bad_point(std::fs::read(&path).unwrap());
     std::fs::write(&path, &bytes).unwrap();
     // Decoded as trusted the file loads: only comparing the checksum finds the change.
     cuzk_worker::params::load_parameters(&bytes, Validation::Trusted).expect("trusted decoding skips the subgroup check");
@@ -273,14 +278,6 @@ fn list(f: impl Fn(&Path, &AtomicBool) -> std::io::Result<Option<bool>> + Send +
 fn listing(bytes: &[u8]) -> Arc<PublishedDigest> {
     let digest = checksum(bytes);
     list(move |p, _| Ok(Some(checksum(&std::fs::read(p)?) == digest)))
-}
-
-/// `bytes` with the H query's first point replaced by one outside the subgroup.
-fn with_bad_point(mut bytes: Vec<u8>) -> Vec<u8> {
-    let at = ParamsLayout::parse(&bytes).unwrap().h.start;
-    let point: Vec<u8> = (0..OFF_SUBGROUP_G1.len()).step_by(2).map(|i| u8::from_str_radix(&OFF_SUBGROUP_G1[i..i + 2], 16).unwrap()).collect();
-    bytes[at..at + point.len()].copy_from_slice(&point);
-    bytes
 }
 
 /// A file whose digest is the one published for its name is read without the point checks and
