@@ -10,6 +10,7 @@ use common::*;
 use cuzk_daemon::client::http_get;
 use cuzk_daemon::config::DeviceSelection;
 use cuzk_daemon::proto::{self, Priority as P};
+use cuzk_daemon::server::status::{DeviceStatus, Snapshot};
 use cuzk_daemon::server::{start, ServeError};
 
 const K: u32 = 6;
@@ -35,25 +36,30 @@ async fn backlog(d: &Daemon, seed0: u64, n: u64, partitions: u32) -> Vec<String>
     ids
 }
 
+/// Backlogs of six two-partition jobs (seeds from `seed0`) until `done` says so of the daemon's
+/// snapshot or `max` have run: on a busy host one device can prove a whole backlog before the
+/// other's parameter load ends. The last snapshot and the backlogs run.
+async fn backlogs_until(d: &Daemon, seed0: u64, max: u64, done: impl Fn(&Snapshot) -> bool) -> (Snapshot, u64) {
+    let h = d.server.handle();
+    let mut rounds = 0;
+    loop {
+        backlog(d, seed0 + 6 * rounds, 6, 2).await;
+        rounds += 1;
+        let s = h.snapshot().await.unwrap();
+        if done(&s) || rounds == max {
+            return (s, rounds);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_and_one_jobs_partitions_spread_over_two_devices() {
     let d = daemon_with(&[K], two_cpu_devices).await;
     let mut c = d.client().await;
     let first = c.submit_proof(job(K, 1, 1, P::Normal)).await.expect("submit").into_inner();
     assert_eq!(first.assigned_gpu, "", "two devices: the device is chosen per partition, later");
-    // Backlogs of six until each device has run an MSM: on a busy host one device can prove a
-    // whole backlog before the other's parameter load ends.
-    let h = d.server.handle();
-    let ran_msm = |dev: &cuzk_daemon::server::status::DeviceStatus| dev.spans.iter().any(|x| x.stage == "msm" && !x.failed);
-    let mut rounds = 0;
-    let s = loop {
-        backlog(&d, 100 + 6 * rounds, 6, 2).await;
-        rounds += 1;
-        let s = h.snapshot().await.unwrap();
-        if s.devices.iter().all(ran_msm) || rounds == 5 {
-            break s;
-        }
-    };
+    let ran_msm = |dev: &DeviceStatus| dev.spans.iter().any(|x| x.stage == "msm" && !x.failed);
+    let (s, rounds) = backlogs_until(&d, 100, 5, |s| s.devices.iter().all(ran_msm)).await;
     assert_eq!(s.devices.len(), 2);
     assert_eq!(s.devices.iter().map(|x| x.ordinal).collect::<Vec<_>>(), vec![0, 1]);
     for dev in &s.devices {
@@ -64,7 +70,7 @@ async fn a_backlog_and_one_jobs_partitions_spread_over_two_devices() {
     // One job alone on the idle daemon: its partitions go to both devices.
     let ids = backlog(&d, 200, 1, 6).await;
     let api: u64 = ids[0].parse().expect("numeric job id");
-    let s = h.snapshot().await.unwrap();
+    let s = d.server.handle().snapshot().await.unwrap();
     for dev in &s.devices {
         let mine = dev.spans.iter().filter(|x| x.job == api && x.stage == "msm").count();
         assert!(mine >= 1, "no partition of the six-partition job ran on device {}", dev.id);
@@ -106,18 +112,8 @@ async fn a_failing_device_hands_its_work_to_the_other_and_every_job_ends_once() 
         c.engine.fault_retries = 3;
     })
     .await;
-    // Backlogs of six until device 1 has failed its way out of service: on a busy host the
-    // healthy device can prove a whole backlog before device 1's parameter load ends.
-    let h = d.server.handle();
-    let mut rounds = 0;
-    let s = loop {
-        backlog(&d, 300 + 6 * rounds, 6, 2).await;
-        rounds += 1;
-        let s = h.snapshot().await.unwrap();
-        if !s.devices[1].in_service || rounds == 10 {
-            break s;
-        }
-    };
+    // Until device 1 has failed its way out of service.
+    let (s, rounds) = backlogs_until(&d, 300, 10, |s| !s.devices[1].in_service).await;
     assert!(s.devices[0].in_service, "the healthy device stays in service");
     assert!(!s.devices[1].in_service, "device 1 failed every MSM and left service ({rounds} backlogs): {:?}", s.devices[1]);
     assert!(s.devices[1].faults.iter().any(|(c, n)| c == "device-error" && *n >= 2), "{:?}", s.devices[1].faults);
