@@ -14,6 +14,7 @@
 
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// Bytes of an uncompressed G1 point.
@@ -218,34 +219,64 @@ pub fn decode_g2(bytes: &[u8; G2_UNCOMPRESSED], validation: Validation, allow_id
 
 /// Decodes a run of whole G1 points of `section`; `first_index` numbers them in errors.
 pub fn decode_g1_points(bytes: &[u8], section: Section, first_index: usize, validation: Validation) -> Result<Vec<G1Affine>, ParamsError> {
-    debug_assert_eq!(bytes.len() % G1_UNCOMPRESSED, 0);
-    bytes
-        .chunks_exact(G1_UNCOMPRESSED)
-        .enumerate()
-        .map(|(i, c)| {
-            decode_g1(c.try_into().expect("exact chunk"), validation, false).map_err(|reason| ParamsError::InvalidPoint {
-                section,
-                index: first_index + i,
-                reason,
-            })
-        })
-        .collect()
+    decode_points(bytes, section, first_index, |c| decode_g1(c, validation, false))
 }
 
-/// Decodes a run of whole G2 points of `section`; `first_index` numbers them in errors.
+/// G2 counterpart of [`decode_g1_points`].
 pub fn decode_g2_points(bytes: &[u8], section: Section, first_index: usize, validation: Validation) -> Result<Vec<G2Affine>, ParamsError> {
-    debug_assert_eq!(bytes.len() % G2_UNCOMPRESSED, 0);
-    bytes
-        .chunks_exact(G2_UNCOMPRESSED)
-        .enumerate()
-        .map(|(i, c)| {
-            decode_g2(c.try_into().expect("exact chunk"), validation, false).map_err(|reason| ParamsError::InvalidPoint {
-                section,
-                index: first_index + i,
-                reason,
-            })
-        })
-        .collect()
+    decode_points(bytes, section, first_index, |c| decode_g2(c, validation, false))
+}
+
+/// [`decode_g1_points`] into `out`, which receives one point per `G1_UNCOMPRESSED` bytes of
+/// `bytes` (their counts must agree): a loader decodes straight into the section it builds.
+/// On an error, the points before the failing one are written and the rest are not.
+pub fn decode_g1_points_into(
+    bytes: &[u8],
+    out: &mut [MaybeUninit<G1Affine>],
+    section: Section,
+    first_index: usize,
+    validation: Validation,
+) -> Result<(), ParamsError> {
+    decode_points_into(bytes, out, section, first_index, |c| decode_g1(c, validation, false))
+}
+
+/// G2 counterpart of [`decode_g1_points_into`].
+pub fn decode_g2_points_into(
+    bytes: &[u8],
+    out: &mut [MaybeUninit<G2Affine>],
+    section: Section,
+    first_index: usize,
+    validation: Validation,
+) -> Result<(), ParamsError> {
+    decode_points_into(bytes, out, section, first_index, |c| decode_g2(c, validation, false))
+}
+
+fn decode_points<T, const N: usize>(
+    bytes: &[u8],
+    section: Section,
+    first_index: usize,
+    decode: impl Fn(&[u8; N]) -> Result<T, PointError>,
+) -> Result<Vec<T>, ParamsError> {
+    let mut out = Vec::with_capacity(bytes.len() / N);
+    decode_points_into(bytes, &mut out.spare_capacity_mut()[..bytes.len() / N], section, first_index, decode)?;
+    // SAFETY: decode_points_into wrote every one of the first `bytes.len() / N` elements.
+    unsafe { out.set_len(bytes.len() / N) };
+    Ok(out)
+}
+
+fn decode_points_into<T, const N: usize>(
+    bytes: &[u8],
+    out: &mut [MaybeUninit<T>],
+    section: Section,
+    first_index: usize,
+    decode: impl Fn(&[u8; N]) -> Result<T, PointError>,
+) -> Result<(), ParamsError> {
+    assert_eq!(bytes.len(), out.len() * N, "{} bytes are not {} points of {N}", bytes.len(), out.len());
+    for (i, (c, slot)) in bytes.chunks_exact(N).zip(out.iter_mut()).enumerate() {
+        let p = decode(c.try_into().expect("exact chunk")).map_err(|reason| ParamsError::InvalidPoint { section, index: first_index + i, reason })?;
+        slot.write(p);
+    }
+    Ok(())
 }
 
 /// The Groth16 verifying key.

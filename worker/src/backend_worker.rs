@@ -1,8 +1,10 @@
 //! The worker over real backends: one per device, the resident parameters of each, and the
 //! recorded constraint matrices.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use blstrs::Scalar;
 use cuzk_core::alloc::SharedAllocator;
@@ -227,7 +229,36 @@ impl<B: Backend> BackendWorker<B> {
     /// Loads the queries of `q` onto device `d` one at a time (each dropped once on the device).
     fn load_key_from(&self, circuit: CircuitId, d: usize, q: &impl Queries, streamed: bool) -> Result<(), WorkError> {
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
-        let key = ProvingKey::load_by_query(&**backend, q.vk(), Some(streamed), |s| q.g1(s), || q.b_g2())?;
+        // A query's upload is the time from its decoding's end to the next query's start.
+        let decoded: Cell<Option<(Section, usize, Instant)>> = Cell::new(None);
+        let uploaded = || {
+            if let Some((section, points, at)) = decoded.take() {
+                let seconds = at.elapsed().as_secs_f64();
+                if seconds >= 1.0 {
+                    tracing::info!(circuit = circuit.0, device = d, ?section, points, seconds, "parameter query uploaded");
+                } else {
+                    tracing::debug!(circuit = circuit.0, device = d, ?section, points, seconds, "parameter query uploaded");
+                }
+            }
+        };
+        let key = ProvingKey::load_by_query(
+            &**backend,
+            q.vk(),
+            Some(streamed),
+            |s| {
+                uploaded();
+                let points = q.g1(s)?;
+                decoded.set(Some((s, points.len(), Instant::now())));
+                Ok::<_, WorkError>(points)
+            },
+            || {
+                uploaded();
+                let points = q.b_g2()?;
+                decoded.set(Some((Section::BG2, points.len(), Instant::now())));
+                Ok(points)
+            },
+        )?;
+        uploaded();
         self.store_key(circuit, d, key);
         Ok(())
     }

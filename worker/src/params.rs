@@ -13,12 +13,13 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use rayon::prelude::*;
 
@@ -26,8 +27,8 @@ use crate::WorkError;
 use blstrs::{G1Affine, G2Affine};
 use cuzk_core::backend::{Backend, BackendError};
 use cuzk_core::params::{
-    decode_g1_points, decode_g2_points, Parameters, ParamsError, ParamsLayout, ParamsSource, PointFailure, Section, Validation, VerifyingKey, G1_UNCOMPRESSED,
-    G2_UNCOMPRESSED,
+    decode_g1_points_into, decode_g2_points_into, Parameters, ParamsError, ParamsLayout, ParamsSource, PointFailure, Section, Validation, VerifyingKey,
+    G1_UNCOMPRESSED, G2_UNCOMPRESSED,
 };
 
 /// The curve and subgroup checks of decoded points, run where a backend runs them
@@ -85,24 +86,71 @@ fn checked(answer: Result<Option<PointFailure>, BackendError>, section: Section,
 /// Points decoded per task.
 const POINTS_PER_TASK: usize = 1 << 12;
 
-/// Decodes `bytes`, the points of `section` from index `first` on.
-fn g1_section(bytes: &[u8], section: Section, first: usize, validation: Validation) -> Result<Vec<blstrs::G1Affine>, ParamsError> {
-    let parts: Vec<_> = bytes
-        .par_chunks(POINTS_PER_TASK * G1_UNCOMPRESSED)
+/// A decoder of whole points into a section: `(bytes, out, first index)`, one point of `out`
+/// per point of `bytes` ([`decode_g1_points_into`]).
+type DecodeInto<'a, T> = dyn Fn(&[u8], &mut [MaybeUninit<T>], usize) -> Result<(), ParamsError> + Sync + 'a;
+
+/// Decodes `bytes` (points of `point` bytes, the first numbered `first`) into `out` on all
+/// threads; the error of the earliest failing point wins.
+fn par_decode<T: Send>(bytes: &[u8], out: &mut [MaybeUninit<T>], point: usize, first: usize, decode: &DecodeInto<'_, T>) -> Result<(), ParamsError> {
+    let results: Vec<Result<(), ParamsError>> = bytes
+        .par_chunks(POINTS_PER_TASK * point)
+        .zip(out.par_chunks_mut(POINTS_PER_TASK))
         .enumerate()
-        .map(|(i, c)| decode_g1_points(c, section, first + i * POINTS_PER_TASK, validation))
-        .collect::<Result<_, _>>()?;
-    Ok(parts.concat())
+        .map(|(i, (b, o))| decode(b, o, first + i * POINTS_PER_TASK))
+        .collect();
+    results.into_iter().collect()
 }
 
-/// Decodes `bytes`, the points of `section` from index `first` on.
-fn g2_section(bytes: &[u8], section: Section, first: usize, validation: Validation) -> Result<Vec<blstrs::G2Affine>, ParamsError> {
-    let parts: Vec<_> = bytes
-        .par_chunks(POINTS_PER_TASK * G2_UNCOMPRESSED)
-        .enumerate()
-        .map(|(i, c)| decode_g2_points(c, section, first + i * POINTS_PER_TASK, validation))
-        .collect::<Result<_, _>>()?;
-    Ok(parts.concat())
+/// Decodes a whole section held in memory on all threads.
+fn decode_section<T: Send>(bytes: &[u8], point: usize, decode: &DecodeInto<'_, T>) -> Result<Vec<T>, ParamsError> {
+    let n = bytes.len() / point;
+    let mut out = Vec::with_capacity(n);
+    par_decode(bytes, &mut out.spare_capacity_mut()[..n], point, 0, decode)?;
+    // SAFETY: par_decode succeeded, so every one of the first `n` elements is written.
+    unsafe { out.set_len(n) };
+    Ok(out)
+}
+
+/// `points`, every one written.
+///
+/// # Safety
+/// Every element of `points` must be initialised.
+unsafe fn assume_init<T>(points: &[MaybeUninit<T>]) -> &[T] {
+    // SAFETY: MaybeUninit<T> has T's layout, and the caller promises every element is written.
+    unsafe { std::slice::from_raw_parts(points.as_ptr().cast::<T>(), points.len()) }
+}
+
+/// Where a section's load spent its time: each part's own time (they overlap: the slowest
+/// part of each block bounds the load).
+#[derive(Debug, Clone, Copy, Default)]
+struct SectionTimes {
+    read: Duration,
+    decode: Duration,
+    check: Duration,
+}
+
+/// A decoder of `section`'s G1 points for [`decode_section`].
+fn g1_decoder(section: Section, validation: Validation) -> impl Fn(&[u8], &mut [MaybeUninit<G1Affine>], usize) -> Result<(), ParamsError> + Sync {
+    move |b, out, first| decode_g1_points_into(b, out, section, first, validation)
+}
+
+/// G2 counterpart of [`g1_decoder`].
+fn g2_decoder(section: Section, validation: Validation) -> impl Fn(&[u8], &mut [MaybeUninit<G2Affine>], usize) -> Result<(), ParamsError> + Sync {
+    move |b, out, first| decode_g2_points_into(b, out, section, first, validation)
+}
+
+/// Logs a loaded section and where its time went (at `info` from a second on: progress of a
+/// long load; `debug` below). `checks`: where the curve and subgroup checks ran.
+fn log_section(path: &Path, section: Section, points: usize, bytes: usize, took: Duration, times: SectionTimes, checks: &str) {
+    let (seconds, gb_per_s) = (took.as_secs_f64(), bytes as f64 / took.as_secs_f64().max(1e-9) / 1e9);
+    let (read, decode, check) = (times.read.as_secs_f64(), times.decode.as_secs_f64(), times.check.as_secs_f64());
+    let path = path.display();
+    if took >= Duration::from_secs(1) {
+        tracing::info!(%path, ?section, points, seconds, gb_per_s, read, decode, check, checks, "parameter section loaded (seconds of each part, overlapping)");
+    } else {
+        tracing::debug!(%path, ?section, points, seconds, gb_per_s, read, decode, check, checks, "parameter section loaded (seconds of each part, overlapping)");
+    }
 }
 
 /// Bytes of a section read at once (two such blocks are held: one decoded while the next is
@@ -157,51 +205,73 @@ impl FileSource {
         Ok(())
     }
 
-    /// Decodes the points in `range` (of `point` bytes each) with `decode(bytes, first index)`,
-    /// block by block, reading the next block while one is decoded; with `check`, each decoded
-    /// block is checked with `check(points, first index)` while the next one decodes, and
-    /// copied into the section meanwhile. The error of the earliest block wins: a failed check
-    /// before a later block's decoding error, which comes before a read error.
+    /// Decodes the points in `range` (of `point` bytes each) with `decode` straight into the
+    /// section, block by block, reading the next block while one is decoded; with `check`, each
+    /// decoded block is checked with `check(points, first index)` while the next one decodes.
+    /// The error of the earliest block wins: a failed check before a later block's decoding
+    /// error, which comes before a read error. Returns the points and where the time went.
     fn section<T: Copy + Send + Sync>(
         &self,
         range: Range<usize>,
         point: usize,
-        decode: impl Fn(&[u8], usize) -> Result<Vec<T>, ParamsError> + Sync,
+        decode: &DecodeInto<'_, T>,
         check: Option<&BlockCheck<'_, T>>,
-    ) -> Result<Vec<T>, LoadError> {
-        let block = (READ_BLOCK / point).max(1) * point;
-        let mut out = Vec::with_capacity(range.len() / point);
+    ) -> Result<(Vec<T>, SectionTimes), LoadError> {
+        let n = range.len() / point;
+        let per_block = (READ_BLOCK / point).max(1);
+        let block = per_block * point;
+        let mut times = SectionTimes::default();
+        let mut out: Vec<T> = Vec::with_capacity(n);
+        let mut slots = out.spare_capacity_mut()[..n].chunks_mut(per_block);
         let mut cur = vec![0u8; block.min(range.len())];
         let mut next = vec![0u8; block.min(range.len().saturating_sub(block))];
         let (mut at, mut len) = (range.start, block.min(range.len()));
+        let t = Instant::now();
         self.read_into(at, &mut cur[..len])?;
+        times.read += t.elapsed();
         // A decoded block waiting for its check, and its first index.
-        let mut pending: Option<(Vec<T>, usize)> = None;
+        let mut pending: Option<(&[T], usize)> = None;
         while len > 0 || pending.is_some() {
             let next_at = at + len;
             let next_len = if len > 0 { block.min(range.end - next_at) } else { 0 };
             let first = (at - range.start) / point;
-            let ((decoded, read), verdict) = rayon::join(
+            let slot = if len > 0 { slots.next() } else { None };
+            let (((decoded, decode_time), (read, read_time)), (verdict, check_time)) = rayon::join(
                 || {
                     rayon::join(
-                        || (len > 0).then(|| decode(&cur[..len], first)),
-                        || if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) },
+                        || {
+                            let t = Instant::now();
+                            let decoded = slot.map(|s| par_decode(&cur[..len], s, point, first, decode).map(|()| (s, first)));
+                            (decoded, t.elapsed())
+                        },
+                        || {
+                            let t = Instant::now();
+                            let read = if next_len > 0 { self.read_into(next_at, &mut next[..next_len]) } else { Ok(()) };
+                            (read, t.elapsed())
+                        },
                     )
                 },
                 || {
-                    let Some((points, first)) = &pending else { return Ok(()) };
-                    let (verdict, ()) = rayon::join(|| check.map_or(Ok(()), |check| check(points, *first)), || out.extend_from_slice(points));
-                    verdict
+                    let t = Instant::now();
+                    let verdict = match (pending, check) {
+                        (Some((points, first)), Some(check)) => check(points, first),
+                        _ => Ok(()),
+                    };
+                    (verdict, t.elapsed())
                 },
             );
+            (times.decode, times.read, times.check) = (times.decode + decode_time, times.read + read_time, times.check + check_time);
             verdict?;
-            pending = decoded.transpose()?.map(|d| (d, first));
+            // SAFETY: the block decoded without an error, so every point of it is written.
+            pending = decoded.transpose()?.map(|(s, first)| (unsafe { assume_init(s) }, first));
             read?;
             std::mem::swap(&mut cur, &mut next);
             (at, len) = (next_at, next_len);
         }
         self.unchanged()?;
-        Ok(out)
+        // SAFETY: every block of the first `n` points decoded without an error.
+        unsafe { out.set_len(n) };
+        Ok((out, times))
     }
 }
 
@@ -260,11 +330,11 @@ fn checksum_file(src: &FileSource, stop: &AtomicBool) -> Result<u64, ParamsError
 pub fn load_parameters(bytes: &[u8], validation: Validation) -> Result<Parameters, ParamsError> {
     let layout = ParamsLayout::parse(bytes)?;
     Ok(Parameters {
-        h: g1_section(&bytes[layout.h.clone()], Section::H, 0, validation)?,
-        l: g1_section(&bytes[layout.l.clone()], Section::L, 0, validation)?,
-        a: g1_section(&bytes[layout.a.clone()], Section::A, 0, validation)?,
-        b_g1: g1_section(&bytes[layout.b_g1.clone()], Section::BG1, 0, validation)?,
-        b_g2: g2_section(&bytes[layout.b_g2.clone()], Section::BG2, 0, validation)?,
+        h: decode_section(&bytes[layout.h.clone()], G1_UNCOMPRESSED, &g1_decoder(Section::H, validation))?,
+        l: decode_section(&bytes[layout.l.clone()], G1_UNCOMPRESSED, &g1_decoder(Section::L, validation))?,
+        a: decode_section(&bytes[layout.a.clone()], G1_UNCOMPRESSED, &g1_decoder(Section::A, validation))?,
+        b_g1: decode_section(&bytes[layout.b_g1.clone()], G1_UNCOMPRESSED, &g1_decoder(Section::BG1, validation))?,
+        b_g2: decode_section(&bytes[layout.b_g2.clone()], G2_UNCOMPRESSED, &g2_decoder(Section::BG2, validation))?,
         vk: layout.vk,
     })
 }
@@ -555,28 +625,33 @@ impl ParamsFile {
         section: Section,
         range: Range<usize>,
         point: usize,
-        decode: impl Fn(&[u8], Section, usize, Validation) -> Result<Vec<T>, ParamsError> + Sync,
+        decode: impl Fn(&[u8], &mut [MaybeUninit<T>], Section, usize, Validation) -> Result<(), ParamsError> + Sync,
         checks: Option<&dyn PointChecks>,
         check: impl Fn(&dyn PointChecks, &[T]) -> Result<Option<PointFailure>, BackendError> + Sync,
     ) -> Result<Vec<T>, WorkError> {
+        let start = Instant::now();
         let load = |trusted: bool| {
             let (validation, checks) = self.plan(checks, trusted);
             let check = &check;
             let block_check = checks.map(|c| move |points: &[T], first: usize| if self.vouched() { Ok(()) } else { checked(check(c, points), section, first) });
-            self.src.section(
-                range.clone(),
-                point,
-                |b, first| decode(b, section, first, self.block_validation(validation)),
-                block_check.as_ref().map(|c| c as _),
-            )
+            let decode_block = |b: &[u8], out: &mut [MaybeUninit<T>], first: usize| decode(b, out, section, first, self.block_validation(validation));
+            let on = match (checks, validation) {
+                (Some(_), _) => "backend",
+                (None, Validation::Full) => "host",
+                (None, Validation::Trusted) => "none",
+            };
+            self.src.section(range.clone(), point, &decode_block, block_check.as_ref().map(|c| c as _)).map(|(points, times)| (points, times, on))
         };
-        match load(false) {
+        let (points, times, on) = match load(false) {
             Err(LoadError::Params(ParamsError::InvalidPoint { .. })) if self.digest.as_ref().is_some_and(|d| d.wait()) => {
                 self.digest.as_ref().inspect(|d| d.used.store(true, Ordering::Relaxed));
-                load(true).map_err(|e| self.err(e))
+                load(true)
             }
-            r => r.map_err(|e| self.err(e)),
+            r => r,
         }
+        .map_err(|e| self.err(e))?;
+        log_section(&self.path, section, points.len(), range.len(), start.elapsed(), times, on);
+        Ok(points)
     }
 
     fn err(&self, e: LoadError) -> WorkError {
@@ -627,7 +702,7 @@ impl ParamsFile {
             Section::BG1 => &self.layout.b_g1,
             Section::Ic | Section::BG2 => return Ok(Vec::new()),
         };
-        self.checked_section(section, range.clone(), G1_UNCOMPRESSED, g1_section, checks, |c, points| c.check_g1(points))
+        self.checked_section(section, range.clone(), G1_UNCOMPRESSED, decode_g1_points_into, checks, |c, points| c.check_g1(points))
     }
 
     /// Decodes the `b_g2` query.
@@ -637,7 +712,7 @@ impl ParamsFile {
 
     /// [`ParamsFile::b_g2`] with `checks`, as [`ParamsFile::g1_checked`].
     pub fn b_g2_checked(&self, checks: Option<&dyn PointChecks>) -> Result<Vec<G2Affine>, WorkError> {
-        self.checked_section(Section::BG2, self.layout.b_g2.clone(), G2_UNCOMPRESSED, g2_section, checks, |c, points| c.check_g2(points))
+        self.checked_section(Section::BG2, self.layout.b_g2.clone(), G2_UNCOMPRESSED, decode_g2_points_into, checks, |c, points| c.check_g2(points))
     }
 
     /// Decodes every query.

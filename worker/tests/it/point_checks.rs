@@ -242,3 +242,40 @@ fn checks_follow_the_blocks_of_a_large_section() {
     let trusted = ParamsFile::open(&path, Validation::Trusted, None).unwrap();
     assert_eq!(trusted.g1_checked(Section::H, Some(&Broken)).unwrap().len(), n);
 }
+
+/// Two points off the curve in one read block, in different decoding tasks (which run in
+/// parallel): every load names the earlier one, as the sequential decoder of the core does,
+/// whichever task fails first; with the later one alone, that one.
+#[test]
+fn of_two_bad_points_in_one_block_the_earlier_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut p) = params(dir.path());
+    p.h = vec![p.h[0]; 5 << 12];
+    let good = p.to_bytes();
+    let off_curve = {
+        let mut b = p.h[0].to_uncompressed();
+        b[90] ^= 1;
+        b
+    };
+    let (early, late) = ((1 << 12) + 2, (3 << 12) + 1);
+    let both = with_point(&with_point(&good, Section::H, late, &off_curve), Section::H, early, &off_curve);
+    let path = dir.path().join("two-bad");
+    for (bytes, index) in [(both, early), (with_point(&good, Section::H, late, &off_curve), late)] {
+        let want = (Section::H, index, PointError::NotOnCurveOrSubgroup);
+        assert_eq!(invalid_params(Parameters::from_bytes(&bytes, Validation::Full).unwrap_err()), want, "the core's sequential decoder");
+        std::fs::write(&path, &bytes).unwrap();
+        for _ in 0..4 {
+            assert_eq!(invalid(read_params(&path, Validation::Full).unwrap_err()), want, "the host's full validation");
+            assert_eq!(invalid(read_params(&path, Validation::Trusted).unwrap_err()), want, "trusted: the cheap checks still refuse a point off the curve");
+            assert_eq!(invalid(read_params_checked(&path, Validation::Full, None, Some(&Counting::default())).unwrap_err()), want, "through the point checks");
+            assert_eq!(invalid_params(cuzk_worker::params::load_parameters(&bytes, Validation::Full).unwrap_err()), want, "from memory");
+        }
+    }
+}
+
+fn invalid_params(e: ParamsError) -> (Section, usize, PointError) {
+    match e {
+        ParamsError::InvalidPoint { section, index, reason } => (section, index, reason),
+        e => panic!("{e}"),
+    }
+}
