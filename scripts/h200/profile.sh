@@ -11,7 +11,11 @@
 #   msm      Nsight Compute on the G1 2^24 MSM's sort, round and window-sum kernels, and the
 #            duration of every kernel of the warm-up MSM (kernels serialized; CSV)
 #   nsys     an Nsight Systems kernel trace of G1 2^24 (CSV, gzipped), when nsys is installed
-# Needs gpu-bin/cuzk-cuda-kernels. Logs and summary.txt go to $OUT.
+#   partition  an Nsight Systems trace of whole partitions, one after another
+#            (`prove --bench --backends cuda --fil-shape-proofs $SHAPES`, default 32g,snap-32g),
+#            cut into operations by gpu-ops.awk: the evaluation, compute_h and each MSM with
+#            its GPU time (partition-ops.txt), and the time per kernel name (CSV)
+# Needs gpu-bin/cuzk-cuda-kernels (and gpu-bin/prove for partition). Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 need cuzk-cuda-kernels
 PARTS=${PARTS:-"phases ntt msm"}
@@ -57,6 +61,19 @@ for part in $PARTS; do
       "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/g1" "$OUT/g1.nsys-rep" >> "$OUT/nsys.txt" 2>&1
       gzip -f "$OUT"/g1_cuda_gpu_trace.csv 2>/dev/null
       rm -f "$OUT"/g1.nsys-rep "$OUT"/g1.sqlite
+      ;;
+    partition)
+      [ -n "$NSYS" ] || { note "partition: nsys not installed"; continue; }
+      need prove
+      step nsys-partition 540 "$NSYS" profile -t cuda -o "$OUT/part" --force-overwrite true \
+        "$BIN/prove" --bench --backends cuda --fil-shape-proofs "${SHAPES:-32g,snap-32g}"
+      pick "$OUT/nsys-partition.txt" 'partition|proof'
+      "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/part" "$OUT/part.nsys-rep" >> "$OUT/nsys.txt" 2>&1
+      "$NSYS" stats -q --report cuda_gpu_kern_sum --format csv --output "$OUT/part" "$OUT/part.nsys-rep" >> "$OUT/nsys.txt" 2>&1
+      awk -F, -f "$(dirname "$0")/gpu-ops.awk" "$OUT"/part_cuda_gpu_trace.csv > "$OUT/partition-ops.txt" 2>&1
+      pick "$OUT/partition-ops.txt" '^total'
+      gzip -f "$OUT"/part_cuda_gpu_trace.csv 2>/dev/null
+      rm -f "$OUT"/part.nsys-rep "$OUT"/part.sqlite
       ;;
     *) note "unknown part $part" ;;
   esac
