@@ -4,9 +4,9 @@
 //! else `c++`) and prints `SKIPPED` without one. The GPU tests (`gpu.rs`) check the same
 //! operations on the device.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::PathBuf;
 
 use blstrs::{Fp, Fp2, Scalar};
 use ff::Field;
@@ -80,31 +80,10 @@ int main(int argc, char** argv) {
 }
 "#;
 
-fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/cuda")
-}
-
 /// Builds the harness once per test binary; `None` (and a SKIPPED line) without a compiler.
 fn harness() -> Option<PathBuf> {
     static BIN: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuzk-host-field");
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let src = dir.join("harness.cpp");
-        std::fs::write(&src, HARNESS).expect("write harness");
-        let bin = dir.join("harness");
-        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let out = Command::new(&cxx).args(["-O2", "-std=c++17", "-frounding-math", "-w", "-I"]).arg(kernels_dir()).arg(&src).arg("-o").arg(&bin).output();
-        match out {
-            Err(e) => {
-                let _ = writeln!(std::io::stderr(), "SKIPPED: no C++ compiler ({cxx}: {e}); set CXX to run the host field checks");
-                None
-            }
-            Ok(o) if !o.status.success() => panic!("the field kernels do not compile as host C++:\n{}", String::from_utf8_lossy(&o.stderr)),
-            Ok(_) => Some(bin),
-        }
-    })
-    .clone()
+    BIN.get_or_init(|| common::build_harness("cuzk-host-field", HARNESS, &["-frounding-math"], "host field checks")).clone()
 }
 
 /// Raw bytes of a slice of field elements (blstrs keeps Montgomery limbs, as the kernels do).
@@ -122,17 +101,12 @@ fn from_bytes<T: Copy>(b: &[u8]) -> Vec<T> {
 /// Runs the harness on pairs of `T` and compares the five results with `want`.
 fn check<T: Copy + PartialEq + std::fmt::Debug>(field: u32, name: &str, a: &[T], b: &[T], want: impl Fn(T, T) -> [T; 5]) {
     let Some(bin) = harness() else { return };
-    let dir = bin.parent().unwrap();
-    let (input, output) = (dir.join(format!("{name}.in")), dir.join(format!("{name}.out")));
     let mut pairs = Vec::with_capacity(2 * a.len() * std::mem::size_of::<T>());
     for (x, y) in a.iter().zip(b) {
         pairs.extend(bytes(std::slice::from_ref(x)));
         pairs.extend(bytes(std::slice::from_ref(y)));
     }
-    std::fs::write(&input, pairs).unwrap();
-    let st = Command::new(&bin).arg(field.to_string()).arg(a.len().to_string()).arg(&input).arg(&output).status().expect("run harness");
-    assert!(st.success(), "harness failed: {st}");
-    let got: Vec<T> = from_bytes(&std::fs::read(&output).unwrap());
+    let got: Vec<T> = from_bytes(&common::run_harness(&bin, name, field, a.len(), &pairs));
     assert_eq!(got.len(), 5 * a.len());
     let ops = ["result 0", "result 1", "result 2", "result 3", "result 4"];
     let mut bad = 0;

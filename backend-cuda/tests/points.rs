@@ -11,9 +11,9 @@
 //!   chunk edges, against the CPU oracle. Each prints `SKIPPED` and passes without a CUDA
 //!   device. `CUZK_GPU_TEST_POINTS_LOG` (default 16) sets the largest batch.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective};
@@ -25,11 +25,6 @@ use ff::Field;
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-
-/// Prints past libtest's output capture, so skips are visible in a plain `cargo test`.
-fn skip(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
 
 fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
@@ -110,31 +105,10 @@ int main(int argc, char** argv) {
 }
 "#;
 
-fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/cuda")
-}
-
 /// Builds the harness once per test binary; `None` (and a SKIPPED line) without a compiler.
 fn harness() -> Option<PathBuf> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuzk-host-points");
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let src = dir.join("harness.cpp");
-        std::fs::write(&src, HARNESS).expect("write harness");
-        let bin = dir.join("harness");
-        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let out = Command::new(&cxx).args(["-O2", "-std=c++17", "-w", "-I"]).arg(kernels_dir()).arg(&src).arg("-o").arg(&bin).output();
-        match out {
-            Err(e) => {
-                skip(&format!("SKIPPED: no C++ compiler ({cxx}: {e}); set CXX to run the host point checks"));
-                None
-            }
-            Ok(o) if !o.status.success() => panic!("the point checks do not compile as host C++:\n{}", String::from_utf8_lossy(&o.stderr)),
-            Ok(_) => Some(bin),
-        }
-    })
-    .clone()
+    BIN.get_or_init(|| common::build_harness("cuzk-host-points", HARNESS, &[], "host point checks")).clone()
 }
 
 fn bytes<T>(v: &[T]) -> &[u8] {
@@ -145,12 +119,7 @@ fn bytes<T>(v: &[T]) -> &[u8] {
 /// The harness's status of each point.
 fn host_status<T>(group: u32, name: &str, points: &[T]) -> Option<Vec<u32>> {
     let bin = harness()?;
-    let dir = bin.parent().unwrap();
-    let (input, output) = (dir.join(format!("{name}.in")), dir.join(format!("{name}.out")));
-    std::fs::write(&input, bytes(points)).unwrap();
-    let st = Command::new(&bin).arg(group.to_string()).arg(points.len().to_string()).arg(&input).arg(&output).status().expect("run harness");
-    assert!(st.success(), "harness failed: {st}");
-    let out = std::fs::read(&output).unwrap();
+    let out = common::run_harness(&bin, name, group, points.len(), bytes(points));
     Some(out.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
 }
 
