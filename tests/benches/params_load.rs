@@ -24,7 +24,9 @@
 //! - `--drop-caches`: `sync` and drop the page cache (root only) before each timed read, so the
 //!   file comes from the disk and not from memory.
 //!
-//! Prints each section's points, seconds and GB/s, then the whole file's.
+//! Prints each section's points, seconds and GB/s, then the whole file's; the worker's log
+//! (`RUST_LOG`, default `info`) adds where each section's time went (read, decode, checks) and
+//! each query's upload.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -180,6 +182,9 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // The worker's own log of each section (read, decode and check seconds) and each upload.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     let cuda = if a.cuda || a.load {
         match CudaBackend::first() {
             Ok(b) => Some(b),
