@@ -236,6 +236,8 @@ impl FileSource {
             let next_len = if len > 0 { block.min(range.end - next_at) } else { 0 };
             let first = (at - range.start) / point;
             let slot = if len > 0 { slots.next() } else { None };
+            // The section's slots and its byte blocks are cut alike; `set_len` below relies on it.
+            assert_eq!(slot.as_ref().map_or(0, |s| s.len() * point), len, "a block without its slot");
             let (((decoded, decode_time), (read, read_time)), (verdict, check_time)) = rayon::join(
                 || {
                     rayon::join(
