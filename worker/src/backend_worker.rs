@@ -233,12 +233,8 @@ impl<B: Backend> BackendWorker<B> {
         let decoded: Cell<Option<(Section, usize, Instant)>> = Cell::new(None);
         let uploaded = || {
             if let Some((section, points, at)) = decoded.take() {
-                let seconds = at.elapsed().as_secs_f64();
-                if seconds >= 1.0 {
-                    tracing::info!(circuit = circuit.0, device = d, ?section, points, seconds, "parameter query uploaded");
-                } else {
-                    tracing::debug!(circuit = circuit.0, device = d, ?section, points, seconds, "parameter query uploaded");
-                }
+                let took = at.elapsed();
+                progress!(took, circuit = circuit.0, device = d, ?section, points, seconds = took.as_secs_f64(), "parameter query uploaded");
             }
         };
         let key = ProvingKey::load_by_query(

@@ -10,6 +10,18 @@
 
 #![warn(missing_docs)]
 
+/// Logs a step of a long piece of work at `info` when it took a second or more (progress an
+/// operator sees), at `debug` otherwise: `progress!(took, fields…, message)`.
+macro_rules! progress {
+    ($took:expr, $($event:tt)+) => {
+        if $took >= std::time::Duration::from_secs(1) {
+            tracing::info!($($event)+)
+        } else {
+            tracing::debug!($($event)+)
+        }
+    };
+}
+
 mod backend_worker;
 mod error;
 pub mod matrices;

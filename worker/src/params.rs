@@ -140,17 +140,13 @@ fn g2_decoder(section: Section, validation: Validation) -> impl Fn(&[u8], &mut [
     move |b, out, first| decode_g2_points_into(b, out, section, first, validation)
 }
 
-/// Logs a loaded section and where its time went (at `info` from a second on: progress of a
-/// long load; `debug` below). `checks`: where the curve and subgroup checks ran.
+/// Logs a loaded section and where its time went ([`progress!`]). `checks`: where the curve and
+/// subgroup checks ran.
 fn log_section(path: &Path, section: Section, points: usize, bytes: usize, took: Duration, times: SectionTimes, checks: &str) {
     let (seconds, gb_per_s) = (took.as_secs_f64(), bytes as f64 / took.as_secs_f64().max(1e-9) / 1e9);
     let (read, decode, check) = (times.read.as_secs_f64(), times.decode.as_secs_f64(), times.check.as_secs_f64());
     let path = path.display();
-    if took >= Duration::from_secs(1) {
-        tracing::info!(%path, ?section, points, seconds, gb_per_s, read, decode, check, checks, "parameter section loaded (seconds of each part, overlapping)");
-    } else {
-        tracing::debug!(%path, ?section, points, seconds, gb_per_s, read, decode, check, checks, "parameter section loaded (seconds of each part, overlapping)");
-    }
+    progress!(took, %path, ?section, points, seconds, gb_per_s, read, decode, check, checks, "parameter section loaded (seconds of each part, overlapping)");
 }
 
 /// Bytes of a section read at once (two such blocks are held: one decoded while the next is
