@@ -369,7 +369,7 @@ fn main() {
                         best = best.min(t.elapsed().as_secs_f64() * 1e3);
                         drop(h);
                     }
-                    println!("compute_h 2^{k} (7 NTTs + quotient): {best:.3} ms");
+                    println!("compute_h 2^{k} (6 NTTs, product, difference): {best:.3} ms");
                     // With the copies: a, b, c uploaded from pinned buffers, then compute_h, whose
                     // transforms of a start once a has arrived (overlapped), against waiting for
                     // all three copies first (sequential). Interleaved, best of 3 each.

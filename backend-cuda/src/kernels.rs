@@ -31,6 +31,8 @@ pub const KERNELS: &[&str] = &[
     "ntt_bitrev",
     "ntt_bitrev_tiled",
     "ntt_quotient",
+    "ntt_mul",
+    "ntt_sub",
     "ntt_pow_table",
     "msm_prepare",
     "msm_histogram",

@@ -205,9 +205,15 @@ pub fn ntt_natural(module: &Module, stream: &Stream, t: &NttTables, data: u64, d
 
 /// `(A·B - C)/Z` coefficients from the evaluations in `a, b, c` (results in `a`).
 ///
+/// Six transforms, not seven: `C` is never taken to the coset. `Z` is the constant `g^n - 1`
+/// on the coset and `deg C < n`, so the inverse coset transform of `(A·B - C)/Z` is that of
+/// `A·B` times `1/Z`, minus `C`'s coefficients times `1/Z`; both scalings ride on the inverse
+/// transforms' stores, and one element-wise subtraction replaces `C`'s forward coset transform.
+///
 /// `before(i)` runs before the work on operand `i` (0 = a, 1 = b, 2 = c) is queued: the
 /// backend uses it to order the compute stream after that operand's upload only, so the
-/// transforms of `a` run while `b` and `c` are still being copied.
+/// transforms of `a` run while `b` and `c` are still being copied, and `c`, needed last, has
+/// the longest to arrive.
 pub fn compute_h(
     module: &Module,
     stream: &Stream,
@@ -217,19 +223,33 @@ pub fn compute_h(
     mut before: impl FnMut(usize) -> Result<(), CudaError>,
 ) -> Result<(), CudaError> {
     let k = domain.log_n;
+    let n = 1u32 << k;
+    let block = n.min(256);
+    if k == 0 {
+        // One element: no transforms (whose stores carry the scalings), just the quotient.
+        for i in 0..3 {
+            before(i)?;
+        }
+        let args = Args::new().push(a).push(b).push(c).push(FrArg::from(domain.z_inv_on_coset)).push(n);
+        // SAFETY: arguments match ntt_quotient; the buffers hold one scalar each.
+        return unsafe { module.launch("ntt_quotient", 1, 1, 0, stream, args) };
+    }
     // Evaluations -> coefficients (bit-reversed, scaled by g^i / n) -> coset evaluations (natural).
     let to_coset = Scale { constant: Some(domain.n_inv), pow_inverse: Some(false), brev: true };
-    for (i, &p) in [a, b, c].iter().enumerate() {
+    for (i, &p) in [a, b].iter().enumerate() {
         before(i)?;
         transform(module, stream, t, p, k, true, false, Scale::NONE, to_coset)?;
         transform(module, stream, t, p, k, false, true, Scale::NONE, Scale::NONE)?;
     }
-    let n = 1u32 << k;
-    let block = n.min(256);
-    let args = Args::new().push(a).push(b).push(c).push(FrArg::from(domain.z_inv_on_coset)).push(n);
-    // SAFETY: arguments match ntt_quotient; buffers hold n scalars.
-    unsafe { module.launch("ntt_quotient", n.div_ceil(block), block, 0, stream, args)? };
-    let from_coset = Scale { constant: Some(domain.n_inv), pow_inverse: Some(true), brev: true };
+    // SAFETY: arguments match ntt_mul; both buffers hold n scalars.
+    unsafe { module.launch("ntt_mul", n.div_ceil(block), block, 0, stream, Args::new().push(a).push(b).push(n))? };
+    // A·B's coefficients over Z (bit-reversed), then C's, then their difference.
+    let over_z = domain.n_inv * domain.z_inv_on_coset;
+    let from_coset = Scale { constant: Some(over_z), pow_inverse: Some(true), brev: true };
     transform(module, stream, t, a, k, true, false, Scale::NONE, from_coset)?;
+    before(2)?;
+    transform(module, stream, t, c, k, true, false, Scale::NONE, Scale { constant: Some(over_z), pow_inverse: None, brev: false })?;
+    // SAFETY: arguments match ntt_sub; both buffers hold n scalars.
+    unsafe { module.launch("ntt_sub", n.div_ceil(block), block, 0, stream, Args::new().push(a).push(c).push(n))? };
     bitrev(module, stream, a, k)
 }

@@ -19,6 +19,10 @@ pub struct NttKernels {
     pub scale: Kernel,
     /// `(a·b − c)/Z` on the coset.
     pub quotient: Kernel,
+    /// `a·b`, element-wise (`compute_h` on the coset).
+    pub mul: Kernel,
+    /// `(a − c)/Z`, element-wise (`compute_h` on the coefficients).
+    pub sub_over_z: Kernel,
 }
 
 /// The MSM scalar-side kernels.
@@ -103,9 +107,10 @@ impl<T> Lazy<T> {
 impl NttKernels {
     /// Compiles the NTT module.
     pub fn build(gpu: &Gpu) -> Result<Self, WgpuError> {
-        let mut k = kernels(gpu, Program::Ntt, &["ntt_bitrev", "ntt_stage", "ntt_local", "ntt_scale", "ntt_quotient"])?.into_iter();
+        let mut k =
+            kernels(gpu, Program::Ntt, &["ntt_bitrev", "ntt_stage", "ntt_local", "ntt_scale", "ntt_quotient", "ntt_mul", "ntt_sub_over_z"])?.into_iter();
         let mut next = || k.next().ok_or_else(|| WgpuError::Shader("ntt".into(), "missing kernel".into()));
-        Ok(NttKernels { bitrev: next()?, stage: next()?, local: next()?, scale: next()?, quotient: next()? })
+        Ok(NttKernels { bitrev: next()?, stage: next()?, local: next()?, scale: next()?, quotient: next()?, mul: next()?, sub_over_z: next()? })
     }
 }
 

@@ -104,3 +104,21 @@ pub fn quotient(gpu: &Gpu, k: &NttKernels, a: &wgpu::Buffer, bb: &wgpu::Buffer, 
     b.dispatch(&k.quotient, &[(0, a.into()), (1, bb.into()), (2, c.into()), (3, (&z).into())], 4, [n as u32, 0, 0, 0, 0, 0, 0, 0], n, false)?;
     b.submit()
 }
+
+/// `a ← a·b` element-wise (`compute_h`: A·B on the coset).
+pub fn product(gpu: &Gpu, k: &NttKernels, a: &wgpu::Buffer, bb: &wgpu::Buffer, domain: &Domain) -> Result<(), WgpuError> {
+    let n = domain.size() as u64;
+    let mut b = Batch::new(gpu);
+    b.dispatch(&k.mul, &[(0, a.into()), (1, bb.into())], 4, [n as u32, 0, 0, 0, 0, 0, 0, 0], n, false)?;
+    b.submit()
+}
+
+/// `a ← (a − c)·z_inv` element-wise (`compute_h`: the coefficients of A·B's coset interpolant
+/// minus C's, over Z).
+pub fn difference_over_z(gpu: &Gpu, k: &NttKernels, a: &wgpu::Buffer, c: &wgpu::Buffer, domain: &Domain) -> Result<(), WgpuError> {
+    let n = domain.size() as u64;
+    let z = gpu.storage_init(scalar_bytes(&[domain.z_inv_on_coset]), "1/Z")?;
+    let mut b = Batch::new(gpu);
+    b.dispatch(&k.sub_over_z, &[(0, a.into()), (2, c.into()), (3, (&z).into())], 4, [n as u32, 0, 0, 0, 0, 0, 0, 0], n, false)?;
+    b.submit()
+}

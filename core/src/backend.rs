@@ -73,6 +73,27 @@ pub fn user_cache_dir() -> Option<std::path::PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache").join("cuzk")))
 }
 
+/// [`Backend::compute_h`] as the textbook composes it from the backend's own steps: each of
+/// `a, b, c` to coefficients and on to the coset (six transforms), the quotient there, and back
+/// (a seventh). The CPU backend, the oracle, computes `h` this way; benchmarks time a backend's
+/// own `compute_h` against it.
+pub fn compute_h_in_steps<B: Backend + ?Sized>(
+    backend: &B,
+    mut a: B::Scalars,
+    mut b: B::Scalars,
+    mut c: B::Scalars,
+    domain: &Domain,
+) -> Result<B::Scalars, BackendError> {
+    for v in [&mut a, &mut b, &mut c] {
+        backend.ntt(v, domain, NttDirection::Inverse, false)?;
+        backend.ntt(v, domain, NttDirection::Forward, true)?;
+    }
+    backend.quotient_on_coset(&mut a, &b, &c, domain)?;
+    drop((b, c));
+    backend.ntt(&mut a, domain, NttDirection::Inverse, true)?;
+    Ok(a)
+}
+
 /// A compute backend: buffers, the NTT family, the quotient, and G1/G2 MSM.
 ///
 /// Every backend must produce exactly the results of the CPU backend (the oracle).
@@ -121,17 +142,9 @@ pub trait Backend: Send + Sync {
     /// The coefficients of `h = (A·B − C)/Z` from the evaluations `a, b, c` (each of length
     /// `domain.size()`); consumes `b` and `c`, returns the buffer that held `a`.
     ///
-    /// The default composes [`Backend::ntt`] and [`Backend::quotient_on_coset`]; backends may
-    /// fuse the steps.
-    fn compute_h(&self, mut a: Self::Scalars, mut b: Self::Scalars, mut c: Self::Scalars, domain: &Domain) -> Result<Self::Scalars, BackendError> {
-        for v in [&mut a, &mut b, &mut c] {
-            self.ntt(v, domain, NttDirection::Inverse, false)?;
-            self.ntt(v, domain, NttDirection::Forward, true)?;
-        }
-        self.quotient_on_coset(&mut a, &b, &c, domain)?;
-        drop((b, c));
-        self.ntt(&mut a, domain, NttDirection::Inverse, true)?;
-        Ok(a)
+    /// The default is [`compute_h_in_steps`]; backends may fuse the steps or take fewer.
+    fn compute_h(&self, a: Self::Scalars, b: Self::Scalars, c: Self::Scalars, domain: &Domain) -> Result<Self::Scalars, BackendError> {
+        compute_h_in_steps(self, a, b, c, domain)
     }
 
     /// Makes a circuit's recorded constraint matrices resident (once per circuit and device).

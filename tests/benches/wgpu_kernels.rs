@@ -1,5 +1,6 @@
 //! `cuzk-wgpu-kernels`: wgpu against CUDA on the same inputs: forward NTT and dense G1 MSM at
-//! 2^16 … 2^22, and one whole partition (squaring-chain with timing-only parameters) whose
+//! 2^16 … 2^22, `compute_h` (each backend's own against the seven-transform composition of
+//! its steps, `compute_h_in_steps`), and one whole partition (squaring-chain with timing-only parameters) whose
 //! stages run through the worker (`cuzk-worker`, each device stage waited for so it is timed
 //! alone). Prints markdown tables with the ratios; results of the two backends are compared
 //! (they must be identical).
@@ -8,11 +9,11 @@
 //! depends on no other backend and not on the worker: `tests/tests/it/layers.rs`).
 //!
 //! ```sh
-//! cargo bench -p cuzk-tests --bench cuzk-wgpu-kernels -- --ntt 16,18,20,22 --msm 16,18,20,22 --proof 20 --reps 3 --cuda on
+//! cargo bench -p cuzk-tests --bench cuzk-wgpu-kernels -- --ntt 16,18,20,22 --msm 16,18,20,22 --h 16,18,20 --proof 20 --reps 3 --cuda on
 //! ```
 //!
 //! Arguments (cargo's own `--bench` is ignored; the values shown are the defaults): `--ntt 16,18,20,22` and `--msm 16,18,20,22`
-//! (log2 sizes; an empty list skips the part), `--proof 20` (log2 size of the partition; 0
+//! and `--h 16,18,20` (log2 sizes; an empty list skips the part), `--proof 20` (log2 size of the partition; 0
 //! skips it), `--reps 3` (timed repetitions after a warm-up; the median is shown), `--cuda on`
 //! (`off` runs wgpu alone). The backend's own `CUZK_WGPU_ADAPTER` and `CUZK_WGPU_DEVICE_TYPE`
 //! pick the adapter. The partition's timing-only parameters are written to a file in the
@@ -27,7 +28,7 @@ use cuzk_backend_cuda::CudaBackend;
 use cuzk_backend_wgpu::WgpuBackend;
 use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::alloc::{heap, PinnedVec};
-use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
+use cuzk_core::backend::{compute_h_in_steps, Backend, MsmScalars, NttDirection};
 use cuzk_core::domain::Domain;
 use cuzk_core::engine::{CircuitId, DeviceId, Location, Stage};
 use cuzk_core::params::{Parameters, Validation, VerifyingKey};
@@ -39,9 +40,10 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--proof LOG] [--reps N] [--cuda on|off]
+const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--h LOGS] [--proof LOG] [--reps N] [--cuda on|off]
   --ntt LOGS    log2 sizes of the forward NTT, comma-separated, empty for none (default 16,18,20,22)
   --msm LOGS    log2 sizes of the dense G1 MSM (default 16,18,20,22)
+  --h LOGS      log2 sizes of compute_h, the backend's own and in seven-transform steps (default 16,18,20)
   --proof LOG   log2 size of the whole partition (squaring-chain), 0 to skip (default 20)
   --reps N      timed repetitions after a warm-up, N >= 1 (default 3)
   --cuda on|off compare with the first CUDA device (default on)";
@@ -50,6 +52,7 @@ const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--proof
 struct Args {
     ntt: Vec<u32>,
     msm: Vec<u32>,
+    h: Vec<u32>,
     proof: u32,
     reps: usize,
     cuda: bool,
@@ -69,7 +72,7 @@ fn log_list(name: &str, v: &str) -> Result<Vec<u32>, String> {
 impl Args {
     /// Parses `--name value` and `--name=value`; `None` for `--help`.
     fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
-        let mut a = Args { ntt: vec![16, 18, 20, 22], msm: vec![16, 18, 20, 22], proof: 20, reps: 3, cuda: true };
+        let mut a = Args { ntt: vec![16, 18, 20, 22], msm: vec![16, 18, 20, 22], h: vec![16, 18, 20], proof: 20, reps: 3, cuda: true };
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             match arg.as_str() {
@@ -81,7 +84,7 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            if !matches!(name.as_str(), "--ntt" | "--msm" | "--proof" | "--reps" | "--cuda") {
+            if !matches!(name.as_str(), "--ntt" | "--msm" | "--h" | "--proof" | "--reps" | "--cuda") {
                 return Err(format!("unknown argument {arg:?}"));
             }
             let v = match inline.or_else(|| it.next()) {
@@ -92,6 +95,7 @@ impl Args {
             match name.as_str() {
                 "--ntt" => a.ntt = log_list(&name, &v)?,
                 "--msm" => a.msm = log_list(&name, &v)?,
+                "--h" => a.h = log_list(&name, &v)?,
                 "--proof" => a.proof = number()?,
                 "--reps" => a.reps = number()? as usize,
                 _ => a.cuda = cuzk_tests::on_off(&name, &v)?,
@@ -163,6 +167,26 @@ fn time_msm<B: Backend>(b: &B, bases: &[G1Affine], sc: &[Scalar], reps: usize) -
         let st = Instant::now();
         b.msm_g1(&rb, 0, s).expect("msm");
         t.push(st.elapsed().as_secs_f64() * 1e3);
+    }
+    (median(t), result)
+}
+
+/// Median milliseconds of `reps` runs of `compute_h` (the backend's own, or with `in_steps`
+/// [`compute_h_in_steps`]) after a warm-up, and the result; the uploads are not timed.
+fn time_h<B: Backend>(b: &B, abc: &[Vec<Scalar>; 3], domain: &Domain, in_steps: bool, reps: usize) -> (f64, Vec<Scalar>) {
+    let mut t = Vec::new();
+    let mut result = Vec::new();
+    for rep in 0..=reps {
+        let [x, y, z] = abc.each_ref().map(|v| upload(b, v));
+        b.wait_idle().expect("sync");
+        let s = Instant::now();
+        let h = if in_steps { compute_h_in_steps(b, x, y, z, domain) } else { b.compute_h(x, y, z, domain) }.expect("compute_h");
+        b.wait_idle().expect("sync");
+        if rep > 0 {
+            t.push(s.elapsed().as_secs_f64() * 1e3);
+        } else {
+            result = b.download_scalars(&h).expect("download");
+        }
     }
     (median(t), result)
 }
@@ -361,6 +385,20 @@ fn main() {
         let c = cuda.as_ref().map(|c| time_msm(c, &bases, &sc, reps));
         let eq = c.as_ref().map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
         println!("| G1 MSM (dense) | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(c.as_ref().map(|x| x.0)), ratio(tw, c.as_ref().map(|x| x.0)));
+    }
+    for &k in &args.h {
+        let domain = Domain::new(k).expect("domain");
+        let abc = [0, 1, 2].map(|j| scalars(domain.size(), 300 + 3 * k as u64 + j));
+        let (tw, rw) = time_h(&wgpu, &abc, &domain, false, reps);
+        let (sw, rsw) = time_h(&wgpu, &abc, &domain, true, reps);
+        let c = cuda.as_ref().map(|c| (time_h(c, &abc, &domain, false, reps), time_h(c, &abc, &domain, true, reps)));
+        let eq = c.as_ref().map_or("-".into(), |((_, rc), _)| (rc == &rw).to_string());
+        let own_c = c.as_ref().map(|x| x.0 .0);
+        println!("| `compute_h`, the backend's own | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(own_c), ratio(tw, own_c));
+        // Equal here: each backend's steps give what its own compute_h gave.
+        let eq = (rsw == rw && c.as_ref().is_none_or(|((_, rc), (_, rsc))| rsc == rc)).to_string();
+        let steps_c = c.as_ref().map(|x| x.1 .0);
+        println!("| `compute_h` in steps (7 transforms) | 2^{k} | {sw:.2} | {} | {} | {eq} |", opt(steps_c), ratio(sw, steps_c));
     }
     if args.proof > 0 {
         if let Err(e) = partition_rows(&wgpu, cuda.as_ref(), args.proof, reps) {

@@ -237,6 +237,20 @@ extern "C" __global__ void ntt_quotient(Fr* a, const Fr* b, const Fr* c, FrArg z
     store_elem<Fr>(a + i, r);
 }
 
+// a[i] <- a[i]·b[i] (compute_h: A·B on the coset).
+extern "C" __global__ void ntt_mul(Fr* a, const Fr* b, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store_elem<Fr>(a + i, load_elem<Fr>(a + i) * load_elem<Fr>(b + i));
+}
+
+// a[i] <- a[i] - b[i] (compute_h: A·B's coefficients minus C's, both over Z).
+extern "C" __global__ void ntt_sub(Fr* a, const Fr* b, u32 n) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store_elem<Fr>(a + i, load_elem<Fr>(a + i) - load_elem<Fr>(b + i));
+}
+
 // out[i] = base^i for i < 2^16 and out2[i] = base^(i·2^16), from base^(2^16) given: computed
 // on the device by repeated squaring trees (one thread per entry, log-depth products).
 // tab[0..16] holds base^(2^k) for k = 0..15 and tab[16..32] base^(2^(16+k)). With scale16 the

@@ -138,3 +138,24 @@ fn ntt_quotient(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     let z = ld_t3(0u);
     st_d(i, fr_mul(fr_sub(fr_mul(ld_d(i), ld_t1(i)), ld_t2(i)), z));
 }
+
+// compute_h, A·B on the coset: d[i] = d[i]·t1[i], i < prm.a.
+@compute @workgroup_size($WG)
+fn ntt_mul(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= prm.a) {
+        return;
+    }
+    st_d(i, fr_mul(ld_d(i), ld_t1(i)));
+}
+
+// compute_h, the coefficients of (A·B - C)/Z from A·B's and C's: d[i] = (d[i] - t2[i]) · t3[0]
+// (t3[0] = 1/Z), i < prm.a.
+@compute @workgroup_size($WG)
+fn ntt_sub_over_z(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg);
+    if (i >= prm.a) {
+        return;
+    }
+    st_d(i, fr_mul(fr_sub(ld_d(i), ld_t2(i)), ld_t3(0u)));
+}
