@@ -7,6 +7,9 @@
 //! in `setsid`) is fine: the patterns below only match it next to a number or in those
 //! history phrases. The files come from `git ls-files` at the workspace root; without git, the
 //! tree is walked, skipping `target/`, `.git/` and `gpu-bin/`.
+//!
+//! And `docs/architecture.md` stays a map: at most 250 lines, none of its prose lines over 100
+//! characters (decisions and figures belong in `docs/perf.md`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -201,4 +204,19 @@ fn matcher_leaves_other_senses() {
     ] {
         assert_eq!(offence(line), None, "flagged: {line:?}");
     }
+}
+
+#[test]
+fn architecture_doc_stays_a_map() {
+    let path = root().join("docs/architecture.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 250, "docs/architecture.md has {} lines, at most 250: move decisions and figures to docs/perf.md", lines.len());
+    let long: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('|') && l.chars().count() > 100)
+        .map(|(i, l)| format!("line {}: {} characters", i + 1, l.chars().count()))
+        .collect();
+    assert!(long.is_empty(), "docs/architecture.md prose over 100 characters a line: {long:?}");
 }
