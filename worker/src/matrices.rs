@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use blstrs::Scalar;
 use ff::Field;
@@ -114,10 +115,69 @@ type Slot = Arc<OnceLock<Option<Arc<ConstraintMatrices>>>>;
 
 /// Constraint matrices per circuit shape, recorded by the first synthesis of that shape. Later
 /// syntheses only generate their witness and evaluate `a, b, c` from the matrices.
-#[derive(Debug, Default)]
+///
+/// A persistent cache writes each recording to its file on a thread of its own, so the job
+/// that recorded it goes on at once (writing a 32 GiB PoRep's 8.9 GB took 9–12.5 s of its
+/// first job); [`MatrixCache::saves`] waits for the writes, and dropping the cache waits too.
+#[derive(Debug)]
 pub struct MatrixCache {
     entries: Mutex<HashMap<ShapeKey, Slot>>,
     store: Option<PathBuf>,
+    saves: Arc<Saves>,
+    /// Writes a file ([`save`]; tests slow it down).
+    write: WriteFile,
+}
+
+/// Writes the matrices of a shape to a file; true if written.
+type WriteFile = fn(&std::path::Path, &ShapeKey, &ConstraintMatrices) -> bool;
+
+impl Default for MatrixCache {
+    fn default() -> Self {
+        MatrixCache { entries: Mutex::default(), store: None, saves: Arc::default(), write: save }
+    }
+}
+
+/// The background writes of a persistent [`MatrixCache`]: how many are running.
+#[derive(Debug, Default)]
+pub struct Saves {
+    running: Mutex<usize>,
+    done: Condvar,
+}
+
+impl Saves {
+    /// Blocks until no write is running (a clean stop calls it, so the next start loads).
+    pub fn wait(&self) {
+        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self.done.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// How many writes are running.
+    pub fn running(&self) -> usize {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn begin(self: &Arc<Self>) -> SaveGuard {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        SaveGuard(self.clone())
+    }
+}
+
+/// One running write; ends it when dropped, also when the write panics.
+struct SaveGuard(Arc<Saves>);
+
+impl Drop for SaveGuard {
+    fn drop(&mut self) {
+        *self.0.running.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.0.done.notify_all();
+    }
+}
+
+impl Drop for MatrixCache {
+    fn drop(&mut self) {
+        self.saves.wait();
+    }
 }
 
 /// What a persistent cache found for a shape.
@@ -135,7 +195,7 @@ impl MatrixCache {
     /// recording again: after a restart, or in a second process. A file that is unreadable,
     /// corrupt or stale is recorded again and replaced, never trusted.
     pub fn persistent(dir: PathBuf) -> Self {
-        MatrixCache { entries: Mutex::default(), store: Some(dir) }
+        MatrixCache { entries: Mutex::default(), store: Some(dir), saves: Arc::default(), write: save }
     }
 
     /// The file of `shape` in a persistent cache.
@@ -165,30 +225,24 @@ impl MatrixCache {
         }
     }
 
-    /// Writes `m` as the file of `shape` (a temporary file renamed over the old one); true if
-    /// it was written.
-    fn save(&self, shape: &ShapeKey, m: &ConstraintMatrices) -> bool {
-        let Some(path) = self.file_of(shape) else { return false };
-        let tmp = path.with_extension(format!("matrices.tmp{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(&tmp)?);
-            m.write_file(&Self::file_key(shape), &mut w)?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        };
-        match write() {
-            Ok(()) => {
-                tracing::info!(circuit = %shape, path = %path.display(), "constraint matrices saved");
-                true
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                tracing::warn!(circuit = %shape, path = %path.display(), "constraint matrices not saved: {e}");
-                false
-            }
+    /// The background writes of this cache.
+    pub fn saves(&self) -> Arc<Saves> {
+        self.saves.clone()
+    }
+
+    /// Writes `m` as the file of `shape` on a thread of its own (on this one if no thread can
+    /// be had); [`MatrixCache::saves`] tells when it is done.
+    fn save_in_background(&self, shape: &ShapeKey, m: &Arc<ConstraintMatrices>) {
+        let Some(path) = self.file_of(shape) else { return };
+        let guard = self.saves.begin();
+        let (p, k, mm, write) = (path.clone(), shape.clone(), m.clone(), self.write);
+        let spawned = std::thread::Builder::new().name("cuzk-matrices-save".into()).spawn(move || {
+            let _running = guard;
+            write(&p, &k, &mm);
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(circuit = %shape, "no thread for writing the matrices ({e}): writing them before the job goes on");
+            (self.write)(&path, shape, m);
         }
     }
 
@@ -244,7 +298,7 @@ impl MatrixCache {
                     }
                 };
                 tracing::info!(circuit = %shape, constraints = m.num_constraints(), entries = m.num_entries(), bytes = m.heap_bytes(), secs = t.elapsed().as_secs_f64(), "constraint matrices recorded");
-                self.save(shape, &m);
+                self.save_in_background(shape, &m);
                 Some(m)
             })
             .clone();
@@ -286,6 +340,36 @@ impl MatrixCache {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ShapeKey, Slot>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Numbers the temporary files of writes, so two writes of one shape never share one.
+static SAVE_NUMBER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `m` as the file `path` of `shape` (a temporary file renamed over the old one); true
+/// if it was written.
+fn save(path: &std::path::Path, shape: &ShapeKey, m: &ConstraintMatrices) -> bool {
+    let t = std::time::Instant::now();
+    let tmp = path.with_extension(format!("matrices.tmp{}-{}", std::process::id(), SAVE_NUMBER.fetch_add(1, Ordering::Relaxed)));
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(&tmp)?);
+        m.write_file(&MatrixCache::file_key(shape), &mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    match write() {
+        Ok(()) => {
+            tracing::info!(circuit = %shape, path = %path.display(), secs = t.elapsed().as_secs_f64(), "constraint matrices saved");
+            true
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::warn!(circuit = %shape, path = %path.display(), "constraint matrices not saved: {e}");
+            false
+        }
     }
 }
 
@@ -359,6 +443,8 @@ mod tests {
         let recorded = first.get_or_record(&shape, &counted).unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         let file = first.file_of(&shape).unwrap();
+        first.saves().wait();
+        assert_eq!(first.saves().running(), 0);
         assert!(file.exists());
         assert!(!recorded.in_file_image(), "once saved, the recording is kept as it is");
         assert!(!MatrixCache::default().get_or_record(&shape, &circuit).unwrap().in_file_image(), "without a file, in memory");
@@ -386,7 +472,52 @@ mod tests {
         let third = MatrixCache::persistent(dir.path().to_path_buf());
         assert!(third.get_or_record(&shape, &counted).is_some());
         assert_eq!(runs.load(Ordering::SeqCst), 2, "a corrupt file must be recorded again");
+        drop(third); // waits for its write
         assert!(ConstraintMatrices::from_file_bytes(&std::fs::read(&file).unwrap(), &MatrixCache::file_key(&shape)).is_ok(), "the file was not rebuilt");
+    }
+
+    /// Holds the test writer below until the test opens it (or 5 s have passed, so a cache
+    /// that wrote on the job's thread fails the test instead of hanging it).
+    static GATE: (Mutex<bool>, std::sync::Condvar) = (Mutex::new(false), std::sync::Condvar::new());
+
+    fn gated_save(path: &std::path::Path, shape: &ShapeKey, m: &ConstraintMatrices) -> bool {
+        let open = GATE.0.lock().unwrap();
+        drop(GATE.1.wait_timeout_while(open, std::time::Duration::from_secs(5), |open| !*open).unwrap());
+        save(path, shape, m)
+    }
+
+    /// The file is written beside the job: recordings return while their writes are held,
+    /// dropping the cache waits for the writes, and the next cache loads what they wrote. No
+    /// temporary file is left.
+    #[test]
+    fn recordings_are_written_in_the_background_and_a_dropped_cache_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let shapes: Vec<_> =
+            [15, 16, 17].map(|k| (BuiltinShape::new(CircuitKind::Sha256Chain, k).unwrap().key(), CircuitKind::Sha256Chain.instance(k, 1).unwrap())).into();
+        let mut cache = MatrixCache::persistent(dir.path().to_path_buf());
+        cache.write = gated_save;
+        let recorded: Vec<_> = shapes.iter().map(|(shape, c)| cache.get_or_record(shape, c).unwrap()).collect();
+        let files: Vec<_> = shapes.iter().map(|(shape, _)| cache.file_of(shape).unwrap()).collect();
+        // Every recording came back with its write still held.
+        assert_eq!(cache.saves().running(), 3);
+        assert!(files.iter().all(|f| !f.exists()));
+        let dropped = std::thread::spawn(move || drop(cache));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!dropped.is_finished(), "the cache was dropped with its writes running");
+        *GATE.0.lock().unwrap() = true;
+        GATE.1.notify_all();
+        dropped.join().unwrap();
+        let runs = AtomicUsize::new(0);
+        let again = MatrixCache::persistent(dir.path().to_path_buf());
+        for (((shape, c), m), file) in shapes.iter().zip(&recorded).zip(&files) {
+            assert!(file.exists(), "{} not written when the cache was dropped", file.display());
+            let loaded = again.get_or_record(shape, &Counting { runs: &runs, inner: c.clone() }).unwrap();
+            assert!(loaded.to_file_bytes("k") == m.to_file_bytes("k"));
+        }
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "a file was not used");
+        let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| n.ends_with(".matrices")), "files left behind: {names:?}");
+        assert_eq!(names.len(), 3);
     }
 
     /// A circuit that counts its syntheses.

@@ -468,6 +468,8 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
             cuzk_setup::timing::QueryLengths::of(&m).map_err(|e| e.to_string())
         }))
     });
+    // Recorded matrices are written to their files beside the jobs; a clean stop waits for them.
+    let matrix_saves = worker.matrices().map(|m| m.saves());
     let (handle, driver_task) = driver::spawn(dcfg, worker, pool)?;
     let max = cfg.server.max_request_bytes;
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -572,6 +574,11 @@ async fn start_devices(cfg: Config, data_dir: PathBuf, backends: Vec<AnyBackend>
                 Err(e) => tracing::error!(error = %e, "listener task failed"),
                 Ok(Ok(())) => {}
             }
+        }
+        // Before the socket and its lock go: a daemon started next finds the files whole.
+        if let Some(saves) = matrix_saves.filter(|s| s.running() > 0) {
+            tracing::info!(files = saves.running(), "waiting for recorded constraint matrices to be written");
+            let _ = tokio::task::spawn_blocking(move || saves.wait()).await;
         }
         if let Some(p) = socket {
             let _ = std::fs::remove_file(p);
