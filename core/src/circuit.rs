@@ -9,7 +9,7 @@ use blstrs::Scalar;
 
 use crate::alloc::SharedAllocator;
 use crate::compiled::CompiledSynthesis;
-use crate::matrices::{ConstraintMatrices, RecordedShare, Repeats};
+use crate::matrices::{ConstraintMatrices, RecordedShare, RepeatedShare, Repeats};
 use crate::synth::{SizeHint, SynthesizeError, Synthesized};
 use crate::witness::{ParallelWitness, WitnessError};
 
@@ -86,8 +86,15 @@ pub trait PartitionCircuit: Send + Sync {
     fn record(&self) -> Result<ConstraintMatrices, SynthesizeError>;
     /// [`CompiledSynthesis::record_share`].
     fn record_share(&self, part: usize, parts: usize, chunk_rows: usize) -> Result<RecordedShare, SynthesizeError>;
-    /// [`CompiledSynthesis::record_repeated`].
-    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError>;
+    /// [`CompiledSynthesis::record_repeated_share`].
+    fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError>;
+    /// [`CompiledSynthesis::record_repeated`]: one share of one.
+    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
+        if repeats.count < 3 {
+            return Ok(None);
+        }
+        ConstraintMatrices::from_repeated_shares(vec![self.record_repeated_share(repeats, 0, 1, crate::matrices::DEFAULT_CHUNK_ROWS)?], repeats)
+    }
 }
 
 /// A circuit type's public inputs, computed natively (what [`Partition`] needs besides
@@ -137,8 +144,8 @@ where
     fn record_share(&self, part: usize, parts: usize, chunk_rows: usize) -> Result<RecordedShare, SynthesizeError> {
         self.circuit.record_share(part, parts, chunk_rows)
     }
-    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
-        self.circuit.record_repeated(repeats)
+    fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError> {
+        self.circuit.record_repeated_share(repeats, part, parts, chunk_rows)
     }
 }
 

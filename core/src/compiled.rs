@@ -11,7 +11,7 @@ use bellpepper_core::Circuit;
 use blstrs::Scalar;
 
 use crate::alloc::SharedAllocator;
-use crate::matrices::{ConstraintMatrices, RecordedShare, Repeats, WitnessCs};
+use crate::matrices::{ConstraintMatrices, RecordedShare, RepeatedShare, Repeats, WitnessCs, DEFAULT_CHUNK_ROWS};
 use crate::synth::{SizeHint, SynthesizeError, Synthesized};
 
 /// A circuit whose runs through cuzk-core's constraint systems are compiled in its own crate
@@ -23,8 +23,15 @@ pub trait CompiledSynthesis: Circuit<Scalar> + Clone + Send {
     fn record(&self) -> Result<ConstraintMatrices, SynthesizeError>;
     /// [`ConstraintMatrices::record_share`] of a copy of the circuit.
     fn record_share(&self, part: usize, parts: usize, chunk_rows: usize) -> Result<RecordedShare, SynthesizeError>;
-    /// [`ConstraintMatrices::record_repeated`] of a copy of the circuit.
-    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError>;
+    /// [`ConstraintMatrices::record_repeated_share`] of a copy of the circuit.
+    fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError>;
+    /// [`ConstraintMatrices::record_repeated`] of a copy of the circuit (one share of one).
+    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
+        if repeats.count < 3 {
+            return Ok(None);
+        }
+        ConstraintMatrices::from_repeated_shares(vec![self.record_repeated_share(repeats, 0, 1, DEFAULT_CHUNK_ROWS)?], repeats)
+    }
     /// [`ConstraintMatrices::witness`] of a copy of the circuit, through `matrices`.
     fn witness_through(&self, matrices: &ConstraintMatrices, alloc: SharedAllocator) -> Result<WitnessCs, SynthesizeError>;
 }
@@ -61,11 +68,14 @@ macro_rules! compiled_synthesis {
             }
 
             #[inline(never)]
-            fn record_repeated(
+            fn record_repeated_share(
                 &self,
                 repeats: &$crate::matrices::Repeats,
-            ) -> ::core::result::Result<::core::option::Option<$crate::matrices::ConstraintMatrices>, $crate::synth::SynthesizeError> {
-                $crate::matrices::ConstraintMatrices::record_repeated(::core::clone::Clone::clone(self), repeats)
+                part: usize,
+                parts: usize,
+                chunk_rows: usize,
+            ) -> ::core::result::Result<$crate::matrices::RepeatedShare, $crate::synth::SynthesizeError> {
+                $crate::matrices::ConstraintMatrices::record_repeated_share(::core::clone::Clone::clone(self), repeats, part, parts, chunk_rows)
             }
 
             #[inline(never)]

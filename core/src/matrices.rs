@@ -29,6 +29,7 @@ mod record;
 mod repeat;
 pub use file::MatricesFileError;
 pub use record::{RecordedShare, DEFAULT_CHUNK_ROWS};
+pub use repeat::RepeatedShare;
 // Declared beside `ParallelWitness`, which names it; kept here under its old path too.
 pub use crate::witness::Repeats;
 

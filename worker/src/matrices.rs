@@ -60,11 +60,19 @@ pub fn record_parallel_chunked<C: CompiledSynthesis + Sync>(circuit: &C, parts: 
 }
 
 /// The matrices of a partition circuit: from its header and two blocks where it says it
-/// repeats one ([`ConstraintMatrices::record_repeated`]), else (or when it does not repeat as
-/// it says, which is logged) on `parts` threads ([`record_partition_parallel`]).
+/// repeats one ([`ConstraintMatrices::record_repeated`], in shares on `parts` threads), else
+/// (or when it does not repeat as it says, which is logged) the whole circuit on `parts`
+/// threads ([`record_partition_parallel`]).
 pub fn record_partition(circuit: &dyn PartitionCircuit, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     if let Some(r) = circuit.repeats() {
-        match circuit.record_repeated(&r)? {
+        let repeated = if r.count < 3 {
+            None
+        } else {
+            let chunk_rows = cuzk_core::matrices::DEFAULT_CHUNK_ROWS;
+            let shares = shares_in_threads(parts.max(1), |p| circuit.record_repeated_share(&r, p, parts.max(1), chunk_rows))?;
+            ConstraintMatrices::from_repeated_shares(shares, &r)?
+        };
+        match repeated {
             Some(m) => return Ok(m),
             // Fewer than three blocks leave nothing to copy: recorded whole, as expected.
             None if r.count < 3 => {}
@@ -90,6 +98,12 @@ fn record_in_threads(
     if parts <= 1 {
         return whole();
     }
+    ConstraintMatrices::merge_shares(shares_in_threads(parts, share)?)
+}
+
+/// `share(p)` for `p` in `0..parts`, each on a thread of its own (the calling thread takes
+/// share 0; a share whose thread cannot start runs here after the others), in order of `p`.
+fn shares_in_threads<T: Send>(parts: usize, share: impl Fn(usize) -> Result<T, SynthesizeError> + Sync) -> Result<Vec<T>, SynthesizeError> {
     let share = &share;
     let shares: Vec<Result<_, SynthesizeError>> = std::thread::scope(|s| {
         let threads: Vec<_> = (1..parts)
@@ -106,7 +120,7 @@ fn record_in_threads(
         }
         out
     });
-    ConstraintMatrices::merge_shares(shares.into_iter().collect::<Result<_, _>>()?)
+    shares.into_iter().collect()
 }
 
 /// One shape's entry: filled once, by the first synthesis of the shape; the others wait for

@@ -4,16 +4,30 @@
 //! the 2 KiB partitions of every kind, SnapDeals partitions at 32 and 64 GiB of ten challenges
 //! (each challenge reads its own bits from the header; the tenth takes them from a second
 //! digest), a 32 GiB PoRep partition of three challenges and a 32 GiB WinningPoSt partition
-//! (synthetic).
+//! (synthetic). So do the same recordings made in shares on two and three threads
+//! (`record_repeated_share`, merged by `from_repeated_shares`), as the worker makes them.
 
 use std::time::Instant;
 
 use crate::common::fixtures;
 use cuzk_circuits_filecoin::{prepare, prepare_unchecked, synthetic_request, FilKind, PartitionCircuit};
 use cuzk_core::compiled::CompiledSynthesis;
+use cuzk_core::matrices::{ConstraintMatrices, Repeats, DEFAULT_CHUNK_ROWS};
 use cuzk_core::witness::ParallelWitness;
 
-/// Records `c` whole and from its blocks; compares the bytes; returns the two times.
+/// `c` recorded from its blocks in `parts` shares, each on a thread of its own, and the wall time.
+fn in_shares(c: &PartitionCircuit, r: &Repeats, parts: usize) -> (ConstraintMatrices, f64) {
+    let t = Instant::now();
+    let shares = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..parts).map(|p| s.spawn(move || c.record_repeated_share(r, p, parts, DEFAULT_CHUNK_ROWS).expect("share"))).collect();
+        threads.into_iter().map(|t| t.join().expect("share thread")).collect()
+    });
+    let m = ConstraintMatrices::from_repeated_shares(shares, r).expect("merge").expect("repeats in shares");
+    (m, t.elapsed().as_secs_f64())
+}
+
+/// Records `c` whole, from its blocks, and from its blocks in two and three shares; compares
+/// the bytes; returns the first two times.
 fn repeated_equals_whole(c: &PartitionCircuit, what: &str) -> (f64, f64) {
     let t = Instant::now();
     let want = c.record().expect("record").to_file_bytes(what);
@@ -23,7 +37,16 @@ fn repeated_equals_whole(c: &PartitionCircuit, what: &str) -> (f64, f64) {
     let got = c.record_repeated(&r).expect("record_repeated").unwrap_or_else(|| panic!("{what}: does not repeat"));
     let repeated = t.elapsed().as_secs_f64();
     assert!(got.to_file_bytes(what) == want, "{what}: recorded from {} blocks, differs from the whole recording", r.count);
-    eprintln!("{what}: {} blocks, {} bytes; whole {whole:.2} s, from two blocks {repeated:.2} s", r.count, want.len());
+    drop(got);
+    let (two, shared) = in_shares(c, &r, 2);
+    assert!(two.to_file_bytes(what) == want, "{what}: recorded from its blocks in two shares, differs from the whole recording");
+    drop(two);
+    assert!(in_shares(c, &r, 3).0.to_file_bytes(what) == want, "{what}: in three shares, differs from the whole recording");
+    eprintln!(
+        "{what}: {} blocks, {} bytes; whole {whole:.2} s, from two blocks {repeated:.2} s, the same in two shares on two threads {shared:.2} s",
+        r.count,
+        want.len()
+    );
     (whole, repeated)
 }
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use bellpepper_core::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 
-use super::{ConstraintMatrices, Csr, CsrView, Matrix, AUX, COEFF_ONE};
+use super::{ConstraintMatrices, Csr, CsrView, Matrix, RecordedShare, AUX, COEFF_ONE};
 use crate::alloc::heap;
 use crate::density::DensityBitmap;
 use crate::synth::SynthesizeError;
@@ -231,18 +231,54 @@ fn expand(m: &CsrView<'_>, l: Layout, repeats: &Repeats, inputs: usize, input_ro
     Some(out)
 }
 
+/// One share of the recording of a repeating circuit's header and first two blocks
+/// ([`ConstraintMatrices::record_repeated_share`]), with where the blocks started.
+#[derive(Debug)]
+pub struct RepeatedShare {
+    share: RecordedShare,
+    starts: Vec<Mark>,
+}
+
 impl ConstraintMatrices {
     /// Records a circuit that repeats one block `repeats.count` times (see the module
     /// documentation for the contract): the header and two blocks are synthesized, the rest
     /// copied. `None` when the circuit does not repeat as described (markers missing, the
     /// second block not the first shifted, or fewer than three blocks): record it whole then.
+    /// [`ConstraintMatrices::record_repeated_share`] and
+    /// [`ConstraintMatrices::from_repeated_shares`] do the same on several threads.
     pub fn record_repeated<C: Circuit<Scalar>>(circuit: C, repeats: &Repeats) -> Result<Option<Self>, SynthesizeError> {
         if repeats.count < 3 {
             return Ok(None);
         }
+        Self::from_repeated_shares(vec![Self::record_repeated_share(circuit, repeats, 0, 1, super::DEFAULT_CHUNK_ROWS)?], repeats)
+    }
+
+    /// Share `part` of `parts` of the recording [`ConstraintMatrices::record_repeated`] makes
+    /// (the header and the first two blocks; chunks of `chunk_rows` rows, as
+    /// [`ConstraintMatrices::record_share`] takes them): each share runs the circuit that far
+    /// and keeps its own rows, so `parts` threads share the recording.
+    pub fn record_repeated_share<C: Circuit<Scalar>>(
+        circuit: C,
+        repeats: &Repeats,
+        part: usize,
+        parts: usize,
+        chunk_rows: usize,
+    ) -> Result<RepeatedShare, SynthesizeError> {
         let marks = Arc::new(Mutex::new(Marks::default()));
-        let part = ConstraintMatrices::record(Truncated { circuit, repeats, marks: marks.clone() })?;
+        let share = ConstraintMatrices::record_share(Truncated { circuit, repeats, marks: marks.clone() }, part, parts, chunk_rows)?;
         let starts = std::mem::take(&mut marks.lock().unwrap_or_else(|e| e.into_inner()).starts);
+        Ok(RepeatedShare { share, starts })
+    }
+
+    /// The matrices from every share `0..parts` of [`ConstraintMatrices::record_repeated_share`]
+    /// (in any order): what [`ConstraintMatrices::record_repeated`] gives, byte for byte, and
+    /// `None` as it answers `None` (also when the shares saw different block starts).
+    pub fn from_repeated_shares(shares: Vec<RepeatedShare>, repeats: &Repeats) -> Result<Option<Self>, SynthesizeError> {
+        let Some(starts) = shares.first().map(|s| s.starts.clone()) else { return Ok(None) };
+        if repeats.count < 3 || shares.iter().any(|s| s.starts != starts) {
+            return Ok(None);
+        }
+        let part = ConstraintMatrices::merge_shares(shares.into_iter().map(|s| s.share).collect())?;
         let [first, second, third] = starts[..] else { return Ok(None) };
         let step = Mark { row: second.row - first.row, aux: second.aux - first.aux, input: second.input - first.input };
         if third != (Mark { row: second.row + step.row, aux: second.aux + step.aux, input: second.input + step.input }) || step.row == 0 {

@@ -138,3 +138,35 @@ fn blocks_reading_header_variables_of_their_own_record_as_a_whole_recording_does
         .is_none());
     }
 }
+
+/// [`ConstraintMatrices::record_repeated`] in `parts` shares of `chunk_rows`-row chunks, the
+/// shares handed over last first.
+fn in_shares<C: Circuit<Scalar> + Clone>(c: &C, r: &Repeats, parts: usize, chunk_rows: usize) -> Option<ConstraintMatrices> {
+    let shares = (0..parts).rev().map(|p| ConstraintMatrices::record_repeated_share(c.clone(), r, p, parts, chunk_rows).unwrap()).collect();
+    ConstraintMatrices::from_repeated_shares(shares, r).unwrap()
+}
+
+#[test]
+fn a_repeated_recording_in_shares_is_the_same_recording() {
+    for (parts, chunk_rows) in [(1, 1 << 14), (2, 1), (3, 2), (4, 1), (7, 3)] {
+        for blocks in [3, 4, 17] {
+            let c = Blocks { blocks, odd: None };
+            let whole = ConstraintMatrices::record(c.clone()).unwrap().to_file_bytes("k");
+            let got = in_shares(&c, &repeats(blocks), parts, chunk_rows).expect("repeats");
+            assert_eq!(got.to_file_bytes("k"), whole, "{blocks} blocks in {parts} shares of {chunk_rows} rows");
+            let c = OwnHeaderVariables { blocks };
+            let map = own_header(blocks, |k, i| if i == 3 { 3 + k } else { i });
+            let got = in_shares(&c, &map, parts, chunk_rows).expect("repeats under the map");
+            assert_eq!(got.to_file_bytes("k"), ConstraintMatrices::record(c).unwrap().to_file_bytes("k"), "own header, {blocks} blocks, {parts} shares");
+        }
+        // Refused in shares as it is whole: an odd block 1, too few blocks, no shares at all.
+        assert!(in_shares(&Blocks { blocks: 5, odd: Some(1) }, &repeats(5), parts, chunk_rows).is_none());
+        assert!(in_shares(&Blocks { blocks: 2, odd: None }, &repeats(3), parts, chunk_rows).is_none());
+        assert!(in_shares(&Blocks { blocks: 2, odd: None }, &repeats(2), parts, chunk_rows).is_none());
+    }
+    assert!(ConstraintMatrices::from_repeated_shares(Vec::new(), &repeats(4)).unwrap().is_none());
+    // A share missing is an error, never matrices without its rows.
+    let c = Blocks { blocks: 4, odd: None };
+    let two_of_three = [0, 2].map(|p| ConstraintMatrices::record_repeated_share(c.clone(), &repeats(4), p, 3, 1).unwrap()).into();
+    assert!(ConstraintMatrices::from_repeated_shares(two_of_three, &repeats(4)).is_err());
+}

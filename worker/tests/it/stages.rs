@@ -14,7 +14,7 @@ use cuzk_circuits::{BuiltinShape, CircuitKind};
 use cuzk_core::alloc::SharedAllocator;
 use cuzk_core::circuit::{CircuitError, Partition, PartitionCircuit, ShapeKey, WitnessCheck};
 use cuzk_core::engine::{CircuitId, DeviceId, JobId, Location, PartitionId, Stage};
-use cuzk_core::matrices::{ConstraintMatrices, RecordedShare, Repeats};
+use cuzk_core::matrices::{ConstraintMatrices, RecordedShare, RepeatedShare, Repeats};
 use cuzk_core::params::Validation;
 use cuzk_core::synth::{SizeHint, SynthesizeError, Synthesized};
 use cuzk_core::witness::WitnessError;
@@ -196,8 +196,8 @@ impl PartitionCircuit for WrongPublic {
     fn record_share(&self, part: usize, parts: usize, chunk_rows: usize) -> Result<RecordedShare, SynthesizeError> {
         self.0.record_share(part, parts, chunk_rows)
     }
-    fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
-        self.0.record_repeated(repeats)
+    fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError> {
+        self.0.record_repeated_share(repeats, part, parts, chunk_rows)
     }
 }
 
