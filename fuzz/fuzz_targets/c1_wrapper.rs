@@ -1,40 +1,6 @@
-//! Arbitrary bytes as API field 10 (`vanilla_proof`) of a 2 KiB PoRep: Curio's wrapper, the three
-//! C1 output layouts, their checks against the request; errors, never panics. The first byte
-//! picks the registered proof (V1, V1_1, synthetic, NI). A C1 output that decodes still decodes
-//! after re-emission in filecoin-ffi's and supraseal's layouts, bare and in Curio's wrapper.
+//! libFuzzer target over `bodies/c1_wrapper.rs`, which says what it checks.
 #![no_main]
 
-use cuzk_circuits_filecoin::{decode_request_parts, ffi_layout, supraseal_layout, wrap_c1_like_curio, FilKind, FilRequest};
-use libfuzzer_sys::fuzz_target;
+include!("../bodies/c1_wrapper.rs");
 
-fn request(registered_proof: u64, vanilla_proof: Vec<u8>) -> FilRequest {
-    FilRequest {
-        kind: FilKind::PoRep,
-        registered_proof,
-        vanilla_proof,
-        vanilla_proofs: Vec::new(),
-        sector_number: 42,
-        miner_id: 1000,
-        randomness: Vec::new(),
-        partition_index: 0,
-        comm_r_old: Vec::new(),
-        comm_r_new: Vec::new(),
-        comm_d_new: Vec::new(),
-    }
-}
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&sel, body)) = data.split_first() else { return };
-    let proof = [0, 5, 10, 15][usize::from(sel % 4)];
-    let decoded = decode_request_parts(&request(proof, body.to_vec()));
-    let ffi = ffi_layout(body, proof);
-    let _ = supraseal_layout(body);
-    if decoded.is_ok() {
-        let ffi = ffi.expect("a decoded C1 output re-emits in filecoin-ffi's layout");
-        // From filecoin-ffi's layout, which names the registered proof (supraseal's keeps it).
-        let supra = supraseal_layout(&ffi).expect("a decoded C1 output re-emits in supraseal's layout");
-        for v in [wrap_c1_like_curio(&ffi, 42, 2048), supra] {
-            decode_request_parts(&request(proof, v)).expect("re-emitted C1 output decodes");
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| check(data));

@@ -4,6 +4,7 @@
 mod common;
 
 mod encodings;
+mod fuzz_bodies;
 mod post;
 mod record_parallel;
 mod record_repeated;

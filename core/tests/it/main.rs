@@ -12,6 +12,7 @@ mod engine_matrices;
 mod engine_no_clock;
 mod engine_props;
 mod engine_utilization;
+mod fuzz_bodies;
 mod matrices_parallel;
 mod matrices_repeated;
 mod params_errors;

@@ -13,6 +13,7 @@ mod devices;
 mod doctor;
 mod faults;
 mod filecoin;
+mod fuzz_bodies;
 mod grpc;
 mod hostile;
 mod http_metrics;
