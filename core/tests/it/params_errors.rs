@@ -13,7 +13,8 @@ fn g2(rng: &mut rand_chacha::ChaCha8Rng) -> G2Affine {
     G2Projective::random(rng).to_affine()
 }
 
-fn sample() -> Parameters {
+/// A small valid parameter set of random points (also the fuzz bodies' seed, `fuzz_bodies`).
+pub fn sample() -> Parameters {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let vk = VerifyingKey {
         alpha_g1: g1(&mut rng),
