@@ -90,10 +90,7 @@ pub trait PartitionCircuit: Send + Sync {
     fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError>;
     /// [`CompiledSynthesis::record_repeated`]: one share of one.
     fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
-        if repeats.count < 3 {
-            return Ok(None);
-        }
-        ConstraintMatrices::from_repeated_shares(vec![self.record_repeated_share(repeats, 0, 1, crate::matrices::DEFAULT_CHUNK_ROWS)?], repeats)
+        ConstraintMatrices::record_repeated_from(repeats, || Ok(vec![self.record_repeated_share(repeats, 0, 1, crate::matrices::DEFAULT_CHUNK_ROWS)?]))
     }
 }
 

@@ -27,10 +27,7 @@ pub trait CompiledSynthesis: Circuit<Scalar> + Clone + Send {
     fn record_repeated_share(&self, repeats: &Repeats, part: usize, parts: usize, chunk_rows: usize) -> Result<RepeatedShare, SynthesizeError>;
     /// [`ConstraintMatrices::record_repeated`] of a copy of the circuit (one share of one).
     fn record_repeated(&self, repeats: &Repeats) -> Result<Option<ConstraintMatrices>, SynthesizeError> {
-        if repeats.count < 3 {
-            return Ok(None);
-        }
-        ConstraintMatrices::from_repeated_shares(vec![self.record_repeated_share(repeats, 0, 1, DEFAULT_CHUNK_ROWS)?], repeats)
+        ConstraintMatrices::record_repeated_from(repeats, || Ok(vec![self.record_repeated_share(repeats, 0, 1, DEFAULT_CHUNK_ROWS)?]))
     }
     /// [`ConstraintMatrices::witness`] of a copy of the circuit, through `matrices`.
     fn witness_through(&self, matrices: &ConstraintMatrices, alloc: SharedAllocator) -> Result<WitnessCs, SynthesizeError>;

@@ -65,14 +65,9 @@ pub fn record_parallel_chunked<C: CompiledSynthesis + Sync>(circuit: &C, parts: 
 /// threads ([`record_partition_parallel`]).
 pub fn record_partition(circuit: &dyn PartitionCircuit, parts: usize) -> Result<ConstraintMatrices, SynthesizeError> {
     if let Some(r) = circuit.repeats() {
-        let repeated = if r.count < 3 {
-            None
-        } else {
-            let chunk_rows = cuzk_core::matrices::DEFAULT_CHUNK_ROWS;
-            let shares = shares_in_threads(parts.max(1), |p| circuit.record_repeated_share(&r, p, parts.max(1), chunk_rows))?;
-            ConstraintMatrices::from_repeated_shares(shares, &r)?
-        };
-        match repeated {
+        let (shares, chunk_rows) = (parts.max(1), cuzk_core::matrices::DEFAULT_CHUNK_ROWS);
+        let in_threads = || shares_in_threads(shares, |p| circuit.record_repeated_share(&r, p, shares, chunk_rows));
+        match ConstraintMatrices::record_repeated_from(&r, in_threads)? {
             Some(m) => return Ok(m),
             // Fewer than three blocks leave nothing to copy: recorded whole, as expected.
             None if r.count < 3 => {}

@@ -247,10 +247,20 @@ impl ConstraintMatrices {
     /// [`ConstraintMatrices::record_repeated_share`] and
     /// [`ConstraintMatrices::from_repeated_shares`] do the same on several threads.
     pub fn record_repeated<C: Circuit<Scalar>>(circuit: C, repeats: &Repeats) -> Result<Option<Self>, SynthesizeError> {
+        Self::record_repeated_from(repeats, || Ok(vec![Self::record_repeated_share(circuit, repeats, 0, 1, super::DEFAULT_CHUNK_ROWS)?]))
+    }
+
+    /// [`ConstraintMatrices::record_repeated`] from the shares `shares` records (every share of
+    /// one circuit, [`ConstraintMatrices::record_repeated_share`]); with fewer than three blocks
+    /// there is nothing to copy, and `None` comes without recording anything.
+    pub fn record_repeated_from(
+        repeats: &Repeats,
+        shares: impl FnOnce() -> Result<Vec<RepeatedShare>, SynthesizeError>,
+    ) -> Result<Option<Self>, SynthesizeError> {
         if repeats.count < 3 {
             return Ok(None);
         }
-        Self::from_repeated_shares(vec![Self::record_repeated_share(circuit, repeats, 0, 1, super::DEFAULT_CHUNK_ROWS)?], repeats)
+        Self::from_repeated_shares(shares()?, repeats)
     }
 
     /// Share `part` of `parts` of the recording [`ConstraintMatrices::record_repeated`] makes
