@@ -93,16 +93,39 @@ DEV bool keys_clash(u32 key, bool valid) {
     return __any_sync(0xffffffffu, clash);
 }
 
+// The windows that can hold a nonzero digit of s: none for 0; for s of bit length L > 0, the
+// first k = ceil((L + 1) / c). Then s < 2^(k·c - 1), so window k - 1's bits are below 2^(c-1),
+// its digit (those bits plus the carry) is at most 2^(c-1) and not negative, and no carry
+// reaches window k: every later digit is 0. A 0/1 scalar needs one window; a 255-bit one all W.
+DEV u32 windows_needed(const Fr& s, u32 c, u32 W) {
+    u32 bits = 0;
+#pragma unroll
+    for (int j = 7; j >= 0; j--) {
+        if (bits == 0 && s.v[j] != 0) bits = 32 * j + 32 - __clz(s.v[j]);
+    }
+    return bits == 0 ? 0 : min((bits + c) / c, W);
+}
+
+// The largest v of the warp's lanes (all 32 must call this together).
+DEV u32 warp_max(u32 v) {
+#pragma unroll
+    for (u32 x = 16; x >= 1; x >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, x));
+    return v;
+}
+
 // One pass over the scalars' digits, counting them per bucket (histogram) or placing them
-// (scatter). Every lane runs through all W windows (no early exit), so keys_clash and warp_add
-// see whole warps; lanes past the end or with a zero scalar contribute nothing.
+// (scatter). Every lane of a warp runs through the same windows, those that some lane's scalar
+// needs (windows_needed), so keys_clash and warp_add see whole warps and a warp of 0/1 scalars
+// (most of Filecoin's witness MSMs) visits one window instead of W; lanes past the end or with
+// a zero scalar contribute nothing.
 template <bool SCATTER>
 DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     Fr x = i < m ? load_elem<Fr>(s + i) : Fr::zero();
     u32 carry = 0;
     const u32 half = 1u << (c - 1);
-    for (u32 w = 0; w < W; w++) {
+    const u32 windows = warp_max(windows_needed(x, c, W));
+    for (u32 w = 0; w < windows; w++) {
         bool neg;
         u32 d = next_digit(x, w, c, carry, neg);
         u32 key = w * half + d - 1;
