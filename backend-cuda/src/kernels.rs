@@ -35,6 +35,7 @@ pub const KERNELS: &[&str] = &[
     "ntt_sub",
     "ntt_pow_table",
     "msm_prepare",
+    "msm_count_dense",
     "msm_histogram",
     "msm_scatter",
     "msm_window_keys",

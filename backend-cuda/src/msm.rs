@@ -1,8 +1,8 @@
 //! Host side of the Pippenger MSM (see `kernels/cuda/msm/msm.cu` for the algorithm).
 //!
 //! What an MSM does is decided on the host, from its sizes: the window size by [`window_bits`]
-//! (from the scalar count), then, once the digits are counted, the sort and the bucket rounds by
-//! [`plan`] (a pure function, tested on the host below). [`MsmConfig`] forces a window size or
+//! (from the count of scalars above 1), then, once the digits are counted, the sort and the
+//! bucket rounds by [`plan`] (a pure function, tested on the host below). [`MsmConfig`] forces a window size or
 //! a batch-affine rule (tests, benchmarks); its default is what the `Backend` MSMs run.
 
 use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
@@ -51,7 +51,7 @@ pub enum AffineRule {
 /// to [`window_bits`] and [`plan`], as the `Backend` MSMs do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MsmConfig {
-    /// Window bits (2..=24); `None`: [`window_bits`] of the scalar count.
+    /// Window bits (2..=24); `None`: [`window_bits`] of the count of scalars above 1.
     pub window_bits: Option<u32>,
     /// Which MSMs run batch-affine rounds.
     pub affine: AffineRule,
@@ -360,7 +360,10 @@ pub fn windows_prepared(
     let mut prof = Profile::new();
 
     // 2-3. Digits, histogram, scan, scatter.
-    let c = cfg.window_bits.unwrap_or_else(|| window_bits(m));
+    let c = match cfg.window_bits {
+        Some(c) => c,
+        None => window_bits(dense_scalars(module, stream, prepared, m32)?),
+    };
     if !(2..=24).contains(&c) {
         return Err(CudaError::Invalid(format!("window size {c} is outside 2..=24")));
     }
@@ -791,6 +794,25 @@ const SCATTER_KEY_BYTES: usize = 1 << 30;
 /// Bytes of entries one scatter launch may spread its writes over: well inside the H200's 50 MB
 /// L2, so that the sectors fill up there before they go to DRAM.
 const SCATTER_SPAN_BYTES: usize = 24 << 20;
+
+/// MSMs of fewer scalars take their window size from the scalar count, uncounted.
+const COUNT_DENSE_MIN: u32 = 1 << 16;
+
+/// The scalars that size the windows: of `m` prepared ones, those above 1 (counted on the
+/// device when `m` ≥ `COUNT_DENSE_MIN`), at least 1. A 0 costs nothing and every 1 lands in the
+/// same bucket whatever the window size, so an MSM of mostly bits (Filecoin's A, B and L) is
+/// the MSM of its few dense scalars plus one heavy bucket. Sized from all `m` (G1 2^27, 99%
+/// bits: c = 20, 13 windows of 2^19 buckets for 1.3 M dense scalars), summing the windows took
+/// 10.8 ms of its 92.5 (docs/perf-cuda.md).
+fn dense_scalars(module: &Module, stream: &Stream, prepared: u64, m: u32) -> Result<usize, CudaError> {
+    if m < COUNT_DENSE_MIN {
+        return Ok(m as usize);
+    }
+    let count = DevBuf::zeroed(stream, 4)?;
+    // SAFETY: arguments match msm_count_dense; prepared holds m scalars.
+    unsafe { module.launch("msm_count_dense", grid(m as usize, 256)?, 256, 0, stream, Args::new().push(prepared).push(m).push(count.ptr))? };
+    Ok(read_u32(stream, count.ptr)?.max(1) as usize)
+}
 
 /// The fullest bucket's entry count (from the offsets; at least 1 is not guaranteed: 0 and 1
 /// both read as 0 when no bucket holds two entries).

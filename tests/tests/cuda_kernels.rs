@@ -342,6 +342,38 @@ fn msm_g1_visits_the_windows_each_warp_needs() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// MSMs of 2^16 scalars (from there the windows are sized from the scalars above 1) that are
+/// 98% bits, 0 and 1, and 2% random, in G1 and G2, and all bits, against the oracle.
+#[test]
+fn msms_of_mostly_bits_match_oracle() {
+    let b = need_gpu!();
+    let cpu = CpuBackend::new();
+    let mut r = rng(10);
+    let n = 1usize << 16;
+    let mostly_bits: Vec<Scalar> =
+        (0..n).map(|_| if r.gen_range(0..100) < 98 { Scalar::from(r.gen::<bool>() as u64) } else { Scalar::random(&mut r) }).collect();
+    let all_bits: Vec<Scalar> = (0..n).map(|_| Scalar::from(r.gen::<bool>() as u64)).collect();
+    let g1: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
+    let g2: Vec<G2Affine> = (0..256).map(|_| G2Projective::random(&mut r).to_affine()).collect();
+    let g1: Vec<G1Affine> = (0..n).map(|i| g1[(i * 7 + i / g1.len()) % g1.len()]).collect();
+    let g2: Vec<G2Affine> = (0..n).map(|i| g2[(i * 5 + i / g2.len()) % g2.len()]).collect();
+    let (gb1, cb1) = (b.load_g1(g1.clone()).unwrap(), cpu.load_g1(g1).unwrap());
+    let (gb2, cb2) = (b.load_g2(g2.clone()).unwrap(), cpu.load_g2(g2).unwrap());
+    let mut failures = Vec::new();
+    for (name, s) in [("98% bits", &mostly_bits), ("all bits", &all_bits)] {
+        let gs = b.upload_slice(s).unwrap();
+        let cs = cpu.upload_scalars(PinnedVec::from_slice_in(s, heap()).unwrap()).unwrap();
+        let (gsc, csc) = (MsmScalars { buf: &gs, len: n, density: None }, MsmScalars { buf: &cs, len: n, density: None });
+        if b.msm_g1(&gb1, 0, gsc).unwrap() != cpu.msm_g1(&cb1, 0, csc).unwrap() {
+            failures.push(format!("G1 {name}"));
+        }
+        if b.msm_g2(&gb2, 0, gsc).unwrap() != cpu.msm_g2(&cb2, 0, csc).unwrap() {
+            failures.push(format!("G2 {name}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// G1 MSMs of 2^0 … 2^max and 2^19 random scalars, 0/1/-1 scalars with density and an offset,
 /// and all-equal scalars, each under every configuration of `cfgs`, against the oracle.
 fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {

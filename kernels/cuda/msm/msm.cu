@@ -139,6 +139,22 @@ DEV void digit_pass(const Fr* s, u32 m, u32 c, u32 W, u32* counter, u32* entries
     }
 }
 
+// counter += the number of scalars above 1: those that need more than bucket 1 of window 0,
+// from which the host sizes the windows (one atomic per warp).
+extern "C" __global__ void msm_count_dense(const Fr* s, u32 m, u32* counter) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool dense = false;
+    if (i < m) {
+        Fr x = load_elem<Fr>(s + i);
+        u32 high = 0;
+#pragma unroll
+        for (int j = 1; j < 8; j++) high |= x.v[j];
+        dense = high != 0 || x.v[0] > 1;
+    }
+    u32 votes = __ballot_sync(0xffffffffu, dense);
+    if ((threadIdx.x & 31) == 0 && votes != 0) atomicAdd(counter, __popc(votes));
+}
+
 extern "C" __global__ void msm_histogram(const Fr* s, u32 m, u32 c, u32 W, u32* counts) {
     digit_pass<false>(s, m, c, W, counts, nullptr);
 }
