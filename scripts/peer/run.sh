@@ -12,7 +12,10 @@
 #   ours    `cuzk serve` with scripts/peer/ours.toml: the defaults but bench mode taking its
 #           parameters from $FIL; with TRUSTED=1 (default) read without the subgroup checks,
 #           as Curio's daemon reads them
-#   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml, CUZK_DISABLE_PCE=1
+#   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml, CUZK_DISABLE_PCE=1;
+#           PEER_TOTAL_BUDGET (e.g. 96GiB) and PEER_SLOT_SIZE replace the config's
+#           memory.total_budget and pipeline.slot_size (on a 128 GiB host the config as advised
+#           is OOM-killed in the first 32 GiB PoRep job: docs/perf.md, "Against Curio's cuzk")
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
 # PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone backlog";
 # a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone, then
@@ -137,6 +140,9 @@ if has theirs; then
   sock=$WORK/curio-cuzk.sock
   rm -f "$sock"
   sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
+  [ -n "${PEER_TOTAL_BUDGET:-}" ] && sed -i "s|^total_budget = .*|total_budget = \"$PEER_TOTAL_BUDGET\"|" "$OUT/curio-cuzk.toml"
+  [ -n "${PEER_SLOT_SIZE:-}" ] && sed -i "s|^slot_size = .*|slot_size = $PEER_SLOT_SIZE|" "$OUT/curio-cuzk.toml"
+  note "theirs: $(grep -E '^(total_budget|slot_size)' "$OUT/curio-cuzk.toml" | sed 's/ *#.*//' | paste -sd, -)"
   CUZK_DISABLE_PCE=1 FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
   pid=$!
   if wait_socket "$sock" 120; then
