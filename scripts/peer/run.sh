@@ -17,19 +17,22 @@
 #           memory.total_budget and pipeline.slot_size (on a 128 GiB host the config as advised
 #           is OOM-killed in the first 32 GiB PoRep job: docs/perf.md, "Against Curio's cuzk")
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
-# PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone backlog";
-# a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone, then
-# BACKLOG (6) PoRep jobs with CONCURRENCY (3) in flight and, WINNING_AFTER (30) s in, WINNING
-# (3) WinningPoSt jobs one after another. Curio's daemon proves with the timing-only file and
-# then refuses its own PoRep proof (its self-check): those failures are timed as completions
-# (`cuzk load --timed-failure`). Device busy: the mean of nvidia-smi's utilization.gpu sampled
-# every 200 ms during each load (outside either daemon); peak RSS: VmHWM from /proc at the stop.
+# PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone
+# backlog"; a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone,
+# then BACKLOG (6) PoRep jobs with CONCURRENCY (3) in flight (MAIN=winning: WinningPoSt jobs
+# instead of PoRep in all three, for a host that cannot hold the peer's PoRep) and,
+# WINNING_AFTER (30) s in, WINNING (3) WinningPoSt jobs one after another. Curio's daemon
+# proves with the timing-only file and then refuses its own PoRep proof (its self-check):
+# those failures are timed as completions (`cuzk load --timed-failure`). Device busy: the mean
+# of nvidia-smi's utilization.gpu sampled every 200 ms during each load (outside either
+# daemon); peak RSS: VmHWM from /proc at the stop.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 set -u
 OUT=${OUT:-/tmp/peer}
 SIZE=${SIZE:-32g}
 PARTS=${PARTS:-"prep ours theirs"}
 LOADS=${LOADS-"alone backlog"} # after the first job, which every daemon start runs; empty: none
+MAIN=${MAIN:-porep} # the kind of the first job, the one alone and the backlog (porep or winning)
 WORK=${WORK:-/tmp/peer-work}
 FIL=${FIL:-$WORK/filecoin-params}
 REQ=$WORK/req-$SIZE
@@ -84,12 +87,12 @@ load() {
 loads() { # loads WHO ADDR [extra load args]
   local who=$1 addr=$2
   shift 2
-  load "$who-first" 600 "$addr" --jobs 1 --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
-  [[ " $LOADS " == *" alone "* ]] && load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/porep-$SIZE.json" "$@"
+  load "$who-first" 600 "$addr" --jobs 1 --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "$@"
+  [[ " $LOADS " == *" alone "* ]] && load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   [[ " $LOADS " == *" backlog "* ]] || return 0
   ( sleep "${WINNING_AFTER:-30}"; "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
   local side=$!
-  load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/porep-$SIZE.json" "$@"
+  load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   wait $side
   grep -E "^(wall|\| [a-z]+-[0-9])" "$OUT/$who-winning.txt" | sed "s/^/$who-winning: /" | tee -a "$S"
 }
