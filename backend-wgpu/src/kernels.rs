@@ -29,6 +29,8 @@ pub struct NttKernels {
 pub struct PrepareKernels {
     /// Density gather and Montgomery → canonical.
     pub prepare: Kernel,
+    /// The scalars above 1, which size the windows.
+    pub count_dense: Kernel,
     /// Bucket counts.
     pub histogram: Kernel,
     /// Counting-sort placement.
@@ -117,9 +119,9 @@ impl NttKernels {
 impl PrepareKernels {
     /// Compiles the MSM scalar-side module.
     pub fn build(gpu: &Gpu) -> Result<Self, WgpuError> {
-        let mut k = kernels(gpu, Program::Prepare, &["msm_prepare", "msm_histogram", "msm_scatter"])?.into_iter();
+        let mut k = kernels(gpu, Program::Prepare, &["msm_prepare", "msm_count_dense", "msm_histogram", "msm_scatter"])?.into_iter();
         let mut next = || k.next().ok_or_else(|| WgpuError::Shader("msm-prepare".into(), "missing kernel".into()));
-        Ok(PrepareKernels { prepare: next()?, histogram: next()?, scatter: next()? })
+        Ok(PrepareKernels { prepare: next()?, count_dense: next()?, histogram: next()?, scatter: next()? })
     }
 }
 

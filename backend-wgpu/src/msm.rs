@@ -1,8 +1,8 @@
 //! Host side of the Pippenger MSM (kernels: `kernels/wgsl/msm/`).
 //!
 //! Per chunk of at most `max_m` scalars (chunks keep every binding within the adapter's
-//! limits): gather and convert the scalars, count signed-digit bucket entries, scan on the
-//! host, scatter, sum the buckets in balanced rounds (all planned on the host from the scanned
+//! limits): gather and convert the scalars, size the windows from those above 1, count
+//! signed-digit bucket entries, scan on the host, scatter, sum the buckets in balanced rounds (all planned on the host from the scanned
 //! offsets, so one submission runs them), reduce each window on the GPU, and combine the
 //! window sums and the chunks on the host.
 
@@ -17,6 +17,9 @@ use crate::error::WgpuError;
 use crate::kernels::{CurveKernels, PrepareKernels};
 
 const NONE: u32 = u32::MAX;
+
+/// Chunks of fewer scalars take their window size from the scalar count, uncounted.
+const COUNT_DENSE_MIN: usize = 1 << 16;
 
 /// Segments per window and buckets per segment (a power of two each) for the window sums of
 /// `nw` windows of `c` bits: about 16384 invocations in all.
@@ -193,8 +196,6 @@ fn msm_windows(
             }
             None => (None, None),
         };
-        let (c, nw, nb) = shape(m, xb, mb);
-        let counts = gpu.storage(4 * nb as u64, "bucket counts")?;
         let mut b = Batch::new(gpu);
         let scal = Bind { buf: src.buf, offset: 32 * ch.i0 as u64, size: Some(32 * span as u64) };
         let wb = words.as_ref().unwrap_or(&dummy);
@@ -208,6 +209,20 @@ fn msm_windows(
             span as u64,
             false,
         )?;
+        // The windows are sized from the scalars above 1: a 0 costs nothing and every 1 lands
+        // in window 0's first bucket whatever the window size (as `backend-cuda`'s MSM does).
+        let sizing = if m >= COUNT_DENSE_MIN {
+            let dense = gpu.storage(4, "dense scalar count")?;
+            b.dispatch(&prep.count_dense, &[(5, (&prepared).into()), (6, (&dense).into())], 4, [m as u32, 0, 0, 0, 0, 0, 0, 0], m as u64, false)?;
+            b.submit()?;
+            b = Batch::new(gpu);
+            let raw = gpu.read(&dense, 0, 4)?;
+            (u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize).max(1)
+        } else {
+            m
+        };
+        let (c, nw, nb) = shape(sizing, xb, mb);
+        let counts = gpu.storage(4 * nb as u64, "bucket counts")?;
         b.dispatch(&prep.histogram, &[(5, (&prepared).into()), (6, (&counts).into())], 4, [m as u32, c, nw, 0, 0, 0, 0, 0], m as u64, false)?;
         b.submit()?;
         let raw = gpu.read(&counts, 0, 4 * nb as u64)?;

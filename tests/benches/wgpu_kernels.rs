@@ -13,7 +13,8 @@
 //! ```
 //!
 //! Arguments (cargo's own `--bench` is ignored; the values shown are the defaults): `--ntt 16,18,20,22` and `--msm 16,18,20,22`
-//! and `--h 16,18,20` (log2 sizes; an empty list skips the part), `--proof 20` (log2 size of the partition; 0
+//! and `--h 16,18,20` (log2 sizes; an empty list skips the part), `--bits 0` (the percentage of
+//! the MSM's scalars made 0 or 1), `--proof 20` (log2 size of the partition; 0
 //! skips it), `--reps 3` (timed repetitions after a warm-up; the median is shown), `--cuda on`
 //! (`off` runs wgpu alone). The backend's own `CUZK_WGPU_ADAPTER` and `CUZK_WGPU_DEVICE_TYPE`
 //! pick the adapter. The partition's timing-only parameters are written to a file in the
@@ -36,13 +37,14 @@ use cuzk_core::synth::{synthesize, SizeHint};
 use cuzk_worker::{BackendWorker, LoadTask, ParamSource, Worker};
 use ff::Field;
 use group::{Curve, Group};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--h LOGS] [--proof LOG] [--reps N] [--cuda on|off]
+const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--bits PCT] [--h LOGS] [--proof LOG] [--reps N] [--cuda on|off]
   --ntt LOGS    log2 sizes of the forward NTT, comma-separated, empty for none (default 16,18,20,22)
   --msm LOGS    log2 sizes of the dense G1 MSM (default 16,18,20,22)
+  --bits PCT    make PCT% of the MSM's scalars 0 or 1 (in equal shares), as Filecoin's witnesses are (default 0)
   --h LOGS      log2 sizes of compute_h, the backend's own and in seven-transform steps (default 16,18,20)
   --proof LOG   log2 size of the whole partition (squaring-chain), 0 to skip (default 20)
   --reps N      timed repetitions after a warm-up, N >= 1 (default 3)
@@ -52,6 +54,7 @@ const USAGE: &str = "usage: cuzk-wgpu-kernels [--ntt LOGS] [--msm LOGS] [--h LOG
 struct Args {
     ntt: Vec<u32>,
     msm: Vec<u32>,
+    bits: u32,
     h: Vec<u32>,
     proof: u32,
     reps: usize,
@@ -72,7 +75,7 @@ fn log_list(name: &str, v: &str) -> Result<Vec<u32>, String> {
 impl Args {
     /// Parses `--name value` and `--name=value`; `None` for `--help`.
     fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
-        let mut a = Args { ntt: vec![16, 18, 20, 22], msm: vec![16, 18, 20, 22], h: vec![16, 18, 20], proof: 20, reps: 3, cuda: true };
+        let mut a = Args { ntt: vec![16, 18, 20, 22], msm: vec![16, 18, 20, 22], bits: 0, h: vec![16, 18, 20], proof: 20, reps: 3, cuda: true };
         let mut it = args.into_iter();
         while let Some(arg) = it.next() {
             match arg.as_str() {
@@ -84,7 +87,7 @@ impl Args {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (arg.clone(), None),
             };
-            if !matches!(name.as_str(), "--ntt" | "--msm" | "--h" | "--proof" | "--reps" | "--cuda") {
+            if !matches!(name.as_str(), "--ntt" | "--msm" | "--bits" | "--h" | "--proof" | "--reps" | "--cuda") {
                 return Err(format!("unknown argument {arg:?}"));
             }
             let v = match inline.or_else(|| it.next()) {
@@ -95,6 +98,7 @@ impl Args {
             match name.as_str() {
                 "--ntt" => a.ntt = log_list(&name, &v)?,
                 "--msm" => a.msm = log_list(&name, &v)?,
+                "--bits" => a.bits = number().ok().filter(|p| *p <= 100).ok_or_else(|| format!("--bits takes a percentage, not {v:?}"))?,
                 "--h" => a.h = log_list(&name, &v)?,
                 "--proof" => a.proof = number()?,
                 "--reps" => a.reps = number()? as usize,
@@ -124,6 +128,17 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
         o.iter_mut().for_each(|x| *x = Scalar::random(&mut rng));
     });
     out
+}
+
+/// `v` with `pct`% of its entries, at pseudo-random places, made 0 or 1 in equal shares.
+fn with_bits(mut v: Vec<Scalar>, pct: u32, seed: u64) -> Vec<Scalar> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for x in v.iter_mut() {
+        if rng.gen_range(0..100) < pct {
+            *x = Scalar::from(u64::from(rng.gen::<bool>()));
+        }
+    }
+    v
 }
 
 /// `n` distinct points `P + i·Q` (`cuzk_tests::random_points` from a seed).
@@ -379,12 +394,13 @@ fn main() {
     }
     for &k in &args.msm {
         let n = 1usize << k;
-        let sc = scalars(n, 100 + k as u64);
+        let sc = with_bits(scalars(n, 100 + k as u64), args.bits, 400 + k as u64);
         let bases = points::<G1Projective>(n, 200 + k as u64);
         let (tw, rw) = time_msm(&wgpu, &bases, &sc, reps);
         let c = cuda.as_ref().map(|c| time_msm(c, &bases, &sc, reps));
         let eq = c.as_ref().map_or("-".into(), |(_, rc)| (rc == &rw).to_string());
-        println!("| G1 MSM (dense) | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(c.as_ref().map(|x| x.0)), ratio(tw, c.as_ref().map(|x| x.0)));
+        let what = if args.bits == 0 { "dense".to_string() } else { format!("{}% bits", args.bits) };
+        println!("| G1 MSM ({what}) | 2^{k} | {tw:.2} | {} | {} | {eq} |", opt(c.as_ref().map(|x| x.0)), ratio(tw, c.as_ref().map(|x| x.0)));
     }
     for &k in &args.h {
         let domain = Domain::new(k).expect("domain");

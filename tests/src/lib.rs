@@ -155,6 +155,92 @@ pub fn check_msm<B: Backend>(backend: &B, sizes: impl IntoIterator<Item = usize>
     }
 }
 
+/// A scalar of exactly `bits` bits (1..=255): the top bit set and the bits below it from `low`
+/// (all set when `all_ones`); a 255-bit value at or above r becomes r − 1.
+pub fn scalar_of_bit_length(bits: u32, low: [u64; 4], all_ones: bool) -> Scalar {
+    assert!((1..=255).contains(&bits), "a scalar has 1 to 255 bits");
+    let mut limbs = [0u64; 4];
+    for (j, l) in limbs.iter_mut().enumerate() {
+        let lo = 64 * j as u32;
+        if bits > lo {
+            let mask = if bits - lo >= 64 { u64::MAX } else { (1u64 << (bits - lo)) - 1 };
+            *l = if all_ones { mask } else { low[j] & mask };
+        }
+    }
+    limbs[((bits - 1) / 64) as usize] |= 1u64 << ((bits - 1) % 64);
+    let mut repr = [0u8; 32];
+    for (j, l) in limbs.iter().enumerate() {
+        repr[8 * j..8 * j + 8].copy_from_slice(&l.to_le_bytes());
+    }
+    Option::from(<Scalar as ff::PrimeField>::from_repr(repr)).unwrap_or(-Scalar::ONE)
+}
+
+/// Runs of 32 scalars (a GPU warp each) of one bit length, 0 … 255: each run holds 2^L − 1 (a
+/// carry through every window), 2^(L−1) and random L-bit scalars. Then a run of 0s and 1s and
+/// one of 0s with a single 1. MSM digit passes that stop at the last window a scalar can reach
+/// are checked with these at every window count, the carry into that window included.
+pub fn scalars_by_bit_length(rng: &mut impl Rng) -> Vec<Scalar> {
+    let mut out: Vec<Scalar> = (0..256u32 * 32)
+        .map(|i| match (i / 32, i % 32) {
+            (0, _) => Scalar::ZERO,
+            (bits, 0) => scalar_of_bit_length(bits, [0; 4], true),
+            (bits, 1) => scalar_of_bit_length(bits, [0; 4], false),
+            (bits, _) => scalar_of_bit_length(bits, rng.gen(), false),
+        })
+        .collect();
+    out.extend((0..32).map(|i| if i % 3 == 0 { Scalar::ONE } else { Scalar::ZERO }));
+    out.extend((0..32).map(|i| Scalar::from(u64::from(i == 17))));
+    out
+}
+
+/// G1 (and G2) MSMs over [`scalars_by_bit_length`] equal the oracle, whose G1 result equals the
+/// naive sum.
+pub fn check_msm_bit_lengths<B: Backend>(backend: &B, with_g2: bool, seed: u64) {
+    let oracle = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let scalars = scalars_by_bit_length(&mut rng);
+    let n = scalars.len();
+    let (buf, obuf) = (upload(backend, &scalars), upload(&oracle, &scalars));
+    let (sc, osc) = (MsmScalars { buf: &buf, len: n, density: None }, MsmScalars { buf: &obuf, len: n, density: None });
+    let g1: Vec<G1Affine> = random_points::<G1Projective>(n, &mut rng);
+    let want = oracle.msm_g1(&oracle.load_g1(g1.clone()).unwrap(), 0, osc).unwrap();
+    assert_eq!(want, naive_g1(&g1, &scalars), "oracle G1 MSM over every bit length differs from the naive sum");
+    let got = backend.msm_g1(&backend.load_g1(g1).unwrap(), 0, sc).unwrap();
+    assert_eq!(got, want, "{}: G1 MSM over every bit length differs", backend.name());
+    if with_g2 {
+        let g2: Vec<G2Affine> = random_points::<G2Projective>(n, &mut rng);
+        let want = oracle.msm_g2(&oracle.load_g2(g2.clone()).unwrap(), 0, osc).unwrap();
+        let got = backend.msm_g2(&backend.load_g2(g2).unwrap(), 0, sc).unwrap();
+        assert_eq!(got, want, "{}: G2 MSM over every bit length differs", backend.name());
+    }
+}
+
+/// G1 (and G2) MSMs of `n` scalars of which 98% are bits (0 and 1) and the rest random, and of
+/// `n` bits, equal the oracle; the oracle's G1 results equal the naive sum. From 2^16 scalars
+/// the GPU backends size their windows from the scalars above 1, so `n` should reach that.
+pub fn check_msm_mostly_bits<B: Backend>(backend: &B, n: usize, with_g2: bool, seed: u64) {
+    let oracle = CpuBackend::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mostly: Vec<Scalar> =
+        (0..n).map(|_| if rng.gen_range(0..100) < 98 { Scalar::from(rng.gen::<bool>() as u64) } else { Scalar::random(&mut rng) }).collect();
+    let all: Vec<Scalar> = (0..n).map(|_| Scalar::from(rng.gen::<bool>() as u64)).collect();
+    let g1: Vec<G1Affine> = random_points::<G1Projective>(n, &mut rng);
+    let g2: Vec<G2Affine> = if with_g2 { random_points::<G2Projective>(n, &mut rng) } else { Vec::new() };
+    let (b1, o1) = (backend.load_g1(g1.clone()).unwrap(), oracle.load_g1(g1.clone()).unwrap());
+    let b2o2 = with_g2.then(|| (backend.load_g2(g2.clone()).unwrap(), oracle.load_g2(g2).unwrap()));
+    for (what, scalars) in [("98% bits", &mostly), ("all bits", &all)] {
+        let (buf, obuf) = (upload(backend, scalars), upload(&oracle, scalars));
+        let (sc, osc) = (MsmScalars { buf: &buf, len: n, density: None }, MsmScalars { buf: &obuf, len: n, density: None });
+        let want = oracle.msm_g1(&o1, 0, osc).unwrap();
+        assert_eq!(want, naive_g1(&g1, scalars), "oracle G1 MSM of {n} scalars, {what}, differs from the naive sum");
+        assert_eq!(backend.msm_g1(&b1, 0, sc).unwrap(), want, "{}: G1 MSM of {n} scalars, {what}, differs", backend.name());
+        if let Some((b2, o2)) = &b2o2 {
+            let want = oracle.msm_g2(o2, 0, osc).unwrap();
+            assert_eq!(backend.msm_g2(b2, 0, sc).unwrap(), want, "{}: G2 MSM of {n} scalars, {what}, differs", backend.name());
+        }
+    }
+}
+
 /// `n` distinct pseudo-random points `P + i·Q` (`P, Q` drawn from `rng`), built in parallel
 /// chunks: cheap even at 2^24.
 pub fn random_points<G>(n: usize, rng: &mut ChaCha8Rng) -> Vec<G::AffineRepr>

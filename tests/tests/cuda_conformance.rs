@@ -32,6 +32,8 @@ fn cuda_matches_the_oracle() {
     let msm_g2 = max_log("CUZK_CONFORMANCE_MAX_LOG_MSM_G2", msm).min(msm);
     check_msm(&gpu, (0..=msm_g2).map(|k| 1usize << k).chain([3, 100, 1000]), true, 13);
     check_msm(&gpu, (msm_g2 + 1..=msm).map(|k| 1usize << k), false, 14);
+    check_msm_bit_lengths(&gpu, true, 15);
+    check_msm_mostly_bits(&gpu, 1 << 16, true, 16);
     let n = check_eip2537(&gpu, true);
     eprintln!("{n} EIP-2537 MSM cases passed on {}", gpu.name());
 }

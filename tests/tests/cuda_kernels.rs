@@ -280,50 +280,17 @@ fn msm_g1_batch_affine_matches_oracle() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// A scalar of exactly `bits` bits (1..=255): the top bit set, the bits below from `low` (or
-/// all set), as far below r as needed (a 255-bit value at or above r becomes r − 1).
-fn scalar_of_bit_length(bits: u32, low: [u64; 4], all_ones: bool) -> Scalar {
-    let mut limbs = [0u64; 4];
-    for (j, l) in limbs.iter_mut().enumerate() {
-        let lo = 64 * j as u32;
-        if bits > lo {
-            let mask = if bits - lo >= 64 { u64::MAX } else { (1u64 << (bits - lo)) - 1 };
-            *l = if all_ones { mask } else { low[j] & mask };
-        }
-    }
-    let top = bits - 1;
-    limbs[(top / 64) as usize] |= 1u64 << (top % 64);
-    let mut repr = [0u8; 32];
-    for (j, l) in limbs.iter().enumerate() {
-        repr[8 * j..8 * j + 8].copy_from_slice(&l.to_le_bytes());
-    }
-    Option::from(<Scalar as ff::PrimeField>::from_repr(repr)).unwrap_or(-Scalar::ONE)
-}
-
 /// The digit passes visit, per warp, only the windows that some lane's scalar needs
-/// (`windows_needed` in `msm/msm.cu`): warps of 32 scalars of one bit length, 0 … 255, each
-/// warp holding 2^L − 1 (a carry through every window), 2^(L−1) and random L-bit scalars, so
-/// every window count and the carry into the last needed window are taken, at the default
-/// window size and at 13 and 20 bits (the large MSMs'), against the oracle.
+/// (`windows_needed` in `msm/msm.cu`): warps of one bit length each
+/// (`cuzk_tests::scalars_by_bit_length`), so every window count and the carry into the last
+/// needed window are taken, at the default window size and at 13 and 20 bits (the large MSMs'),
+/// against the oracle.
 #[test]
 fn msm_g1_visits_the_windows_each_warp_needs() {
     let b = need_gpu!();
     let cpu = CpuBackend::new();
     let mut r = rng(9);
-    let s: Vec<Scalar> = (0..256u32 * 32)
-        .map(|i| match (i / 32, i % 32) {
-            (0, _) => Scalar::ZERO,
-            (bits, 0) => scalar_of_bit_length(bits, [0; 4], true),
-            (bits, 1) => scalar_of_bit_length(bits, [0; 4], false),
-            (bits, _) => scalar_of_bit_length(bits, r.gen(), false),
-        })
-        .collect();
-    // One warp of 0/1 scalars and one of 0s and a single 1 (a warp whose lanes need 0 or 1).
-    let s: Vec<Scalar> = s
-        .into_iter()
-        .chain((0..32).map(|i| if i % 3 == 0 { Scalar::ONE } else { Scalar::ZERO }))
-        .chain((0..32).map(|i| Scalar::from(u64::from(i == 17))))
-        .collect();
+    let s = cuzk_tests::scalars_by_bit_length(&mut r);
     let n = s.len();
     let pool: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
     let bases: Vec<G1Affine> = (0..n).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
@@ -337,38 +304,6 @@ fn msm_g1_visits_the_windows_each_warp_needs() {
         let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
         if got != want {
             failures.push(format!("window bits {window_bits:?}"));
-        }
-    }
-    assert!(failures.is_empty(), "{failures:#?}");
-}
-
-/// MSMs of 2^16 scalars (from there the windows are sized from the scalars above 1) that are
-/// 98% bits, 0 and 1, and 2% random, in G1 and G2, and all bits, against the oracle.
-#[test]
-fn msms_of_mostly_bits_match_oracle() {
-    let b = need_gpu!();
-    let cpu = CpuBackend::new();
-    let mut r = rng(10);
-    let n = 1usize << 16;
-    let mostly_bits: Vec<Scalar> =
-        (0..n).map(|_| if r.gen_range(0..100) < 98 { Scalar::from(r.gen::<bool>() as u64) } else { Scalar::random(&mut r) }).collect();
-    let all_bits: Vec<Scalar> = (0..n).map(|_| Scalar::from(r.gen::<bool>() as u64)).collect();
-    let g1: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
-    let g2: Vec<G2Affine> = (0..256).map(|_| G2Projective::random(&mut r).to_affine()).collect();
-    let g1: Vec<G1Affine> = (0..n).map(|i| g1[(i * 7 + i / g1.len()) % g1.len()]).collect();
-    let g2: Vec<G2Affine> = (0..n).map(|i| g2[(i * 5 + i / g2.len()) % g2.len()]).collect();
-    let (gb1, cb1) = (b.load_g1(g1.clone()).unwrap(), cpu.load_g1(g1).unwrap());
-    let (gb2, cb2) = (b.load_g2(g2.clone()).unwrap(), cpu.load_g2(g2).unwrap());
-    let mut failures = Vec::new();
-    for (name, s) in [("98% bits", &mostly_bits), ("all bits", &all_bits)] {
-        let gs = b.upload_slice(s).unwrap();
-        let cs = cpu.upload_scalars(PinnedVec::from_slice_in(s, heap()).unwrap()).unwrap();
-        let (gsc, csc) = (MsmScalars { buf: &gs, len: n, density: None }, MsmScalars { buf: &cs, len: n, density: None });
-        if b.msm_g1(&gb1, 0, gsc).unwrap() != cpu.msm_g1(&cb1, 0, csc).unwrap() {
-            failures.push(format!("G1 {name}"));
-        }
-        if b.msm_g2(&gb2, 0, gsc).unwrap() != cpu.msm_g2(&cb2, 0, csc).unwrap() {
-            failures.push(format!("G2 {name}"));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -1,6 +1,7 @@
 //! The shared conformance suite on the wgpu backend: NTT, `h`, G1/G2 MSMs against the CPU
-//! oracle, the EIP-2537 MSM vectors, MSMs split into chunks under a lowered binding limit, and
-//! whole proofs byte-identical to the oracle's. Skips visibly without a wgpu adapter.
+//! oracle (random scalars and scalars of every bit length), the EIP-2537 MSM vectors, MSMs
+//! split into chunks under a lowered binding limit, and whole proofs byte-identical to the
+//! oracle's. Skips visibly without a wgpu adapter.
 //!
 //! Sizes (small by default, for lavapipe in CI): `CUZK_WGPU_TEST_MAX_LOG_NTT` (default 10),
 //! `CUZK_WGPU_TEST_MAX_LOG_H` (default 8), `CUZK_WGPU_TEST_MAX_LOG_MSM` (default 8),
@@ -76,6 +77,22 @@ fn wgpu_g2_msm_matches_the_oracle() {
     let t = std::time::Instant::now();
     check_msm(gpu, (0..=msm).step_by(3).map(|k| 1usize << k).chain([100]), true, 34);
     say(&format!("wgpu G1+G2 MSM up to 2^{msm}: equal to the oracle ({:.1} s)", t.elapsed().as_secs_f64()));
+}
+
+#[test]
+fn wgpu_msm_over_every_scalar_bit_length() {
+    let Some(gpu) = backend() else { return };
+    let t = std::time::Instant::now();
+    check_msm_bit_lengths(gpu, true, 36);
+    say(&format!("wgpu G1 and G2 MSMs over scalars of every bit length: equal to the oracle ({:.1} s)", t.elapsed().as_secs_f64()));
+}
+
+#[test]
+fn wgpu_msm_of_mostly_bits() {
+    let Some(gpu) = backend() else { return };
+    let t = std::time::Instant::now();
+    check_msm_mostly_bits(gpu, 1 << 16, true, 37);
+    say(&format!("wgpu G1 and G2 MSMs of 2^16 scalars, 98% and all bits: equal to the oracle ({:.1} s)", t.elapsed().as_secs_f64()));
 }
 
 #[test]

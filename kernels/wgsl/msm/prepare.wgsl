@@ -4,7 +4,8 @@
 // entries by bucket: msm_histogram counts, the host scans, msm_scatter places.
 //
 // Digits are in [-2^(c-1), 2^(c-1)]; a nonzero digit d of window w goes to bucket key
-// w·2^(c-1) + |d| - 1, with the point negated when d < 0; zero digits are skipped.
+// w·2^(c-1) + |d| - 1, with the point negated when d < 0; zero digits are skipped, and so are
+// the windows above the last one a scalar can reach (windows_needed).
 
 @group(0) @binding(0) var<storage, read> scal: array<u32>;
 @group(0) @binding(1) var<storage, read> words: array<u32>;
@@ -67,25 +68,62 @@ fn scalar_bits(o: u32, pos: u32, c: u32) -> u32 {
     return v & ((1u << c) - 1u);
 }
 
-fn is_zero_scalar(o: u32) -> bool {
-    var acc = 0u;
-    for (var k = 0u; k < 8u; k++) {
-        acc |= sc[o + k];
+// The windows that can hold a nonzero digit of the scalar at word offset o, of at most nw:
+// none for 0; for L > 0 bits the first ceil((L + 1) / c). Then the scalar is below
+// 2^(k·c - 1), so window k - 1's digit (its bits, below 2^(c-1), plus the carry) is at most
+// 2^(c-1) and not negative, no carry reaches window k, and every later digit is 0. A 0/1
+// scalar needs one window.
+fn windows_needed(o: u32, c: u32, nw: u32) -> u32 {
+    var bits = 0u;
+    for (var k = 8u; k > 0u; k--) {
+        if (bits == 0u && sc[o + k - 1u] != 0u) {
+            bits = 32u * k - countLeadingZeros(sc[o + k - 1u]);
+        }
     }
-    return acc == 0u;
+    if (bits == 0u) {
+        return 0u;
+    }
+    return min((bits + c) / c, nw);
+}
+
+var<workgroup> dense_in_group: atomic<u32>;
+
+// counts[0] += the scalars above 1 (prm.a = m), one atomic per workgroup: they size the
+// windows (backend-wgpu/src/msm.rs).
+@compute @workgroup_size($WG)
+fn msm_count_dense(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) li: u32) {
+    let i = linear_id(gid, nwg);
+    if (i < prm.a) {
+        var high = 0u;
+        for (var k = 1u; k < 8u; k++) {
+            high |= sc[i * 8u + k];
+        }
+        if (high != 0u || sc[i * 8u] > 1u) {
+            atomicAdd(&dense_in_group, 1u);
+        }
+    }
+    workgroupBarrier();
+    if (li == 0u) {
+        let n = atomicLoad(&dense_in_group);
+        if (n != 0u) {
+            atomicAdd(&counts[0], n);
+        }
+    }
 }
 
 // prm.a = m, prm.b = c, prm.c = number of windows W.
 @compute @workgroup_size($WG)
 fn msm_histogram(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
-    if (i >= prm.a || is_zero_scalar(i * 8u)) {
+    if (i >= prm.a) {
         return;
     }
     let c = prm.b;
     let half = 1u << (c - 1u);
     var carry = 0u;
-    for (var w = 0u; w < prm.c; w++) {
+    let nw = windows_needed(i * 8u, c, prm.c);
+    for (var w = 0u; w < nw; w++) {
         var d = scalar_bits(i * 8u, w * c, c) + carry;
         if (d > half) {
             d = (1u << c) - d;
@@ -103,13 +141,14 @@ fn msm_histogram(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
 @compute @workgroup_size($WG)
 fn msm_scatter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
-    if (i >= prm.a || is_zero_scalar(i * 8u)) {
+    if (i >= prm.a) {
         return;
     }
     let c = prm.b;
     let half = 1u << (c - 1u);
     var carry = 0u;
-    for (var w = 0u; w < prm.c; w++) {
+    let nw = windows_needed(i * 8u, c, prm.c);
+    for (var w = 0u; w < nw; w++) {
         var d = scalar_bits(i * 8u, w * c, c) + carry;
         var neg = 0u;
         if (d > half) {

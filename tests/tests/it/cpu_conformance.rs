@@ -17,6 +17,8 @@ fn h_pipeline_is_consistent() {
 #[test]
 fn msm_matches_naive() {
     check_msm(&CpuBackend::new(), [0, 1, 2, 3, 17, 100, 1024, 5000], true, 4);
+    check_msm_bit_lengths(&CpuBackend::new(), false, 5);
+    check_msm_mostly_bits(&CpuBackend::new(), 1 << 12, false, 6);
 }
 
 #[test]
