@@ -2,8 +2,9 @@
 //!
 //! What an MSM does is decided on the host, from its sizes: the window size by [`window_bits`]
 //! (from the count of scalars above 1), then, once the digits are counted, the sort and the
-//! bucket rounds by [`plan`] (a pure function, tested on the host below). [`MsmConfig`] forces a window size or
-//! a batch-affine rule (tests, benchmarks); its default is what the `Backend` MSMs run.
+//! bucket rounds by [`plan`] (a pure function, tested on the host below). [`MsmConfig`] forces
+//! a window size or a batch-affine rule (tests, benchmarks); its default is what the `Backend`
+//! MSMs run.
 
 use crate::device::{dtoh_sync, htod_async, Args, DevBuf, Event, Module, Stream};
 use crate::error::CudaError;
@@ -795,17 +796,13 @@ const SCATTER_KEY_BYTES: usize = 1 << 30;
 /// L2, so that the sectors fill up there before they go to DRAM.
 const SCATTER_SPAN_BYTES: usize = 24 << 20;
 
-/// MSMs of fewer scalars take their window size from the scalar count, uncounted.
-const COUNT_DENSE_MIN: u32 = 1 << 16;
-
 /// The scalars that size the windows: of `m` prepared ones, those above 1 (counted on the
-/// device when `m` ≥ `COUNT_DENSE_MIN`), at least 1. A 0 costs nothing and every 1 lands in the
-/// same bucket whatever the window size, so an MSM of mostly bits (Filecoin's A, B and L) is
-/// the MSM of its few dense scalars plus one heavy bucket. G1 2^24 of 99% bits on the H200:
+/// device when `m` ≥ [`cuzk_core::msm::COUNT_DENSE_MIN`]), at least 1. An MSM of mostly bits
+/// (Filecoin's A, B and L) is the MSM of its few dense scalars plus one heavy bucket. G1 2^24 of 99% bits on the H200:
 /// 23.90 ms sized from all `m` (c = 20), 10.72 ms sized so (c = 11) with the digit passes'
 /// window bound (docs/perf-cuda.md).
 fn dense_scalars(module: &Module, stream: &Stream, prepared: u64, m: u32) -> Result<usize, CudaError> {
-    if m < COUNT_DENSE_MIN {
+    if (m as usize) < cuzk_core::msm::COUNT_DENSE_MIN {
         return Ok(m as usize);
     }
     let count = DevBuf::zeroed(stream, 4)?;

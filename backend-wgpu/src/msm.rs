@@ -2,13 +2,13 @@
 //!
 //! Per chunk of at most `max_m` scalars (chunks keep every binding within the adapter's
 //! limits): gather and convert the scalars, size the windows from those above 1, count
-//! signed-digit bucket entries, scan on the host, scatter, sum the buckets in balanced rounds (all planned on the host from the scanned
-//! offsets, so one submission runs them), reduce each window on the GPU, and combine the
-//! window sums and the chunks on the host.
+//! signed-digit bucket entries, scan on the host, scatter, sum the buckets in balanced rounds
+//! (all planned on the host from the scanned offsets, so one submission runs them), reduce each
+//! window on the GPU, and combine the window sums and the chunks on the host.
 
 use blstrs::{G1Projective, G2Projective};
 use cuzk_core::density::DensityBitmap;
-use cuzk_core::msm::{buckets, fp2_from_bytes, fp_from_bytes, segment_len, window_bits, windows, Group};
+use cuzk_core::msm::{buckets, fp2_from_bytes, fp_from_bytes, segment_len, window_bits, windows, Group, COUNT_DENSE_MIN};
 use ff::Field;
 use group::Group as _;
 
@@ -17,9 +17,6 @@ use crate::error::WgpuError;
 use crate::kernels::{CurveKernels, PrepareKernels};
 
 const NONE: u32 = u32::MAX;
-
-/// Chunks of fewer scalars take their window size from the scalar count, uncounted.
-const COUNT_DENSE_MIN: usize = 1 << 16;
 
 /// Segments per window and buckets per segment (a power of two each) for the window sums of
 /// `nw` windows of `c` bits: about 16384 invocations in all.
@@ -209,8 +206,7 @@ fn msm_windows(
             span as u64,
             false,
         )?;
-        // The windows are sized from the scalars above 1: a 0 costs nothing and every 1 lands
-        // in window 0's first bucket whatever the window size (as `backend-cuda`'s MSM does).
+        // The windows are sized from the scalars above 1 (`COUNT_DENSE_MIN`).
         let sizing = if m >= COUNT_DENSE_MIN {
             let dense = gpu.storage(4, "dense scalar count")?;
             b.dispatch(&prep.count_dense, &[(5, (&prepared).into()), (6, (&dense).into())], 4, [m as u32, 0, 0, 0, 0, 0, 0, 0], m as u64, false)?;

@@ -36,6 +36,11 @@ impl Group {
     }
 }
 
+/// MSMs of at least this many scalars size their windows from the scalars above 1, counted on
+/// the device (a 0 costs nothing and every 1 lands in window 0's first bucket whatever the
+/// window size); smaller ones from the scalar count, uncounted.
+pub const COUNT_DENSE_MIN: usize = 1 << 16;
+
 /// Window bits for `m` scalars: the bit length of `m` minus 7 (about log2(m) - 6), from 4 up
 /// to 16. A backend may tune its own rule on top (the CUDA backend's larger windows from 2^24).
 pub fn window_bits(m: usize) -> u32 {
