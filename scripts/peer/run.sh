@@ -12,7 +12,7 @@
 #   ours    `cuzk serve` with scripts/peer/ours.toml: the defaults but bench mode taking its
 #           parameters from $FIL; with TRUSTED=1 (default) read without the subgroup checks,
 #           as Curio's daemon reads them
-#   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml, CUZK_DISABLE_PCE=1;
+#   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml (PEER_PCE, below);
 #           PEER_TOTAL_BUDGET (e.g. 96GiB) and PEER_SLOT_SIZE replace the config's
 #           memory.total_budget and pipeline.slot_size (on a 128 GiB host the config as advised
 #           is OOM-killed in the first 32 GiB PoRep job: docs/perf.md, "Against Curio's cuzk")
@@ -142,16 +142,28 @@ fi
 if has theirs; then
   sock=$WORK/curio-cuzk.sock
   rm -f "$sock"
+  rm -rf "$WORK/ours-data" # our daemon's recorded matrices: the disk space back
   sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
   [ -n "${PEER_TOTAL_BUDGET:-}" ] && sed -i "s|^total_budget = .*|total_budget = \"$PEER_TOTAL_BUDGET\"|" "$OUT/curio-cuzk.toml"
   [ -n "${PEER_SLOT_SIZE:-}" ] && sed -i "s|^slot_size = .*|slot_size = $PEER_SLOT_SIZE|" "$OUT/curio-cuzk.toml"
   note "theirs: $(grep -E '^(total_budget|slot_size)' "$OUT/curio-cuzk.toml" | sed 's/ *#.*//' | paste -sd, -)"
-  CUZK_DISABLE_PCE=1 FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
+  # The daemon extracts its pre-compiled circuit (PCE) on its first job of a kind whether or not
+  # CUZK_DISABLE_PCE is set (the variable only picks the synthesis path), holds it in memory and
+  # saves it beside the parameters; the 25.7 GiB PoRep file cannot fit this disk beside them. A
+  # directory at the save's temporary path makes that save fail at once (non-fatal in the
+  # daemon) instead of filling the disk. PEER_PCE=1 (default): synthesis from the PCE once
+  # extracted, since its memory is spent anyway; 0: CUZK_DISABLE_PCE=1.
+  for c in porep-32g winning-post snap-deals-32g window-post; do mkdir -p "$FIL/pce-$c.tmp"; done
+  pce_env=()
+  [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
+  note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
+  env "${pce_env[@]}" FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
   pid=$!
   if wait_socket "$sock" 120; then
     loads theirs "unix:$sock" --timed-failure "self-check failed"
-    grep -E "num_constraints|loading SRS|SRS loaded|self-check" "$OUT/theirs-serve.log" | sort -u -t' ' -k3,3 | head -12 | tee -a "$S"
+    grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$OUT/theirs-serve.log" | head -16 | tee -a "$S"
     stop_daemon theirs
+    rmdir "$FIL"/pce-*.tmp 2>/dev/null
   else
     note "theirs: the daemon did not start"; tail -30 "$OUT/theirs-serve.log" | tee -a "$S"
   fi
