@@ -25,7 +25,8 @@
 # proves with the timing-only file and then refuses its own PoRep proof (its self-check):
 # those failures are timed as completions (`cuzk load --timed-failure`). Device busy: the mean
 # of nvidia-smi's utilization.gpu sampled every 200 ms during each load (outside either
-# daemon); peak RSS: VmHWM from /proc at the stop.
+# daemon); peak RSS: VmHWM from /proc at the stop. Our daemon's timeline after its loads:
+# ours-trace.json.gz (`cuzk trace`).
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 set -u
 OUT=${OUT:-/tmp/peer}
@@ -132,6 +133,7 @@ if has ours; then
   pid=$!
   if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
     loads ours "unix:$CUZK_DATA_DIR/cuzk.sock"
+    "$CUZK" trace --http 127.0.0.1:9181 --out "$OUT/ours-trace.json" > /dev/null 2>&1 && gzip -f "$OUT/ours-trace.json"
     grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
   else
