@@ -86,6 +86,9 @@ pub struct BackendWorker<B: Backend> {
     vks: Mutex<HashMap<CircuitId, Arc<VerifyingKey>>>,
     /// Matrices resident per shape and device (for backends that evaluate on the device).
     device_matrices: Mutex<PerDevice<ShapeKey, B::Matrices>>,
+    /// One gate per shape and device: the first use uploads, concurrent first uses wait for
+    /// it instead of each uploading a copy (7.3 GB for a 32 GiB PoRep partition).
+    matrix_uploads: Mutex<PerDevice<ShapeKey, Mutex<()>>>,
     /// Device copies of matrices only where the engine reserved them (`reserved`), dropped
     /// with the parameters; otherwise uploaded on first use and kept.
     budgeted: bool,
@@ -112,6 +115,7 @@ impl<B: Backend> BackendWorker<B> {
             keys: Mutex::default(),
             vks: Mutex::default(),
             device_matrices: Mutex::default(),
+            matrix_uploads: Mutex::default(),
             budgeted: false,
             reserved: Mutex::default(),
             validation_records: None,
@@ -289,13 +293,19 @@ impl<B: Backend> BackendWorker<B> {
     /// The shape's matrices on device `d`, uploaded on first use (a caller may upload them
     /// ahead of the first job).
     pub fn resident_matrices(&self, shape: &ShapeKey, m: &Arc<ConstraintMatrices>, d: usize) -> Result<Arc<B::Matrices>, WorkError> {
-        if let Some(r) = lock(&self.device_matrices).get(&(shape.clone(), d)) {
+        let key = (shape.clone(), d);
+        if let Some(r) = lock(&self.device_matrices).get(&key) {
             return Ok(r.clone());
         }
         let backend = self.backends.get(d).ok_or_else(|| WorkError::Internal(format!("no device {d}")))?;
+        let gate = lock(&self.matrix_uploads).entry(key.clone()).or_default().clone();
+        let _uploading = lock(&gate);
+        if let Some(r) = lock(&self.device_matrices).get(&key) {
+            return Ok(r.clone()); // uploaded while this call waited at the gate
+        }
         let r = Arc::new(backend.load_matrices(m)?);
         tracing::info!(circuit = %shape, device = d, bytes = backend.matrices_bytes(&r), "constraint matrices resident");
-        Ok(lock(&self.device_matrices).entry((shape.clone(), d)).or_insert(r).clone())
+        Ok(lock(&self.device_matrices).entry(key).or_insert(r).clone())
     }
 
     /// The matrices an upload of `circuit` on device `d` evaluates `a, b, c` with: made

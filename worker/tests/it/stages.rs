@@ -367,3 +367,27 @@ fn engine_counts_and_evicts_the_matrices_of_a_budgeted_worker() {
     assert!(w.has_device_matrices(&shapes[1].key(), 0));
     assert_eq!(e.usage(dev).unwrap().used, p1 + m1);
 }
+
+/// Partitions of one shape that reach the device together upload its matrices once: the
+/// others wait for that upload and share it (each copy of a 32 GiB PoRep's is 7.3 GB, and the
+/// engine's device budget counts one).
+#[test]
+fn concurrent_first_uses_upload_the_matrices_once() {
+    let shape = BuiltinShape::new(CircuitKind::SquaringChain, 8).unwrap();
+    let m = Arc::new(ConstraintMatrices::record(shape.kind.instance(shape.log_size, 0).unwrap()).unwrap());
+    // Each upload takes 200 ms, so the four first uses overlap it.
+    let plan = cuzk_faults::FaultPlan::parse(&["load:delay=200:always"], 0).unwrap();
+    let backend = cuzk_faults::FaultyBackend::new(CpuBackend::on_witness_path(), plan);
+    let uploads = backend.probe();
+    let worker = BackendWorker::new(vec![Arc::new(backend)]);
+    let key = shape.key();
+    let resident: Vec<_> = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..4).map(|_| s.spawn(|| worker.resident_matrices(&key, &m, 0).unwrap())).collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    assert_eq!(uploads.injected().delayed, 1, "the matrices were uploaded more than once");
+    assert!(resident.iter().all(|r| Arc::ptr_eq(r, &resident[0])), "callers got different copies");
+    // A later use finds them resident and uploads nothing.
+    worker.resident_matrices(&key, &m, 0).unwrap();
+    assert_eq!(uploads.injected().delayed, 1);
+}
