@@ -59,6 +59,9 @@ step() { # step NAME SECS CMD...: output to $OUT/NAME.txt, status and time to th
   return $rc
 }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
+# Each daemon's first job reads the parameter file from the disk, not from the page cache the
+# other daemon or the prep left (needs root; noted in the summary).
+cold() { sync; if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then note "$1: page cache dropped"; else note "$1: page cache kept (no root)"; fi; }
 
 pid=
 smi=
@@ -129,6 +132,7 @@ if has ours; then
   # checks of a full validation, so both first jobs do the same work; TRUSTED=0 validates it.
   [ "${TRUSTED:-1}" = 1 ] && sed -i 's|^filecoin_dir = .*|&\ntrusted = true|' "$OUT/ours.toml"
   rm -f "$CUZK_DATA_DIR/cuzk.sock"
+  cold ours
   "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
   pid=$!
   if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
@@ -156,6 +160,7 @@ if has theirs; then
   # daemon) instead of filling the disk. PEER_PCE=1 (default): synthesis from the PCE once
   # extracted, since its memory is spent anyway; 0: CUZK_DISABLE_PCE=1.
   for c in porep-32g winning-post snap-deals-32g window-post; do mkdir -p "$FIL/pce-$c.tmp"; done
+  cold theirs
   pce_env=()
   [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
   note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
