@@ -20,8 +20,11 @@ source "$(dirname "$0")/common.sh"
 need cuzk-cuda-kernels
 PARTS=${PARTS:-"phases ntt msm"}
 B=$BIN/cuzk-cuda-kernels
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /usr/local/cuda*/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys /opt/nvidia/nsight-systems*/*/bin/nsys \
+  /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+# Where the tools are, when neither is found where they usually are.
+[ -n "$NSYS" ] && [ -n "$NCU" ] || find /usr/local /opt -maxdepth 5 \( -name nsys -o -name ncu \) -type f 2>/dev/null | head -5 > "$OUT/tools-found.txt"
 SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats
   --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section InstructionStats"
 # Pipe utilisation and shared-memory bank conflicts, as far as this ncu knows them.
@@ -63,7 +66,7 @@ for part in $PARTS; do
       rm -f "$OUT"/g1.nsys-rep "$OUT"/g1.sqlite
       ;;
     partition)
-      [ -n "$NSYS" ] || { note "partition: nsys not installed"; continue; }
+      [ -n "$NSYS" ] || { note "partition: nsys not found (elsewhere: $(paste -sd' ' "$OUT/tools-found.txt" 2>/dev/null))"; continue; }
       need prove
       step nsys-partition 540 "$NSYS" profile -t cuda -o "$OUT/part" --force-overwrite true \
         "$BIN/prove" --bench --backends cuda --fil-shape-proofs "${SHAPES:-32g,snap-32g}"

@@ -13,9 +13,10 @@
 #           parameters from $FIL; with TRUSTED=1 (default) read without the subgroup checks,
 #           as Curio's daemon reads them
 #   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml (PEER_PCE, below);
-#           PEER_TOTAL_BUDGET (e.g. 96GiB) and PEER_SLOT_SIZE replace the config's
-#           memory.total_budget and pipeline.slot_size (on a 128 GiB host the config as advised
-#           is OOM-killed in the first 32 GiB PoRep job: docs/perf.md, "Against Curio's cuzk")
+#           PEER_TOTAL_BUDGET and PEER_SLOT_SIZE replace the config's memory.total_budget
+#           (96GiB: the advised "auto" is OOM-killed on a 128 GiB host) and pipeline.slot_size.
+#           On such a host it proves a 32 GiB PoRep partition about every 42 s (docs/perf.md,
+#           "Against Curio's cuzk"): its first job alone needs a call of ~9 minutes.
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
 # PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone
 # backlog"; a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone,
@@ -46,7 +47,7 @@ done
 CUZK=$ROOT/gpu-bin/cuzk
 PEER=${PEER:-$ROOT/peer-bin/cuzk-daemon}
 export CUZK_CUDA_CACHE=${CUZK_CUDA_CACHE:-$ROOT/gpu-bin/cache}
-note "== peer run $(date -u '+%F %T') UTC: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(nvidia-smi -L | head -1); curio $(cat "$ROOT/peer-bin/CURIO_COMMIT" 2>/dev/null); ours $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+note "== peer run $(date -u '+%F %T') UTC: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(nvidia-smi -L | head -1); curio $(cat "$ROOT/peer-bin/CURIO_COMMIT" 2>/dev/null); ours $(cat "$ROOT/gpu-bin/COMMIT" 2>/dev/null)"
 df -h "$WORK" | tail -1 | tee -a "$S"
 
 step() { # step NAME SECS CMD...: output to $OUT/NAME.txt, status and time to the summary
@@ -66,6 +67,7 @@ cold() { sync; if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then note "$1: 
 pid=
 smi=
 cleanup() {
+  [ -n "$pid" ] && note "stopped early: $(grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)"
   [ -n "$pid" ] && kill "$pid" 2>/dev/null
   [ -n "$smi" ] && kill "$smi" 2>/dev/null
   tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
