@@ -135,13 +135,31 @@ if has ours; then
   [ "${TRUSTED:-1}" = 1 ] && sed -i 's|^filecoin_dir = .*|&\ntrusted = true|' "$OUT/ours.toml"
   rm -f "$CUZK_DATA_DIR/cuzk.sock"
   cold ours
-  "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
+  # NSYS=path/to/nsys: an Nsight Systems kernel trace of our daemon from NSYS_DELAY (90) s after
+  # its start for NSYS_DURATION (60) s, the backlog's steady state after the first job and the
+  # one alone; cut by gpu-gaps.awk into the time the device ran no kernel (ours-gaps.txt).
+  wrap=()
+  [ -n "${NSYS:-}" ] && wrap=("$NSYS" profile -t cuda --delay "${NSYS_DELAY:-90}" --duration "${NSYS_DURATION:-60}" --kill none --force-overwrite true -o "$OUT/ours-nsys")
+  ${wrap[@]+"${wrap[@]}"} "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
   pid=$!
+  npid=
+  if [ -n "${NSYS:-}" ]; then # the daemon under nsys: stop and read the daemon, wait for nsys
+    npid=$pid
+    for _ in $(seq 1 60); do pid=$(pgrep -n -x cuzk); [ -n "$pid" ] && break; sleep 0.5; done
+  fi
   if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
     loads ours "unix:$CUZK_DATA_DIR/cuzk.sock"
     "$CUZK" trace --http 127.0.0.1:9181 --out "$OUT/ours-trace.json" > /dev/null 2>&1 && gzip -f "$OUT/ours-trace.json"
     grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
+    if [ -n "$npid" ]; then
+      for _ in $(seq 1 120); do kill -0 "$npid" 2>/dev/null || break; sleep 1; done
+      "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/ours" "$OUT/ours-nsys.nsys-rep" > "$OUT/nsys-stats.txt" 2>&1
+      awk -F, -f "$ROOT/scripts/h200/gpu-gaps.awk" "$OUT/ours_cuda_gpu_trace.csv" > "$OUT/ours-gaps.txt" 2>&1
+      head -8 "$OUT/ours-gaps.txt" | tee -a "$S"
+      gzip -f "$OUT/ours_cuda_gpu_trace.csv" 2>/dev/null
+      rm -f "$OUT"/ours-nsys.nsys-rep "$OUT"/ours-nsys.sqlite
+    fi
   else
     note "ours: the daemon did not start"; tail -20 "$OUT/ours-serve.log" | tee -a "$S"
   fi
