@@ -3,6 +3,7 @@
 
 mod bellperson_equivalence;
 mod cpu_conformance;
+mod gpu_trace_scripts;
 mod layers;
 mod matrices_parallel;
 mod repo_text;
