@@ -184,7 +184,7 @@ if has theirs; then
   pce_env=()
   [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
   note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
-  env "${pce_env[@]}" FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
+  env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
   pid=$!
   if wait_socket "$sock" 120; then
     loads theirs "unix:$sock" --timed-failure "self-check failed"
