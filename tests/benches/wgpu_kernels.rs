@@ -37,7 +37,7 @@ use cuzk_core::synth::{synthesize, SizeHint};
 use cuzk_worker::{BackendWorker, LoadTask, ParamSource, Worker};
 use ff::Field;
 use group::{Curve, Group};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
@@ -128,17 +128,6 @@ fn scalars(n: usize, seed: u64) -> Vec<Scalar> {
         o.iter_mut().for_each(|x| *x = Scalar::random(&mut rng));
     });
     out
-}
-
-/// `v` with `pct`% of its entries, at pseudo-random places, made 0 or 1 in equal shares.
-fn with_bits(mut v: Vec<Scalar>, pct: u32, seed: u64) -> Vec<Scalar> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for x in v.iter_mut() {
-        if rng.gen_range(0..100) < pct {
-            *x = Scalar::from(u64::from(rng.gen::<bool>()));
-        }
-    }
-    v
 }
 
 /// `n` distinct points `P + i·Q` (`cuzk_tests::random_points` from a seed).
@@ -394,7 +383,7 @@ fn main() {
     }
     for &k in &args.msm {
         let n = 1usize << k;
-        let sc = with_bits(scalars(n, 100 + k as u64), args.bits, 400 + k as u64);
+        let sc = cuzk_tests::with_bits(scalars(n, 100 + k as u64), args.bits, &mut ChaCha8Rng::seed_from_u64(400 + k as u64));
         let bases = points::<G1Projective>(n, 200 + k as u64);
         let (tw, rw) = time_msm(&wgpu, &bases, &sc, reps);
         let c = cuda.as_ref().map(|c| time_msm(c, &bases, &sc, reps));

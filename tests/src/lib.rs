@@ -215,15 +215,26 @@ pub fn check_msm_bit_lengths<B: Backend>(backend: &B, with_g2: bool, seed: u64) 
     }
 }
 
+/// `v` with `pct`% of its entries, at places drawn from `rng`, made 0 or 1 in equal shares, as
+/// Filecoin's witnesses are (tests and benchmarks of mostly-bit MSMs).
+pub fn with_bits(mut v: Vec<Scalar>, pct: u32, rng: &mut impl Rng) -> Vec<Scalar> {
+    for x in v.iter_mut() {
+        if rng.gen_range(0..100) < pct {
+            *x = Scalar::from(u64::from(rng.gen::<bool>()));
+        }
+    }
+    v
+}
+
 /// G1 (and G2) MSMs of `n` scalars of which 98% are bits (0 and 1) and the rest random, and of
 /// `n` bits, equal the oracle; the oracle's G1 results equal the naive sum. From 2^16 scalars
 /// the GPU backends size their windows from the scalars above 1, so `n` should reach that.
 pub fn check_msm_mostly_bits<B: Backend>(backend: &B, n: usize, with_g2: bool, seed: u64) {
     let oracle = CpuBackend::new();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mostly: Vec<Scalar> =
-        (0..n).map(|_| if rng.gen_range(0..100) < 98 { Scalar::from(rng.gen::<bool>() as u64) } else { Scalar::random(&mut rng) }).collect();
-    let all: Vec<Scalar> = (0..n).map(|_| Scalar::from(rng.gen::<bool>() as u64)).collect();
+    let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let mostly = with_bits(random, 98, &mut rng);
+    let all = with_bits(vec![Scalar::ZERO; n], 100, &mut rng);
     let g1: Vec<G1Affine> = random_points::<G1Projective>(n, &mut rng);
     let g2: Vec<G2Affine> = if with_g2 { random_points::<G2Projective>(n, &mut rng) } else { Vec::new() };
     let (b1, o1) = (backend.load_g1(g1.clone()).unwrap(), oracle.load_g1(g1.clone()).unwrap());
