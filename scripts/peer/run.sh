@@ -66,8 +66,9 @@ cold() { sync; if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; then note "$1: 
 
 pid=
 smi=
+memory() { grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -; } # the daemon's peak and resident set
 cleanup() {
-  [ -n "$pid" ] && note "stopped early: $(grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)"
+  [ -n "$pid" ] && note "stopped early: $(memory)"
   [ -n "$pid" ] && kill "$pid" 2>/dev/null
   [ -n "$smi" ] && kill "$smi" 2>/dev/null
   tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
@@ -104,7 +105,7 @@ loads() { # loads WHO ADDR [extra load args]
 }
 
 stop_daemon() { # stop_daemon WHO
-  note "$1: $(grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -)"
+  note "$1: $(memory)"
   kill -TERM "$pid"
   for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
   kill -KILL "$pid" 2>/dev/null
