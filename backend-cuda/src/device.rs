@@ -111,6 +111,17 @@ impl Event {
         Ok(unsafe { result::event::elapsed(earlier.raw, self.raw) }?)
     }
 
+    /// Whether the work before this event has completed (without waiting).
+    pub fn is_complete(&self) -> Result<bool, CudaError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: live event.
+        match unsafe { result::event::query(self.raw) } {
+            Ok(()) => Ok(true),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Blocks the calling thread until this event has completed.
     pub fn synchronize(&self) -> Result<(), CudaError> {
         self.ctx.bind_to_thread()?;

@@ -34,6 +34,7 @@ pub const KERNELS: &[&str] = &[
     "ntt_mul",
     "ntt_sub",
     "ntt_pow_table",
+    "density_popcounts",
     "msm_prepare",
     "msm_count_dense",
     "msm_histogram",

@@ -29,6 +29,7 @@ pub mod ntt;
 pub mod nvrtc;
 pub mod pinned;
 pub mod points;
+mod timeline;
 
 /// In a test: the shared first CUDA device ([`CudaBackend::first_shared`]), or a visible
 /// `SKIPPED: <module> needs a CUDA device` on stderr (past the harness's capture) and return.
@@ -176,6 +177,8 @@ struct Inner {
     ctx: Arc<CudaContext>,
     name: String,
     lock: Mutex<()>,
+    /// Operations bracketed by timed events (`CUZK_GPU_TIMELINE`), when on.
+    timeline: Option<timeline::Timeline>,
 }
 
 /// The CUDA backend on one device.
@@ -221,8 +224,20 @@ impl CudaBackend {
             "CUDA kernels ready"
         );
         let pool = Arc::new(PinnedPool::new(ctx.clone()));
+        let timeline = timeline::Timeline::from_env(ordinal, &stream);
         Ok(CudaBackend {
-            inner: Arc::new(Inner { tables: OnceLock::new(), module, stream, copy_stream, copy_lock: Mutex::new(()), pool, ctx, name, lock: Mutex::new(()) }),
+            inner: Arc::new(Inner {
+                tables: OnceLock::new(),
+                module,
+                stream,
+                copy_stream,
+                copy_lock: Mutex::new(()),
+                pool,
+                ctx,
+                name,
+                lock: Mutex::new(()),
+                timeline,
+            }),
         })
     }
 
@@ -278,6 +293,11 @@ impl CudaBackend {
         Ok(self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// Runs `f` as the operation `label` of the compute stream's timeline (when on).
+    fn timed<T>(&self, label: impl FnOnce() -> String, f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+        timeline::around(self.inner.timeline.as_ref(), &self.inner.stream, "compute", label, f)
+    }
+
     fn tables(&self) -> Result<&ntt::NttTables, CudaError> {
         if let Some(t) = self.inner.tables.get() {
             return Ok(t);
@@ -321,7 +341,13 @@ impl CudaBackend {
         let cs = &self.inner.copy_stream;
         let mut buf = DevBuf::new(cs, bytes.len())?;
         // SAFETY: the buffer has room; the pool keeps the source until the fence completes.
-        unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), cs)? };
+        timeline::around(
+            self.inner.timeline.as_ref(),
+            cs,
+            "copy",
+            || format!("upload n={len}"),
+            || unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), cs) },
+        )?;
         self.inner.pool.fence(bytes.as_ptr(), cs.record()?);
         let ready = Event::record(cs)?;
         buf.free_on(&self.inner.stream);
@@ -440,8 +466,17 @@ impl CudaBackend {
         log_lanes: [u32; 3],
     ) -> Result<[CudaScalars; 3], CudaError> {
         let _g = self.enter()?;
-        let out = self.evaluation_outputs(m, input, aux, domain)?;
-        constraints::launch(&self.inner.module, &self.inner.stream, m, [0, 1, 2].map(|i| out[i].ptr), input.ptr(), aux.ptr(), log_lanes)?;
+        // Waits for the uploads before the span begins: on the timeline, a wait is a gap.
+        self.ready(input)?;
+        self.ready(aux)?;
+        let out = self.timed(
+            || format!("eval n={}", domain.size()),
+            || {
+                let out = self.evaluation_outputs(m, input, aux, domain)?;
+                constraints::launch(&self.inner.module, &self.inner.stream, m, [0, 1, 2].map(|i| out[i].ptr), input.ptr(), aux.ptr(), log_lanes)?;
+                Ok(out)
+            },
+        )?;
         let n = domain.size();
         Ok(out.map(|b| CudaScalars { buf: Some(b), len: n, ready: None }))
     }
@@ -467,7 +502,7 @@ impl CudaBackend {
             let first = DevBuf::new(s, 4)?;
             // SAFETY: the buffer holds (at least) four bytes.
             unsafe { result::memset_d8_async(first.ptr, 0xff, 4, s.raw()) }?;
-            constraints::launch_check(&self.inner.module, s, [a.ptr(), b.ptr(), c.ptr()], rows as u32, first.ptr)?;
+            self.timed(|| format!("check n={rows}"), || constraints::launch_check(&self.inner.module, s, [a.ptr(), b.ptr(), c.ptr()], rows as u32, first.ptr))?;
             // SAFETY: four bytes into page-locked memory, fenced below: the pool does not hand
             // it out again before the copy has completed.
             unsafe { sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), first.ptr, 4, s.raw()).result() }?;
@@ -642,11 +677,18 @@ impl CudaBackend {
         let _g = self.enter()?;
         self.ready(sc.buf)?;
         let src = msm::ScalarSource { ptr: sc.buf.ptr(), len: sc.len, density: sc.density.map(|d| (d.words(), d.count())) };
-        if let Some((host, chunk)) = &bases.host {
-            return self.msm_streamed(group, host, *chunk, offset, &src, cfg);
-        }
-        let base_ptr = bases.ptr() + (offset * group.affine_bytes()) as u64;
-        Ok(vec![msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)?])
+        let label = || {
+            let g = if group == msm::Group::G1 { "g1" } else { "g2" };
+            let sel = sc.density.map_or(String::new(), |d| format!(" sel={}", d.count()));
+            format!("msm_{g} n={}{sel}", sc.len)
+        };
+        self.timed(label, || {
+            if let Some((host, chunk)) = &bases.host {
+                return self.msm_streamed(group, host, *chunk, offset, &src, cfg);
+            }
+            let base_ptr = bases.ptr() + (offset * group.affine_bytes()) as u64;
+            Ok(vec![msm::msm_windows(&self.inner.module, &self.inner.stream, group, base_ptr, &src, cfg)?])
+        })
     }
 
     /// G1 MSM with forced choices (`cfg`: window size, batch-affine rule; tests and benchmarks);
@@ -775,7 +817,11 @@ impl Backend for CudaBackend {
         let _g = self.enter()?;
         self.ready(buf)?;
         let t = self.tables()?;
-        ntt::ntt_natural(&self.inner.module, &self.inner.stream, t, buf.ptr(), domain, direction == NttDirection::Inverse, coset)?;
+        let inverse = direction == NttDirection::Inverse;
+        self.timed(
+            || format!("ntt n={} inverse={inverse} coset={coset}", domain.size()),
+            || ntt::ntt_natural(&self.inner.module, &self.inner.stream, t, buf.ptr(), domain, inverse, coset),
+        )?;
         Ok(())
     }
 
@@ -792,7 +838,10 @@ impl Backend for CudaBackend {
         let block = n32.min(256);
         let args = Args::new().push(a.ptr()).push(b.ptr()).push(c.ptr()).push(FrArg::from(domain.z_inv_on_coset)).push(n32);
         // SAFETY: arguments match ntt_quotient.
-        unsafe { self.inner.module.launch("ntt_quotient", n32.div_ceil(block), block, 0, &self.inner.stream, args) }?;
+        self.timed(
+            || format!("quotient n={n}"),
+            || unsafe { self.inner.module.launch("ntt_quotient", n32.div_ceil(block), block, 0, &self.inner.stream, args) },
+        )?;
         Ok(())
     }
 
@@ -805,7 +854,10 @@ impl Backend for CudaBackend {
         let t = self.tables()?;
         // Each operand's transforms wait for its own upload only: a's run while b and c copy.
         let ops = [&a, &b, &c];
-        ntt::compute_h(&self.inner.module, &self.inner.stream, t, [a.ptr(), b.ptr(), c.ptr()], domain, |i| self.ready(ops[i]))?;
+        self.timed(
+            || format!("compute_h n={n}"),
+            || ntt::compute_h(&self.inner.module, &self.inner.stream, t, [a.ptr(), b.ptr(), c.ptr()], domain, |i| self.ready(ops[i])),
+        )?;
         drop((b, c));
         Ok(a)
     }

@@ -305,41 +305,41 @@ pub fn prepare(module: &Module, stream: &Stream, scalars: &ScalarSource<'_>) -> 
     }
     let len = scalars.len as u32;
     let prepared = DevBuf::new(stream, 32 * m)?;
-    let (words_buf, prefix_buf, host) = if let Some((words, _)) = scalars.density {
-        let nw = scalars.len.div_ceil(64);
-        let mut prefix = Vec::with_capacity(nw);
-        let mut acc = 0u32;
-        for &w in &words[..nw] {
-            prefix.push(acc);
-            acc += w.count_ones();
-        }
-        let wb = DevBuf::new(stream, 8 * nw)?;
-        let pb = DevBuf::new(stream, 4 * nw)?;
-        let host_words = words[..nw].to_vec();
-        // SAFETY: sizes match; the host vectors live until the stream syncs below.
-        unsafe {
-            htod_async(wb.ptr, host_words.as_ptr().cast(), 8 * nw, stream)?;
-            htod_async(pb.ptr, prefix.as_ptr().cast(), 4 * nw, stream)?;
-        }
-        (Some(wb), Some(pb), Some((host_words, prefix)))
-    } else {
-        (None, None, None)
+    let density = match scalars.density {
+        Some((words, _)) => Some(density_on_device(module, stream, &words[..scalars.len.div_ceil(64)])?),
+        None => None,
     };
-    let use_density = u32::from(words_buf.is_some());
     let args = Args::new()
         .push(scalars.ptr)
         .push(len)
-        .push(words_buf.as_ref().map_or(0, |b| b.ptr))
-        .push(prefix_buf.as_ref().map_or(0, |b| b.ptr))
-        .push(use_density)
+        .push(density.as_ref().map_or(0, |(w, _)| w.ptr))
+        .push(density.as_ref().map_or(0, |(_, p)| p.ptr))
+        .push(u32::from(density.is_some()))
         .push(prepared.ptr);
     // SAFETY: arguments match msm_prepare.
     unsafe { module.launch("msm_prepare", grid(scalars.len, 256)?, 256, 0, stream, args)? };
-    if host.is_some() {
-        stream.sync()?; // the pageable host vectors above must outlive their copies
+    if density.is_some() {
+        // The density words were copied from memory the caller may free or reuse once this
+        // returns (page-locked memory is not staged by the driver).
+        stream.sync()?;
     }
-    drop((words_buf, prefix_buf, host));
     Ok(Some((prepared, m)))
+}
+
+/// Copies the density `words` to the device and computes, there, the number of set bits before
+/// each word (popcounts, then an exclusive scan): (words, prefix). Nothing is computed on the host,
+/// so a 130 M-bit density costs one 16 MB copy instead of a host pass over its 2 M words.
+fn density_on_device(module: &Module, stream: &Stream, words: &[u64]) -> Result<(DevBuf, DevBuf), CudaError> {
+    let nw = u32::try_from(words.len()).map_err(|_| CudaError::Invalid("density of more than 2^32 words".into()))?;
+    let dev_words = DevBuf::new(stream, 8 * words.len())?;
+    let counts = DevBuf::new(stream, 4 * words.len())?;
+    let prefix = DevBuf::new(stream, 4 * words.len())?;
+    // SAFETY: sizes match; the caller syncs the stream before `words` may change (see prepare).
+    unsafe { htod_async(dev_words.ptr, words.as_ptr().cast(), 8 * words.len(), stream)? };
+    // SAFETY: arguments match density_popcounts; both buffers hold nw entries.
+    unsafe { module.launch("density_popcounts", grid(words.len(), 256)?, 256, 0, stream, Args::new().push(dev_words.ptr).push(nw).push(counts.ptr))? };
+    scan(module, stream, counts.ptr, prefix.ptr, nw, 0)?;
+    Ok((dev_words, prefix))
 }
 
 /// Steps 2-5 over `m` prepared (canonical) scalars at `prepared` and the affine bases at

@@ -10,21 +10,18 @@
 #            light, pipes, stalls, occupancy), and the pipe utilisation metrics
 #   msm      Nsight Compute on the G1 2^24 MSM's sort, round and window-sum kernels, and the
 #            duration of every kernel of the warm-up MSM (kernels serialized; CSV)
-#   nsys     an Nsight Systems kernel trace of G1 2^24 (CSV, gzipped), when nsys is installed
-#   partition  an Nsight Systems trace of whole partitions, one after another
-#            (`prove --bench --backends cuda --fil-shape-proofs $SHAPES`, default 32g,snap-32g),
-#            cut into operations by gpu-ops.awk: the evaluation, compute_h and each MSM with
-#            its GPU time (partition-ops.txt), and the time per kernel name (CSV)
+#   partition  whole partitions, one after another (`prove --bench --backends cuda
+#            --fil-shape-proofs $SHAPES`, default 32g,snap-32g), with the backend's device
+#            timeline on (CUZK_GPU_TIMELINE): the evaluation, compute_h and each MSM with its
+#            device time, and the time the stream had nothing to run (partition-timeline.txt,
+#            by gpu-timeline.awk). Nsight Systems is not used: on the GPU hosts its nsys records
+#            but cannot write a report.
 # Needs gpu-bin/cuzk-cuda-kernels (and gpu-bin/prove for partition). Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 need cuzk-cuda-kernels
 PARTS=${PARTS:-"phases ntt msm"}
 B=$BIN/cuzk-cuda-kernels
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /usr/local/cuda*/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /usr/local/cuda*/nsight-systems*/bin/nsys /opt/nvidia/nsight-systems*/*/bin/nsys \
-  /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-# Where the tools are, when neither is found where they usually are.
-[ -n "$NSYS" ] && [ -n "$NCU" ] || find /usr/local /opt -maxdepth 5 \( -name nsys -o -name ncu \) -type f 2>/dev/null | head -5 > "$OUT/tools-found.txt"
 SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats
   --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section InstructionStats"
 # Pipe utilisation and shared-memory bank conflicts, as far as this ncu knows them.
@@ -58,25 +55,14 @@ for part in $PARTS; do
       step ncu-msm-durations 300 "$NCU" --clock-control none --launch-count 420 --metrics gpu__time_duration.sum --csv \
         --print-units base "$B" g1 24 24
       ;;
-    nsys)
-      [ -n "$NSYS" ] || { note "nsys: not installed"; continue; }
-      step nsys 150 "$NSYS" profile -t cuda -o "$OUT/g1" --force-overwrite true "$B" g1 24 24
-      "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/g1" "$OUT/g1.nsys-rep" >> "$OUT/nsys.txt" 2>&1
-      gzip -f "$OUT"/g1_cuda_gpu_trace.csv 2>/dev/null
-      rm -f "$OUT"/g1.nsys-rep "$OUT"/g1.sqlite
-      ;;
     partition)
-      [ -n "$NSYS" ] || { note "partition: nsys not found (elsewhere: $(paste -sd' ' "$OUT/tools-found.txt" 2>/dev/null))"; continue; }
       need prove
-      step nsys-partition 540 "$NSYS" profile -t cuda -o "$OUT/part" --force-overwrite true \
-        "$BIN/prove" --bench --backends cuda --fil-shape-proofs "${SHAPES:-32g,snap-32g}"
-      pick "$OUT/nsys-partition.txt" 'partition|proof'
-      "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/part" "$OUT/part.nsys-rep" >> "$OUT/nsys.txt" 2>&1
-      "$NSYS" stats -q --report cuda_gpu_kern_sum --format csv --output "$OUT/part" "$OUT/part.nsys-rep" >> "$OUT/nsys.txt" 2>&1
-      awk -F, -f "$(dirname "$0")/gpu-ops.awk" "$OUT"/part_cuda_gpu_trace.csv > "$OUT/partition-ops.txt" 2>&1
-      pick "$OUT/partition-ops.txt" '^total'
-      gzip -f "$OUT"/part_cuda_gpu_trace.csv 2>/dev/null
-      rm -f "$OUT"/part.nsys-rep "$OUT"/part.sqlite
+      CUZK_GPU_TIMELINE=$OUT/part-timeline.csv step partition 540 "$BIN/prove" --bench --backends cuda \
+        --fil-shape-proofs "${SHAPES:-32g,snap-32g}"
+      pick "$OUT/partition.txt" 'partition|proof'
+      sort -t, -k4,4g "$OUT/part-timeline.csv" | awk -F, -f "$(dirname "$0")/gpu-timeline.awk" > "$OUT/partition-timeline.txt" 2>&1
+      cat "$OUT/partition-timeline.txt" >> "$OUT/summary.txt"
+      gzip -f "$OUT/part-timeline.csv"
       ;;
     *) note "unknown part $part" ;;
   esac

@@ -27,7 +27,7 @@
 # those failures are timed as completions (`cuzk load --timed-failure`). Device busy: the mean
 # of nvidia-smi's utilization.gpu sampled every 200 ms during each load (outside either
 # daemon); peak RSS: VmHWM from /proc at the stop. Our daemon's timeline after its loads:
-# ours-trace.json.gz (`cuzk trace`).
+# ours-trace.json.gz (`cuzk trace`), and its device's, per load: ours-timeline.txt.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 set -u
 OUT=${OUT:-/tmp/peer}
@@ -82,7 +82,10 @@ load() {
   shift 3
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/$name.smi.csv" 2>/dev/null &
   smi=$!
+  local from
+  from=$(date +%s%3N)
   step "$name" "$secs" "$CUZK" --addr "$addr" load --quiet "$@"
+  echo "$from $(date +%s%3N)" > "$OUT/$name.window" # for the device timeline (ms since the epoch)
   kill $smi 2>/dev/null
   wait $smi 2>/dev/null
   smi=
@@ -136,31 +139,26 @@ if has ours; then
   [ "${TRUSTED:-1}" = 1 ] && sed -i 's|^filecoin_dir = .*|&\ntrusted = true|' "$OUT/ours.toml"
   rm -f "$CUZK_DATA_DIR/cuzk.sock"
   cold ours
-  # NSYS=path/to/nsys: an Nsight Systems kernel trace of our daemon from NSYS_DELAY (90) s after
-  # its start for NSYS_DURATION (60) s, the backlog's steady state after the first job and the
-  # one alone; cut by gpu-gaps.awk into the time the device ran no kernel (ours-gaps.txt).
-  wrap=()
-  [ -n "${NSYS:-}" ] && wrap=("$NSYS" profile -t cuda --delay "${NSYS_DELAY:-90}" --duration "${NSYS_DURATION:-60}" --kill none --force-overwrite true -o "$OUT/ours-nsys")
-  ${wrap[@]+"${wrap[@]}"} "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
+  # The device timeline of our daemon (CUZK_GPU_TIMELINE, backend-cuda/src/timeline.rs): what
+  # the compute stream ran during each load and the time it had nothing to run, per operation
+  # (ours-timeline.txt, by scripts/h200/gpu-timeline.awk).
+  export CUZK_GPU_TIMELINE=$OUT/ours-timeline.csv
+  rm -f "$CUZK_GPU_TIMELINE"
+  "$CUZK" serve --config "$OUT/ours.toml" --http 127.0.0.1:9181 > "$OUT/ours-serve.log" 2>&1 &
   pid=$!
-  npid=
-  if [ -n "${NSYS:-}" ]; then # the daemon under nsys: stop and read the daemon, wait for nsys
-    npid=$pid
-    for _ in $(seq 1 60); do pid=$(pgrep -n -x cuzk); [ -n "$pid" ] && break; sleep 0.5; done
-  fi
+  unset CUZK_GPU_TIMELINE
   if wait_socket "$CUZK_DATA_DIR/cuzk.sock" 60; then
     loads ours "unix:$CUZK_DATA_DIR/cuzk.sock"
     "$CUZK" trace --http 127.0.0.1:9181 --out "$OUT/ours-trace.json" > /dev/null 2>&1 && gzip -f "$OUT/ours-trace.json"
     grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
-    if [ -n "$npid" ]; then
-      for _ in $(seq 1 120); do kill -0 "$npid" 2>/dev/null || break; sleep 1; done
-      "$NSYS" stats -q --report cuda_gpu_trace --format csv --output "$OUT/ours" "$OUT/ours-nsys.nsys-rep" > "$OUT/nsys-stats.txt" 2>&1
-      awk -F, -f "$ROOT/scripts/h200/gpu-gaps.awk" "$OUT/ours_cuda_gpu_trace.csv" > "$OUT/ours-gaps.txt" 2>&1
-      head -8 "$OUT/ours-gaps.txt" | tee -a "$S"
-      gzip -f "$OUT/ours_cuda_gpu_trace.csv" 2>/dev/null
-      rm -f "$OUT"/ours-nsys.nsys-rep "$OUT"/ours-nsys.sqlite
-    fi
+    for w in "$OUT"/ours-*.window; do
+      read -r from to < "$w"
+      echo "== $(basename "$w" .window)" >> "$OUT/ours-timeline.txt"
+      sort -t, -k4,4g "$OUT/ours-timeline.csv" | awk -F, -v from="$from" -v to="$to" -f "$ROOT/scripts/h200/gpu-timeline.awk" >> "$OUT/ours-timeline.txt" 2>&1
+    done
+    grep -A40 "== ours-backlog" "$OUT/ours-timeline.txt" | grep -E "^==|compute stream|msm|eval|compute_h" | tee -a "$S"
+    gzip -f "$OUT/ours-timeline.csv"
   else
     note "ours: the daemon did not start"; tail -20 "$OUT/ours-serve.log" | tee -a "$S"
   fi

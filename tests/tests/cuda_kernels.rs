@@ -280,6 +280,45 @@ fn msm_g1_batch_affine_matches_oracle() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A sparse MSM whose density bitmap spans many scan blocks (the ranks of its set bits are
+/// computed on the device: popcounts, then a multi-level scan), with set bits scattered, in runs,
+/// at the first and the last position, against the oracle. 2^22 scalars by default (64 scan
+/// blocks, two levels); `CUZK_GPU_TEST_DENSITY_LOG=27` takes a 32 GiB PoRep's three levels.
+#[test]
+fn sparse_msm_over_a_long_density_matches_oracle() {
+    let b = need_gpu!();
+    let cpu = CpuBackend::new();
+    let n = 1usize << env_log("CUZK_GPU_TEST_DENSITY_LOG", 22);
+    let mut r = rng(17);
+    let mut words = vec![0u64; n.div_ceil(64)];
+    let mut set = |i: usize| words[i / 64] |= 1 << (i % 64);
+    set(0);
+    set(n - 1);
+    for i in (0..n).step_by(1009) {
+        set(i + r.gen_range(0..1009).min(n - 1 - i));
+    }
+    for i in (n / 2..n / 2 + 300).chain(n - 200..n) {
+        set(i);
+    }
+    let density = DensityBitmap::from_words(&words, n, heap()).unwrap().expect("words match the length");
+    let mut s = vec![Scalar::from(5u64); n];
+    for (i, x) in s.iter_mut().enumerate() {
+        if density.get(i) {
+            *x = Scalar::random(&mut r);
+        }
+    }
+    let m = density.count();
+    let pool: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
+    let bases: Vec<G1Affine> = (0..m).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
+    let (gb, cb) = (b.load_g1(bases.clone()).unwrap(), cpu.load_g1(bases).unwrap());
+    let gs = b.upload_slice(&s).unwrap();
+    let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
+    let want = cpu.msm_g1(&cb, 0, MsmScalars { buf: &cs, len: n, density: Some(&density) }).unwrap();
+    let got = b.msm_g1(&gb, 0, MsmScalars { buf: &gs, len: n, density: Some(&density) }).unwrap();
+    assert_eq!(got, want, "sparse G1 MSM of {n} scalars, {m} selected");
+    eprintln!("sparse msm 2^{} scalars, {m} selected: ok", n.trailing_zeros());
+}
+
 /// The digit passes visit, per warp, only the windows that some lane's scalar needs
 /// (`windows_needed` in `msm/msm.cu`): warps of one bit length each
 /// (`cuzk_tests::scalars_by_bit_length`), so every window count and the carry into the last

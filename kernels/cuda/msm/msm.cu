@@ -1,7 +1,8 @@
 // Pippenger multi-scalar multiplication for G1 (F = Fp) and G2 (F = Fp2).
 //
 // 1. msm_prepare: gathers the scalars that take part (density bitmap: the i-th set bit is the
-//    i-th compact scalar) and converts them from Montgomery form to canonical integers.
+//    i-th compact scalar, its rank from density_popcounts and a scan) and converts them from
+//    Montgomery form to canonical integers.
 // 2. Signed c-bit windows: digits in [-2^(c-1), 2^(c-1)], W = ceil(256 / c) windows. A nonzero
 //    digit d of window w goes to bucket key w·2^(c-1) + |d| - 1 with the point negated when
 //    d < 0. Zero digits are skipped, so 0 scalars cost nothing and 1 scalars one bucket entry.
@@ -21,6 +22,12 @@
 //    then segments are added in a tree. The host combines the W window sums with doublings.
 
 #define SIGN_BIT 0x80000000u
+
+// Set bits of each density word; an exclusive scan of these gives msm_prepare's word_prefix.
+extern "C" __global__ void density_popcounts(const u64* words, u32 n, u32* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __popcll(words[i]);
+}
 
 // Scalars in, canonical scalars out (8 limbs each).
 extern "C" __global__ void msm_prepare(const Fr* scalars, u32 len, const u64* words, const u32* word_prefix,
