@@ -293,9 +293,15 @@ impl CudaBackend {
         Ok(self.inner.lock.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Runs `f` as the operation `label` of the compute stream's timeline (when on).
+    /// Runs `f`, which queues work without waiting for it, as the operation `label` of the
+    /// compute stream's timeline (when on).
     fn timed<T>(&self, label: impl FnOnce() -> String, f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
-        timeline::around(self.inner.timeline.as_ref(), &self.inner.stream, "compute", label, f)
+        timeline::around(self.inner.timeline.as_ref(), &self.inner.stream, "compute", false, label, f)
+    }
+
+    /// [`CudaBackend::timed`] for an `f` that waits for its work before it returns.
+    fn timed_sync<T>(&self, label: impl FnOnce() -> String, f: impl FnOnce() -> Result<T, CudaError>) -> Result<T, CudaError> {
+        timeline::around(self.inner.timeline.as_ref(), &self.inner.stream, "compute", true, label, f)
     }
 
     fn tables(&self) -> Result<&ntt::NttTables, CudaError> {
@@ -345,6 +351,7 @@ impl CudaBackend {
             self.inner.timeline.as_ref(),
             cs,
             "copy",
+            false,
             || format!("upload n={len}"),
             || unsafe { htod_async(buf.ptr, bytes.as_ptr(), bytes.len(), cs) },
         )?;
@@ -682,7 +689,7 @@ impl CudaBackend {
             let sel = sc.density.map_or(String::new(), |d| format!(" sel={}", d.count()));
             format!("msm_{g} n={}{sel}", sc.len)
         };
-        self.timed(label, || {
+        self.timed_sync(label, || {
             if let Some((host, chunk)) = &bases.host {
                 return self.msm_streamed(group, host, *chunk, offset, &src, cfg);
             }

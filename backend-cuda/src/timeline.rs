@@ -67,9 +67,15 @@ impl Timeline {
         Event::record_timed(stream).ok().map(|start| Span { stream: stream_name, label, start })
     }
 
-    /// Ends `span` on `stream`, then writes the lines of every operation completed so far.
-    pub(crate) fn end(&self, span: Span, stream: &Stream) {
+    /// Ends `span` on `stream`, then writes the lines of every operation completed so far. With
+    /// `wait` (an operation that synchronized its stream before returning, so its end event
+    /// completes at once) it waits for that event: the line of the last operation of a run is
+    /// then written too.
+    pub(crate) fn end(&self, span: Span, stream: &Stream, wait: bool) {
         let Ok(end) = Event::record_timed(stream) else { return };
+        if wait {
+            let _ = end.synchronize();
+        }
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         pending.push_back((span, end));
         let mut lines = String::new();
@@ -90,11 +96,13 @@ impl Timeline {
     }
 }
 
-/// Records `label` on the compute or copy stream around `f` when the timeline is on.
+/// Records `label` on the compute or copy stream around `f` when the timeline is on; `wait`
+/// as in [`Timeline::end`].
 pub(crate) fn around<T>(
     timeline: Option<&Timeline>,
     stream: &Stream,
     stream_name: &'static str,
+    wait: bool,
     label: impl FnOnce() -> String,
     f: impl FnOnce() -> Result<T, CudaError>,
 ) -> Result<T, CudaError> {
@@ -102,7 +110,7 @@ pub(crate) fn around<T>(
     let span = t.begin(stream, stream_name, label());
     let out = f();
     if let Some(span) = span {
-        t.end(span, stream);
+        t.end(span, stream, wait);
     }
     out
 }
