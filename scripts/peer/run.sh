@@ -152,13 +152,15 @@ if has ours; then
     "$CUZK" trace --http 127.0.0.1:9181 --out "$OUT/ours-trace.json" > /dev/null 2>&1 && gzip -f "$OUT/ours-trace.json"
     grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
-    for w in "$OUT"/ours-*.window; do
-      read -r from to < "$w"
-      echo "== $(basename "$w" .window)" >> "$OUT/ours-timeline.txt"
-      sort -t, -k4,4g "$OUT/ours-timeline.csv" | awk -F, -v from="$from" -v to="$to" -f "$ROOT/scripts/h200/gpu-timeline.awk" >> "$OUT/ours-timeline.txt" 2>&1
-    done
-    grep -A40 "== ours-backlog" "$OUT/ours-timeline.txt" | grep -E "^==|compute stream|msm|eval|compute_h" | tee -a "$S"
-    gzip -f "$OUT/ours-timeline.csv"
+    if [ -s "$OUT/ours-timeline.csv" ]; then # none on the CPU backend
+      for w in "$OUT"/ours-*.window; do
+        read -r from to < "$w"
+        echo "== $(basename "$w" .window)" >> "$OUT/ours-timeline.txt"
+        sort -t, -k4,4g "$OUT/ours-timeline.csv" | awk -F, -v from="$from" -v to="$to" -f "$ROOT/scripts/h200/gpu-timeline.awk" >> "$OUT/ours-timeline.txt" 2>&1
+      done
+      grep -A40 "== ours-backlog" "$OUT/ours-timeline.txt" | grep -E "^==|compute stream|msm|eval|compute_h" | tee -a "$S"
+      gzip -f "$OUT/ours-timeline.csv"
+    fi
   else
     note "ours: the daemon did not start"; tail -20 "$OUT/ours-serve.log" | tee -a "$S"
   fi
