@@ -80,8 +80,14 @@ impl Timeline {
         pending.push_back((span, end));
         let mut lines = String::new();
         while let Some((span, end)) = pending.front() {
-            if !matches!(end.is_complete(), Ok(true)) {
-                break;
+            match end.is_complete() {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(_) => {
+                    // A failed stream never completes its events: drop the line, not the queue.
+                    pending.pop_front();
+                    continue;
+                }
             }
             if let (Ok(a), Ok(b)) = (span.start.ms_since(&self.origin), end.ms_since(&self.origin)) {
                 let (a, b) = (self.origin_unix_ms + f64::from(a), self.origin_unix_ms + f64::from(b));
