@@ -15,8 +15,8 @@
 #   theirs  Curio's cuzk-daemon with scripts/peer/curio-cuzk.toml (PEER_PCE, below);
 #           PEER_TOTAL_BUDGET and PEER_SLOT_SIZE replace the config's memory.total_budget
 #           (96GiB: the advised "auto" is OOM-killed on a 128 GiB host) and pipeline.slot_size.
-#           On such a host it proves a 32 GiB PoRep partition about every 42 s (docs/perf.md,
-#           "Against Curio's cuzk"): its first job alone needs a call of ~9 minutes.
+#           On such a host its first 32 GiB PoRep job takes about 8 minutes (docs/perf.md,
+#           "Against Curio's cuzk"), two partitions every ~87 s through bellperson's synthesis.
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
 # PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone
 # backlog"; a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone,
