@@ -24,7 +24,9 @@
 #   streamed  a daemon with engine.device_memory_bytes = STREAM_BUDGET (24 GiB) below the PoRep
 #             parameters: STREAMED (3) PoRep jobs, 2 in flight
 # Device memory is sampled by nvidia-smi every 0.5 s (device-memory.csv), the daemon's RSS by
-# `cuzk load` and as VmHWM at each stop. Needs gpu-bin/cuzk. Everything but the traces and the
+# `cuzk load` and as VmHWM at each stop; each daemon's device timeline (CUZK_GPU_TIMELINE) is
+# summed per load into timeline-NAME.txt at its stop (what each operation took, and the time the
+# compute stream had nothing queued). Needs gpu-bin/cuzk. Everything but the traces and the
 # request files is also packed into $OUT.tgz (a few MB), also when a part is cut short: pass
 # that file back, not the folder (the requests alone are ~200 MB).
 source "$(dirname "$0")/common.sh"
@@ -51,11 +53,24 @@ pack() { # on exit: no daemon or sampler left behind, the results packed
 trap pack EXIT
 trap 'exit 143' TERM INT
 pid=
+windows= # the loads of the daemon now up, for its device timeline
 serve() { # serve NAME [extra serve flags...]
   local name=$1
   shift
-  start_daemon "$OUT/serve-$name.log" --bench-mode --http $HTTP "$@"
+  windows=
+  CUZK_GPU_TIMELINE=$OUT/timeline-$name.csv start_daemon "$OUT/serve-$name.log" --bench-mode --http $HTTP "$@"
   note "serve $name: pid $pid $*"
+}
+timeline() { # timeline NAME: the daemon's device timeline per load (timeline-NAME.txt)
+  local csv=$OUT/timeline-$1.csv w from to
+  [ -s "$csv" ] || return 0
+  for w in $windows; do
+    read -r from to < "$OUT/$w.window"
+    echo "== $w" >> "$OUT/timeline-$1.txt"
+    sort -t, -k4,4g "$csv" | awk -F, -v from="$from" -v to="$to" -f "$(dirname "$0")/gpu-timeline.awk" >> "$OUT/timeline-$1.txt" 2>&1
+  done
+  grep -E "^==|compute stream" "$OUT/timeline-$1.txt" | tee -a "$S"
+  gzip -f "$csv"
 }
 stop() { # stop NAME
   local hwm
@@ -65,11 +80,15 @@ stop() { # stop NAME
   "$CUZK" trace --http $HTTP --out "$OUT/trace-$1.json" > /dev/null 2>&1
   kill -TERM $pid; wait $pid
   note "serve $1 stopped ($?); $hwm; device memory max so far $(cut -d, -f2 "$OUT/device-memory.csv" | sort -n | tail -1) MiB"
+  timeline "$1"
 }
 bench() { # bench NAME SECS ARGS...
-  local name=$1 secs=$2
+  local name=$1 secs=$2 from
   shift 2
+  from=$(date +%s%3N)
   step "$name" "$secs" "$CUZK" load --quiet "$@"
+  echo "$from $(date +%s%3N)" > "$OUT/$name.window" # ms since the epoch, as the timeline's
+  windows="$windows $name"
   grep -E "^(wall|throughput|\| [a-z]+-[0-9]|device|daemon RSS|bench mode|error)" "$OUT/$name.txt" | tee -a "$S"
 }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
