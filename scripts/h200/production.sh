@@ -62,13 +62,10 @@ serve() { # serve NAME [extra serve flags...]
   note "serve $name: pid $pid $*"
 }
 timeline() { # timeline NAME: the daemon's device timeline per load (timeline-NAME.txt)
-  local csv=$OUT/timeline-$1.csv w from to
+  local csv=$OUT/timeline-$1.csv w files=()
   [ -s "$csv" ] || return 0
-  for w in $windows; do
-    read -r from to < "$OUT/$w.window"
-    echo "== $w" >> "$OUT/timeline-$1.txt"
-    sort -t, -k4,4g "$csv" | awk -F, -v from="$from" -v to="$to" -f "$(dirname "$0")/gpu-timeline.awk" >> "$OUT/timeline-$1.txt" 2>&1
-  done
+  for w in $windows; do files+=("$OUT/$w.window"); done
+  bash "$(dirname "$0")/gpu-timeline-loads.sh" "$csv" ${files[@]+"${files[@]}"} > "$OUT/timeline-$1.txt"
   grep -E "^==|compute stream" "$OUT/timeline-$1.txt" | tee -a "$S"
   gzip -f "$csv"
 }

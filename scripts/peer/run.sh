@@ -153,11 +153,7 @@ if has ours; then
     grep -E "constraint matrices (loaded|recorded)|parameters loaded|validation record" "$OUT/ours-serve.log" | head -12 | tee -a "$S"
     stop_daemon ours
     if [ -s "$OUT/ours-timeline.csv" ]; then # none on the CPU backend
-      for w in "$OUT"/ours-*.window; do
-        read -r from to < "$w"
-        echo "== $(basename "$w" .window)" >> "$OUT/ours-timeline.txt"
-        sort -t, -k4,4g "$OUT/ours-timeline.csv" | awk -F, -v from="$from" -v to="$to" -f "$ROOT/scripts/h200/gpu-timeline.awk" >> "$OUT/ours-timeline.txt" 2>&1
-      done
+      bash "$ROOT/scripts/h200/gpu-timeline-loads.sh" "$OUT/ours-timeline.csv" "$OUT"/ours-*.window > "$OUT/ours-timeline.txt"
       grep -A40 "== ours-backlog" "$OUT/ours-timeline.txt" | grep -E "^==|compute stream|msm|eval|compute_h" | tee -a "$S"
       gzip -f "$OUT/ours-timeline.csv"
     fi
