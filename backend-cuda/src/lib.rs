@@ -429,8 +429,8 @@ impl CudaBackend {
     }
 
     /// Output buffers of `domain.size()` scalars for an evaluation of `m` with the rows beyond
-    /// the constraints zeroed, once the shapes are checked and the compute stream waits for
-    /// the witness. The caller holds the compute lock.
+    /// the constraints zeroed, once the shapes are checked. The caller holds the compute lock
+    /// and has made the compute stream wait for the witness (`ready`).
     fn evaluation_outputs(&self, m: &CudaMatrices, input: &CudaScalars, aux: &CudaScalars, domain: &Domain) -> Result<[DevBuf; 3], CudaError> {
         if m.owner != self.id() {
             return Err(CudaError::Invalid(format!("matrices loaded by another CUDA backend than {}", self.inner.name)));
@@ -439,8 +439,6 @@ impl CudaBackend {
             BackendError::InvalidInput(s) => CudaError::Invalid(s),
             other => CudaError::Invalid(other.to_string()),
         })?;
-        self.ready(input)?;
-        self.ready(aux)?;
         let (s, n, rows) = (&self.inner.stream, domain.size(), m.host().num_constraints());
         let alloc = || -> Result<DevBuf, CudaError> {
             let b = DevBuf::new(s, 32 * n)?;
@@ -543,6 +541,8 @@ impl CudaBackend {
         log_lanes: [u32; 3],
     ) -> Result<f64, CudaError> {
         let _g = self.enter()?;
+        self.ready(input)?;
+        self.ready(aux)?;
         let out = self.evaluation_outputs(m, input, aux, domain)?;
         let ptrs = [0, 1, 2].map(|i| out[i].ptr);
         self.time_launch(|| constraints::launch(&self.inner.module, &self.inner.stream, m, ptrs, input.ptr(), aux.ptr(), log_lanes))
