@@ -28,6 +28,16 @@ fn env_log(name: &str, default: u32) -> u32 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// `n` bases from a pool of `pool` random points, repeated in a shifted order (random points
+/// are expensive on the host).
+fn tiled_bases<P: Group + Curve>(n: usize, pool: usize, r: &mut ChaCha20Rng) -> Vec<P::AffineRepr>
+where
+    P::AffineRepr: Copy,
+{
+    let pool: Vec<P::AffineRepr> = (0..pool).map(|_| P::random(&mut *r).to_affine()).collect();
+    (0..n).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect()
+}
+
 fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
@@ -308,8 +318,7 @@ fn sparse_msm_over_a_long_density_matches_oracle() {
         }
     }
     let m = density.count();
-    let pool: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
-    let bases: Vec<G1Affine> = (0..m).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
+    let bases = tiled_bases::<G1Projective>(m, 1024, &mut r);
     let (gb, cb) = (b.load_g1(bases.clone()).unwrap(), cpu.load_g1(bases).unwrap());
     let gs = b.upload_slice(&s).unwrap();
     let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
@@ -331,8 +340,7 @@ fn msm_g1_visits_the_windows_each_warp_needs() {
     let mut r = rng(9);
     let s = cuzk_tests::scalars_by_bit_length(&mut r);
     let n = s.len();
-    let pool: Vec<G1Affine> = (0..1024).map(|_| G1Projective::random(&mut r).to_affine()).collect();
-    let bases: Vec<G1Affine> = (0..n).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
+    let bases = tiled_bases::<G1Projective>(n, 1024, &mut r);
     let (gb, cb) = (b.load_g1(bases.clone()).unwrap(), cpu.load_g1(bases).unwrap());
     let gs = b.upload_slice(&s).unwrap();
     let cs = cpu.upload_scalars(PinnedVec::from_slice_in(&s, heap()).unwrap()).unwrap();
@@ -357,9 +365,7 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     let logs: Vec<u32> = (0..=max).chain((max < 19).then_some(19)).collect();
     let mut r = rng(5);
     let n_max = 1usize << max.max(19);
-    // Random bases are expensive on the host: build a pool of 2^12 and repeat it.
-    let pool: Vec<G1Affine> = (0..(1 << 12).min(n_max)).map(|_| G1Projective::random(&mut r).to_affine()).collect();
-    let bases: Vec<G1Affine> = (0..n_max).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
+    let bases = tiled_bases::<G1Projective>(n_max, (1 << 12).min(n_max), &mut r);
     let gb = b.load_g1(bases.clone()).unwrap();
     let cb = cpu.load_g1(bases.clone()).unwrap();
     let mut failures = Vec::new();
@@ -438,8 +444,7 @@ fn msm_g2_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     let cpu = CpuBackend::new();
     let mut r = rng(6);
     let n_max = 1usize << max;
-    let pool: Vec<G2Affine> = (0..(1 << 10).min(n_max)).map(|_| G2Projective::random(&mut r).to_affine()).collect();
-    let bases: Vec<G2Affine> = (0..n_max).map(|i| pool[(i * 7 + i / pool.len()) % pool.len()]).collect();
+    let bases = tiled_bases::<G2Projective>(n_max, (1 << 10).min(n_max), &mut r);
     let gb = b.load_g2(bases.clone()).unwrap();
     let cb = cpu.load_g2(bases.clone()).unwrap();
     let mut failures = Vec::new();
