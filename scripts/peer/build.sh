@@ -45,6 +45,16 @@ fi
 # driver supplies the real libcuda.so.1.
 if [[ "${PEER_SKIP_APT:-0}" != 1 ]]; then
   export DEBIAN_FRONTEND=noninteractive
+  # The toolkit is in Debian's non-free component, which a stock bookworm image leaves out.
+  if ! grep -rqsE '^(Components:.*|deb .*) non-free( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    cat > /etc/apt/sources.list.d/peer-non-free.sources <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  fi
   apt-get update
   if ! dpkg -s libcuda1 >/dev/null 2>&1 && ! dpkg -s peer-fake-nvidia-driver >/dev/null 2>&1; then
     d=$(mktemp -d)

@@ -17,6 +17,9 @@
 #           (96GiB: the advised "auto" is OOM-killed on a 128 GiB host) and pipeline.slot_size.
 #           On such a host its first 32 GiB PoRep job takes about 8 minutes (docs/perf.md,
 #           "Against Curio's cuzk"), two partitions every ~87 s through bellperson's synthesis.
+#           KEEP=1 leaves it running (detached; pid in $WORK/theirs.pid) for a later
+#           `PARTS=theirs` on the same host, which then runs only LOADS on the kept daemon and
+#           stops it unless KEEP=1 again; FIRST_SECS (600) bounds the wait for the first job.
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
 # PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone
 # backlog"; a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone,
@@ -68,8 +71,14 @@ pid=
 smi=
 memory() { grep -E 'VmHWM|VmRSS' /proc/$pid/status 2>/dev/null | tr -s ' \t' ' ' | paste -sd, -; } # the daemon's peak and resident set
 cleanup() {
-  [ -n "$pid" ] && note "stopped early: $(memory)"
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+    note "the daemon (pid $pid) is gone"
+  elif [ -n "$pid" ] && [ "${KEEP:-0}" = 1 ] && [ "$pid" = "$(cat "$WORK/theirs.pid" 2>/dev/null)" ]; then
+    note "cut short, the daemon kept running: $(memory)"
+  elif [ -n "$pid" ]; then
+    note "stopped early: $(memory)"
+    kill "$pid" 2>/dev/null
+  fi
   [ -n "$smi" ] && kill "$smi" 2>/dev/null
   tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" 2>/dev/null
 }
@@ -94,10 +103,13 @@ load() {
 }
 
 # the loads both daemons get
-loads() { # loads WHO ADDR [extra load args]
+loads() { # loads WHO ADDR [extra load args]: the first job, then the others
+  load "$1-first" "${FIRST_SECS:-600}" "$2" --jobs 1 --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "${@:3}"
+  loads_after_first "$@"
+}
+loads_after_first() { # loads_after_first WHO ADDR [extra load args]: LOADS
   local who=$1 addr=$2
   shift 2
-  load "$who-first" 600 "$addr" --jobs 1 --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   [[ " $LOADS " == *" alone "* ]] && load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   [[ " $LOADS " == *" backlog "* ]] || return 0
   ( sleep "${WINNING_AFTER:-30}"; "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
@@ -164,6 +176,21 @@ fi
 
 if has theirs; then
   sock=$WORK/curio-cuzk.sock
+  # KEEP=1 leaves Curio's daemon running after the loads (its pid in $WORK/theirs.pid, detached
+  # from this shell's session) so that a later `PARTS=theirs` in a new shell on the same host
+  # carries on with its warm loads (LOADS) without another first job: its PCE lives only in the
+  # daemon's memory, and the first 32 GiB PoRep job alone takes most of a 10-minute window.
+  kept=$(cat "$WORK/theirs.pid" 2>/dev/null)
+  if [ -n "$kept" ] && kill -0 "$kept" 2>/dev/null && [ -S "$sock" ]; then
+    pid=$kept
+    note "theirs: the kept daemon (pid $pid, up $(ps -o etimes= -p "$pid" | tr -d ' ') s): $(memory)"
+    loads_after_first theirs "unix:$sock" --timed-failure "self-check failed"
+    if [ "${KEEP:-0}" = 1 ]; then note "theirs: kept running: $(memory)"; pid=
+    else stop_daemon theirs; rm -f "$WORK/theirs.pid"; rmdir "$FIL"/pce-*.tmp 2>/dev/null; fi
+    PARTS=${PARTS/theirs/}
+  fi
+fi
+if has theirs; then
   rm -f "$sock"
   rm -rf "$WORK/ours-data" # our daemon's recorded matrices: the disk space back
   sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
@@ -181,15 +208,22 @@ if has theirs; then
   pce_env=()
   [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
   note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
-  env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} "$PEER" --config "$OUT/curio-cuzk.toml" > "$OUT/theirs-serve.log" 2>&1 &
-  pid=$!
+  # In a session of its own (setsid), so that it can outlive this shell with KEEP=1; the pid is
+  # the one the daemon runs as (setsid may fork).
+  rm -f "$WORK/theirs.pid"
+  env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} \
+    setsid sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/theirs.pid" "$PEER" --config "$OUT/curio-cuzk.toml" > "$WORK/theirs-serve.log" 2>&1 < /dev/null &
+  for _ in $(seq 1 50); do [ -s "$WORK/theirs.pid" ] && break; sleep 0.1; done
+  pid=$(cat "$WORK/theirs.pid")
   if wait_socket "$sock" 120; then
     loads theirs "unix:$sock" --timed-failure "self-check failed"
-    grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$OUT/theirs-serve.log" | head -16 | tee -a "$S"
-    stop_daemon theirs
-    rmdir "$FIL"/pce-*.tmp 2>/dev/null
+    grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$WORK/theirs-serve.log" | head -16 | tee -a "$S"
+    if [ "${KEEP:-0}" = 1 ]; then note "theirs: kept running: $(memory)"; pid=
+    else stop_daemon theirs; rm -f "$WORK/theirs.pid"; rmdir "$FIL"/pce-*.tmp 2>/dev/null; fi
   else
-    note "theirs: the daemon did not start"; tail -30 "$OUT/theirs-serve.log" | tee -a "$S"
+    note "theirs: the daemon did not start"; tail -30 "$WORK/theirs-serve.log" | tee -a "$S"
   fi
 fi
+# the peer's log so far (a kept daemon goes on writing to it)
+[ -f "$WORK/theirs-serve.log" ] && cp "$WORK/theirs-serve.log" "$OUT/theirs-serve.log"
 note "== done $(date -u '+%F %T') UTC"
