@@ -177,7 +177,7 @@ fi
 if has theirs; then
   sock=$WORK/curio-cuzk.sock
   # KEEP=1 leaves Curio's daemon running after the loads (its pid in $WORK/theirs.pid, detached
-  # from this shell's session) so that a later `PARTS=theirs` in a new shell on the same host
+  # from this shell's process group) so that a later `PARTS=theirs` in a new shell on the same host
   # carries on with its warm loads (LOADS) without another first job: its PCE lives only in the
   # daemon's memory, and the first 32 GiB PoRep job alone takes most of a 10-minute window.
   kept=$(cat "$WORK/theirs.pid" 2>/dev/null)
@@ -208,8 +208,8 @@ if has theirs; then
   pce_env=()
   [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
   note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
-  # In a session of its own (setsid), so that it can outlive this shell with KEEP=1; the pid is
-  # the one the daemon runs as (setsid may fork).
+  # In a process group and terminal of its own (setsid), so that it can outlive this shell with
+  # KEEP=1; the pid is the one the daemon runs as (setsid may fork).
   rm -f "$WORK/theirs.pid"
   env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} \
     setsid sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/theirs.pid" "$PEER" --config "$OUT/curio-cuzk.toml" > "$WORK/theirs-serve.log" 2>&1 < /dev/null &
