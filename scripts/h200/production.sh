@@ -16,7 +16,8 @@
 # These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB), which
 # sets aside the largest query a device load holds in flight (12.9 GB at 32 GiB; the host
 # budget at each stop); the matrices (a map of their file, pages the system may drop: RssFile
-# at each stop) are outside it.
+# at each stop) are outside it. MAIN_DEVICE_BUDGET, if set, is its engine.device_memory_bytes
+# (default: sized from the device).
 #   restart   time to the first PoRep proof of a fresh daemon: without persisted matrices
 #             (recorded; skipped when an earlier part left them), after a restart on the same
 #             data directory (loaded from the file), and (unless CORRUPT=0) after one byte of
@@ -91,6 +92,7 @@ bench() { # bench NAME SECS ARGS...
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
 printf '[engine]\nhost_memory_bytes = %s\n' "${MAIN_HOST_BUDGET:-51539607552}" > "$OUT/main.toml"
+[ -n "${MAIN_DEVICE_BUDGET:-}" ] && printf 'device_memory_bytes = %s\n' "$MAIN_DEVICE_BUDGET" >> "$OUT/main.toml"
 up=
 main_up() { [ -n "$up" ] || { serve main --config "$OUT/main.toml"; up=1; }; }
 main_down() { [ -z "$up" ] || { stop main; up=; }; }
