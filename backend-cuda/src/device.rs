@@ -50,6 +50,14 @@ impl Stream {
         Ok(Stream { inner: Arc::new(StreamInner { raw, ctx: ctx.clone() }) })
     }
 
+    /// Device memory an allocation on this stream can take: the driver's free figure plus the
+    /// stream-ordered pool's idle bytes ([`pool_idle_bytes`]).
+    pub fn free_memory(&self) -> Result<usize, CudaError> {
+        self.inner.ctx.bind_to_thread()?;
+        let (free, _) = result::mem_get_info()?;
+        Ok(free + pool_idle_bytes(&self.inner.ctx))
+    }
+
     /// Another new non-blocking stream on the same context.
     pub fn sibling(&self) -> Result<Self, CudaError> {
         Self::new(&self.inner.ctx)
@@ -171,6 +179,22 @@ pub struct DevBuf {
 // SAFETY: a device pointer is just an address; ordering goes through the stream.
 unsafe impl Send for DevBuf {}
 unsafe impl Sync for DevBuf {}
+
+/// Device memory the stream-ordered pool of `ctx`'s device holds but no buffer uses: freed
+/// buffers the pool keeps for reuse (its release threshold is unlimited), which the driver's free
+/// figure counts as used although any allocation from the pool can take it.
+pub fn pool_idle_bytes(ctx: &CudaContext) -> usize {
+    // SAFETY: the device of a live context.
+    let Ok(pool) = (unsafe { result::device::get_default_mem_pool(ctx.cu_device()) }) else { return 0 };
+    let attr = |a: sys::CUmemPool_attribute| {
+        let mut v: u64 = 0;
+        // SAFETY: both attributes are u64 values of a valid pool.
+        unsafe { result::mem_pool::get_attribute(pool, a, (&mut v as *mut u64).cast()) }.map_or(0, |()| v)
+    };
+    let reserved = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    let used = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    reserved.saturating_sub(used) as usize
+}
 
 impl DevBuf {
     /// Allocates `bytes` (at least 1) on `stream`.

@@ -564,23 +564,7 @@ impl CudaBackend {
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
         self.inner.ctx.bind_to_thread()?;
         let (free, total) = result::mem_get_info()?;
-        Ok(bytes + headroom(total) > free + self.pool_idle_bytes())
-    }
-
-    /// Device memory the stream-ordered pool holds but no buffer uses: freed buffers the pool
-    /// keeps for reuse (its release threshold is unlimited), which the driver's free figure
-    /// counts as used although any allocation from the pool can take it.
-    fn pool_idle_bytes(&self) -> usize {
-        // SAFETY: the device of a live context.
-        let Ok(pool) = (unsafe { result::device::get_default_mem_pool(self.inner.ctx.cu_device()) }) else { return 0 };
-        let attr = |a: sys::CUmemPool_attribute| {
-            let mut v: u64 = 0;
-            // SAFETY: both attributes are u64 values of a valid pool.
-            unsafe { result::mem_pool::get_attribute(pool, a, (&mut v as *mut u64).cast()) }.map_or(0, |()| v)
-        };
-        let reserved = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
-        let used = attr(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
-        reserved.saturating_sub(used) as usize
+        Ok(bytes + headroom(total) > free + device::pool_idle_bytes(&self.inner.ctx))
     }
 
     /// Bases the caller placed on the device (the engine counted them against its device
@@ -910,5 +894,32 @@ impl Backend for CudaBackend {
 
     fn msm_g2(&self, bases: &Self::G2Bases, bases_offset: usize, scalars: MsmScalars<'_, Self::Scalars>) -> Result<G2Projective, BackendError> {
         Ok(self.msm_g2_with(bases, bases_offset, scalars, msm::MsmConfig::default())?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::device::DevBuf;
+
+    /// A buffer freed back to the stream-ordered pool stays reserved by the pool (the driver's
+    /// free figure does not grow) but counts in [`Stream::free_memory`](device::Stream::free_memory),
+    /// which sizes the MSM's batch-affine groups.
+    #[test]
+    fn memory_freed_to_the_pool_counts_as_free() {
+        let backend = crate::need_gpu!();
+        let _guard = backend.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &backend.inner.stream;
+        let bytes = 256usize << 20;
+        let buf = DevBuf::new(s, bytes).expect("256 MiB on the device");
+        s.sync().expect("sync");
+        let (before, driver_before) = (s.free_memory().expect("free"), cudarc::driver::result::mem_get_info().expect("info").0);
+        drop(buf);
+        s.sync().expect("sync");
+        let (after, driver_after) = (s.free_memory().expect("free"), cudarc::driver::result::mem_get_info().expect("info").0);
+        assert!(after >= before + bytes, "free memory {before} -> {after} after freeing {bytes} bytes");
+        assert!(
+            driver_after < driver_before + bytes,
+            "the pool returned the buffer to the driver ({driver_before} -> {driver_after}): its release threshold is not kept"
+        );
     }
 }

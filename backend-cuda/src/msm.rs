@@ -625,8 +625,9 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    let (free, _) = cudarc::driver::result::mem_get_info()?;
-    let ngroups = total.div_ceil(affine_group_entries(group, free)).max(2).min(nb as usize);
+    // The pool's idle memory counts as free: in a daemon the pool holds most of the device once
+    // a few partitions have run, and the driver's figure alone sized the groups at 2^20 entries.
+    let ngroups = total.div_ceil(affine_group_entries(group, stream.free_memory()?)).max(2).min(nb as usize);
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
