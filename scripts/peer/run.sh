@@ -174,6 +174,11 @@ if has ours; then
   fi
 fi
 
+release_theirs() { # after its loads: Curio's daemon kept running (KEEP=1) or stopped
+  if [ "${KEEP:-0}" = 1 ]; then note "theirs: kept running: $(memory)"; pid=
+  else stop_daemon theirs; rm -f "$WORK/theirs.pid"; rmdir "$FIL"/pce-*.tmp 2>/dev/null; fi
+}
+
 if has theirs; then
   sock=$WORK/curio-cuzk.sock
   # KEEP=1 leaves Curio's daemon running after the loads (its pid in $WORK/theirs.pid, detached
@@ -185,45 +190,41 @@ if has theirs; then
     pid=$kept
     note "theirs: the kept daemon (pid $pid, up $(ps -o etimes= -p "$pid" | tr -d ' ') s): $(memory)"
     loads_after_first theirs "unix:$sock" --timed-failure "self-check failed"
-    if [ "${KEEP:-0}" = 1 ]; then note "theirs: kept running: $(memory)"; pid=
-    else stop_daemon theirs; rm -f "$WORK/theirs.pid"; rmdir "$FIL"/pce-*.tmp 2>/dev/null; fi
-    PARTS=${PARTS/theirs/}
-  fi
-fi
-if has theirs; then
-  rm -f "$sock"
-  rm -rf "$WORK/ours-data" # our daemon's recorded matrices: the disk space back
-  sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
-  [ -n "${PEER_TOTAL_BUDGET:-}" ] && sed -i "s|^total_budget = .*|total_budget = \"$PEER_TOTAL_BUDGET\"|" "$OUT/curio-cuzk.toml"
-  [ -n "${PEER_SLOT_SIZE:-}" ] && sed -i "s|^slot_size = .*|slot_size = $PEER_SLOT_SIZE|" "$OUT/curio-cuzk.toml"
-  note "theirs: $(grep -E '^(total_budget|slot_size)' "$OUT/curio-cuzk.toml" | sed 's/ *#.*//' | paste -sd, -)"
-  # The daemon extracts its pre-compiled circuit (PCE) on its first job of a kind whether or not
-  # CUZK_DISABLE_PCE is set (the variable only picks the synthesis path), holds it in memory and
-  # saves it beside the parameters; the 25.7 GiB PoRep file cannot fit this disk beside them. A
-  # directory at the save's temporary path makes that save fail at once (non-fatal in the
-  # daemon) instead of filling the disk. PEER_PCE=1 (default): synthesis from the PCE once
-  # extracted, since its memory is spent anyway; 0: CUZK_DISABLE_PCE=1.
-  for c in porep-32g winning-post snap-deals-32g window-post; do mkdir -p "$FIL/pce-$c.tmp"; done
-  cold theirs
-  pce_env=()
-  [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
-  note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
-  # In a process group and terminal of its own (setsid), so that it can outlive this shell with
-  # KEEP=1; the pid is the one the daemon runs as (setsid may fork).
-  rm -f "$WORK/theirs.pid"
-  env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} \
-    setsid sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/theirs.pid" "$PEER" --config "$OUT/curio-cuzk.toml" > "$WORK/theirs-serve.log" 2>&1 < /dev/null &
-  for _ in $(seq 1 50); do [ -s "$WORK/theirs.pid" ] && break; sleep 0.1; done
-  pid=$(cat "$WORK/theirs.pid")
-  if wait_socket "$sock" 120; then
-    loads theirs "unix:$sock" --timed-failure "self-check failed"
-    grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$WORK/theirs-serve.log" | head -16 | tee -a "$S"
-    if [ "${KEEP:-0}" = 1 ]; then note "theirs: kept running: $(memory)"; pid=
-    else stop_daemon theirs; rm -f "$WORK/theirs.pid"; rmdir "$FIL"/pce-*.tmp 2>/dev/null; fi
+    release_theirs
   else
-    note "theirs: the daemon did not start"; tail -30 "$WORK/theirs-serve.log" | tee -a "$S"
+    rm -f "$sock"
+    rm -rf "$WORK/ours-data" # our daemon's recorded matrices: the disk space back
+    sed -e "s|@FIL@|$FIL|" -e "s|@SOCK@|$sock|" "$ROOT/scripts/peer/curio-cuzk.toml" > "$OUT/curio-cuzk.toml"
+    [ -n "${PEER_TOTAL_BUDGET:-}" ] && sed -i "s|^total_budget = .*|total_budget = \"$PEER_TOTAL_BUDGET\"|" "$OUT/curio-cuzk.toml"
+    [ -n "${PEER_SLOT_SIZE:-}" ] && sed -i "s|^slot_size = .*|slot_size = $PEER_SLOT_SIZE|" "$OUT/curio-cuzk.toml"
+    note "theirs: $(grep -E '^(total_budget|slot_size)' "$OUT/curio-cuzk.toml" | sed 's/ *#.*//' | paste -sd, -)"
+    # The daemon extracts its pre-compiled circuit (PCE) on its first job of a kind whether or not
+    # CUZK_DISABLE_PCE is set (the variable only picks the synthesis path), holds it in memory and
+    # saves it beside the parameters; the 25.7 GiB PoRep file cannot fit this disk beside them. A
+    # directory at the save's temporary path makes that save fail at once (non-fatal in the
+    # daemon) instead of filling the disk. PEER_PCE=1 (default): synthesis from the PCE once
+    # extracted, since its memory is spent anyway; 0: CUZK_DISABLE_PCE=1.
+    for c in porep-32g winning-post snap-deals-32g window-post; do mkdir -p "$FIL/pce-$c.tmp"; done
+    cold theirs
+    pce_env=()
+    [ "${PEER_PCE:-1}" = 1 ] || pce_env=(CUZK_DISABLE_PCE=1)
+    note "theirs: PCE synthesis $([ "${PEER_PCE:-1}" = 1 ] && echo on || echo off)"
+    # In a process group and terminal of its own (setsid), so that it can outlive this shell with
+    # KEEP=1; the pid is the one the daemon runs as (setsid may fork).
+    rm -f "$WORK/theirs.pid"
+    env ${pce_env[@]+"${pce_env[@]}"} FIL_PROOFS_PARAMETER_CACHE=$FIL RUST_LOG=${PEER_LOG:-info} \
+      setsid sh -c 'echo $$ > "$0"; exec "$@"' "$WORK/theirs.pid" "$PEER" --config "$OUT/curio-cuzk.toml" > "$WORK/theirs-serve.log" 2>&1 < /dev/null &
+    for _ in $(seq 1 50); do [ -s "$WORK/theirs.pid" ] && break; sleep 0.1; done
+    pid=$(cat "$WORK/theirs.pid" 2>/dev/null)
+    if wait_socket "$sock" 120; then
+      loads theirs "unix:$sock" --timed-failure "self-check failed"
+      grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$WORK/theirs-serve.log" | head -16 | tee -a "$S"
+      release_theirs
+    else
+      note "theirs: the daemon did not start"; tail -30 "$WORK/theirs-serve.log" | tee -a "$S"
+    fi
   fi
+  # the peer's log so far (a kept daemon goes on writing to it)
+  cp "$WORK/theirs-serve.log" "$OUT/theirs-serve.log" 2>/dev/null
 fi
-# the peer's log so far (a kept daemon goes on writing to it)
-[ -f "$WORK/theirs-serve.log" ] && cp "$WORK/theirs-serve.log" "$OUT/theirs-serve.log"
 note "== done $(date -u '+%F %T') UTC"
