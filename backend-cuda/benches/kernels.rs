@@ -3,7 +3,7 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [cs C,C,...] [bits PCT] [points LO HI]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [cs C,C,...] [bits PCT] [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
 //! with status 2.
@@ -15,7 +15,8 @@
 //! window size of the last `cs` argument (default `14,16,18,19,20,21,22`), to tune
 //! `window_bits`. `affine RULE` (`auto`, the default and what the prover runs, `never`,
 //! `always` or `partial`; `msm::AffineRule`) sets the batch-affine rounds of the MSMs that
-//! follow it, for A/B runs (`scripts/h200/variants.sh`). `bits PCT` makes PCT% of the scalars
+//! follow it, for A/B runs (`scripts/h200/variants.sh`); `scatter RULE` (`auto`, `ranges` or
+//! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys. `bits PCT` makes PCT% of the scalars
 //! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
 //! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
 //! `field`: Fr and Fp product throughput (independent product chains on every thread), the
@@ -29,7 +30,7 @@
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_backend_cuda::msm::{AffineRule, MsmConfig};
+use cuzk_backend_cuda::msm::{AffineRule, MsmConfig, ScatterRule};
 use cuzk_backend_cuda::CudaBackend;
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
@@ -169,7 +170,8 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 }
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
-       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [cs C,C,...] [bits PCT] [points LO HI]
+       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [scatter auto|ranges|binned] [cs C,C,...]
+       [bits PCT] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
 PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
@@ -191,6 +193,7 @@ enum Cmd {
     /// The window sweep over G1 (`true`) or G2 bases.
     Windows(u32, u32, bool),
     Affine(AffineRule),
+    Scatter(ScatterRule),
     Cs(Vec<u32>),
     /// The share of bits (percent) in the scalars of the MSMs after it.
     Bits(u32),
@@ -243,6 +246,13 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                 Some(o) => return Err(format!("affine takes auto, never, always or partial, not {o:?}")),
                 None => return Err("affine needs auto, never, always or partial".into()),
             }),
+            "scatter" => Cmd::Scatter(match it.next() {
+                Some("auto") => ScatterRule::Auto,
+                Some("ranges") => ScatterRule::Ranges,
+                Some("binned") => ScatterRule::Binned,
+                Some(o) => return Err(format!("scatter takes auto, ranges or binned, not {o:?}")),
+                None => return Err("scatter needs auto, ranges or binned".into()),
+            }),
             "bits" => {
                 let pct = num(it, a, "PCT")?;
                 if pct > 100 {
@@ -289,7 +299,7 @@ fn main() {
     for k in ["ntt_pass", "msm_accumulate_seg_g1", "msm_accumulate_xyzz_g1", "msm_affine_finish_g1", "msm_affine_finish_g2"] {
         println!("# regs {k}: {:?}", b.kernel_regs(k));
     }
-    // What `affine` and `cs` set for the MSMs after them.
+    // What `affine`, `scatter` and `cs` set for the MSMs after them.
     let mut cfg = MsmConfig::default();
     let mut cs = vec![14, 16, 18, 19, 20, 21, 22];
     let mut bits = 0u32;
@@ -302,6 +312,10 @@ fn main() {
             Cmd::Affine(rule) => {
                 cfg.affine = rule;
                 println!("# batch-affine rule: {:?}", cfg.affine);
+            }
+            Cmd::Scatter(rule) => {
+                cfg.scatter = rule;
+                println!("# scatter rule: {:?}", cfg.scatter);
             }
             Cmd::Cs(c) => cs = c,
             Cmd::H2d => {

@@ -50,12 +50,25 @@ pub enum AffineRule {
 
 /// Choices an MSM can be forced into (tests and benchmarks). The default leaves every decision
 /// to [`window_bits`] and [`plan`], as the `Backend` MSMs do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
     /// Window bits (2..=24); `None`: [`window_bits`] of the count of scalars above 1.
     pub window_bits: Option<u32>,
     /// Which MSMs run batch-affine rounds.
     pub affine: AffineRule,
+    /// How windowed scatters place their keys.
+    pub scatter: ScatterRule,
+}
+
+impl MsmConfig {
+    /// What the `Backend` MSMs run (usable in constants).
+    pub const DEFAULT: MsmConfig = MsmConfig { window_bits: None, affine: AffineRule::Auto, scatter: ScatterRule::Auto };
+}
+
+impl Default for MsmConfig {
+    fn default() -> Self {
+        MsmConfig::DEFAULT
+    }
 }
 
 /// The sizes an MSM's plan depends on, known once its digits are counted.
@@ -89,13 +102,30 @@ pub enum Scatter {
     /// One launch over the scalars (small MSMs, and mostly-0/1 scalars whose few entries cost
     /// little wherever they land).
     Direct,
-    /// One window at a time, one bucket range per launch (large dense MSMs, see `scatter`);
+    /// One window at a time, its keys written first (large dense MSMs, see `scatter`);
     /// `aggregate`: some bucket holds more than `SCATTER_PLAIN_MAX` entries, so the atomics
     /// are aggregated per warp.
     Windowed {
         /// Warp-aggregated atomics instead of plain ones.
         aggregate: bool,
+        /// Bucket ranges per window, each spanning about `SCATTER_SPAN_BYTES` of entries.
+        ranges: u32,
+        /// The keys binned by range and placed in one launch, instead of one launch per range
+        /// over all of them.
+        binned: bool,
     },
+}
+
+/// How a windowed scatter places a window's keys (see [`Scatter::Windowed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScatterRule {
+    /// Binned from `BIN_MIN_PARTS` ranges per window on. What the `Backend` MSMs use.
+    #[default]
+    Auto,
+    /// One launch per range (tests, benchmarks).
+    Ranges,
+    /// Binned, in at least `BIN_FORCED_RANGES` ranges (tests: several bins at any size).
+    Binned,
 }
 
 /// The batch-affine rounds of an MSM.
@@ -129,7 +159,8 @@ const AFFINE_LEFT_BYTES: usize = 8 << 30;
 ///
 /// - The scatter goes by windows when the entries outgrow one launch's span
 ///   (`SCATTER_SPAN_BYTES`) and the digits are mostly nonzero (2·entries ≥ windows·scalars),
-///   with warp-aggregated atomics when the fullest bucket holds more than `SCATTER_PLAIN_MAX`.
+///   with warp-aggregated atomics when the fullest bucket holds more than `SCATTER_PLAIN_MAX`,
+///   and binned by range from `BIN_MIN_PARTS` ranges per window on.
 /// - Batch-affine rounds as `cfg.affine` says (by default the large dense MSMs). They run until
 ///   every bucket holds one point when the fullest bucket needs at most
 ///   `AFFINE_FULL_MAX_ROUNDS` (not for [`AffineRule::AlwaysPartial`]); otherwise until about
@@ -147,7 +178,18 @@ pub fn plan<E>(sizes: &MsmSizes, cfg: &MsmConfig, fullest: impl FnOnce() -> Resu
         Ok(known.unwrap_or(0))
     };
     let dense = 2 * total >= w as usize * m;
-    let scatter = if 4 * total > SCATTER_SPAN_BYTES && dense { Scatter::Windowed { aggregate: fullest()? > SCATTER_PLAIN_MAX } } else { Scatter::Direct };
+    let scatter = if 4 * total > SCATTER_SPAN_BYTES && dense {
+        let half = 1u32 << (sizes.window_bits - 1);
+        let ranges = (4 * total / w as usize).div_ceil(SCATTER_SPAN_BYTES).clamp(1, half as usize) as u32;
+        let (ranges, binned) = match cfg.scatter {
+            ScatterRule::Auto => (ranges, ranges >= BIN_MIN_PARTS),
+            ScatterRule::Ranges => (ranges, false),
+            ScatterRule::Binned => (ranges.max(BIN_FORCED_RANGES).min(half), true),
+        };
+        Scatter::Windowed { aggregate: fullest()? > SCATTER_PLAIN_MAX, ranges, binned }
+    } else {
+        Scatter::Direct
+    };
     let least = if group == Group::G1 { 1 << 24 } else { 1 << 22 };
     let on = match cfg.affine {
         AffineRule::Auto => total >= least && dense,
@@ -392,7 +434,7 @@ pub fn windows_prepared(
     unsafe { sys_dtod(cursor.ptr, offsets.ptr, 4 * nb1, stream)? };
     let sizes = MsmSizes { group, scalars: m, window_bits: c, entries: total };
     let plan = plan(&sizes, &cfg, || bucket_max(module, stream, &offsets, nb))?;
-    scatter(module, stream, prepared, m32, c, w, cursor.ptr, entries.ptr, total, plan.scatter)?;
+    scatter(module, stream, prepared, m32, c, w, offsets.ptr, cursor.ptr, entries.ptr, plan.scatter)?;
     drop(cursor);
     prof.mark(stream, "scatter");
 
@@ -840,11 +882,20 @@ fn bucket_max(module: &Module, stream: &Stream, offsets: &DevBuf, nb: u32) -> Re
 /// scalars) with the warp-aggregated ones, which cost ~2x more when nothing aggregates.
 const SCATTER_PLAIN_MAX: u32 = 4096;
 
+/// Windows whose entries span at least this many `SCATTER_SPAN_BYTES` ranges are binned by
+/// range first (`msm_bin_keys`) instead of re-reading their keys once per range: binning reads
+/// and writes about five key-sized arrays, the ranges read one each.
+const BIN_MIN_PARTS: u32 = 8;
+
+/// Ranges a forced binned scatter takes at least ([`ScatterRule::Binned`]).
+const BIN_FORCED_RANGES: u32 = 64;
+
 /// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
-/// (the buckets' offsets), as the plan's `how` says: [`Scatter::Direct`] from the scalars in
-/// one launch; [`Scatter::Windowed`] one window at a time: the window's keys first, then one
-/// launch per bucket range whose entries span about `SCATTER_SPAN_BYTES` (see
-/// `msm_scatter_range`).
+/// (the buckets' offsets, `offsets` unchanged beside them), as the plan's `how` says:
+/// [`Scatter::Direct`] from the scalars in one launch; [`Scatter::Windowed`] one window at a
+/// time: the window's keys first, then one launch per bucket range whose entries span about
+/// `SCATTER_SPAN_BYTES` (see `msm_scatter_range`), or, from [`BIN_MIN_PARTS`] ranges on, the
+/// keys binned by range and placed in one launch (see `msm_bin_keys`).
 #[allow(clippy::too_many_arguments)]
 fn scatter(
     module: &Module,
@@ -853,9 +904,9 @@ fn scatter(
     m: u32,
     c: u32,
     w: u32,
+    offsets: u64,
     cursor: u64,
     entries: u64,
-    total: usize,
     how: Scatter,
 ) -> Result<(), CudaError> {
     let g = grid(m as usize, 256)?;
@@ -863,7 +914,7 @@ fn scatter(
         // SAFETY: arguments match msm_scatter; entries holds total slots.
         unsafe { module.launch("msm_scatter", g, 256, 0, stream, Args::new().push(prepared).push(m).push(c).push(w).push(cursor).push(entries)) }
     };
-    let Scatter::Windowed { aggregate } = how else {
+    let Scatter::Windowed { aggregate, ranges, binned } = how else {
         return direct();
     };
     let aggregate = u32::from(aggregate);
@@ -878,8 +929,7 @@ fn scatter(
         }
     };
     let half = 1u32 << (c - 1);
-    // Each window holds about total / w entries, spread evenly over its buckets.
-    let parts = (4 * total / w as usize).div_ceil(SCATTER_SPAN_BYTES).clamp(1, half as usize) as u32;
+    let binning = if binned { Binning::new(stream, m, half, ranges) } else { None };
     for w_lo in (0..w).step_by(per_pass as usize) {
         let w_hi = (w_lo + per_pass).min(w);
         let args = Args::new().push(prepared).push(m).push(c).push(w_lo).push(w_hi).push(keys.ptr);
@@ -887,7 +937,11 @@ fn scatter(
         unsafe { module.launch("msm_window_keys", g, 256, 0, stream, args)? };
         for win in w_lo..w_hi {
             let win_keys = keys.at(4 * m as usize * (win - w_lo) as usize);
-            for (lo, hi) in bucket_ranges(win * half, half, parts) {
+            if let Some(b) = &binning {
+                b.scatter_window(module, stream, win_keys, m, win * half, offsets, cursor, entries, aggregate)?;
+                continue;
+            }
+            for (lo, hi) in bucket_ranges(win * half, half, ranges) {
                 let args = Args::new().push(win_keys).push(m).push(lo).push(hi).push(cursor).push(entries).push(aggregate);
                 // SAFETY: arguments match msm_scatter_range; the cursors place every key in entries.
                 unsafe { module.launch("msm_scatter_range", g, 256, 0, stream, args)? };
@@ -895,6 +949,62 @@ fn scatter(
         }
     }
     Ok(())
+}
+
+/// The buffers of the binned scatter: one window's entries with their keys (8 bytes each, at
+/// most `m`), and the bins' cursors. Bins are `2^shift` consecutive buckets, at least `ranges`
+/// of them (a power of two, at most `BIN_MAX` of the kernel and at most `half`).
+struct Binning {
+    binned: DevBuf,
+    bcursor: DevBuf,
+    shift: u32,
+    bins: u32,
+}
+
+impl Binning {
+    /// `None` where the device has no room for the buffers (the caller scatters by ranges).
+    fn new(stream: &Stream, m: u32, half: u32, ranges: u32) -> Option<Binning> {
+        let bins = ranges.next_power_of_two().min(half).min(1024);
+        let shift = (half / bins).trailing_zeros();
+        let alloc = || Ok::<_, CudaError>((DevBuf::new(stream, 8 * m as usize)?, DevBuf::new(stream, 4 * (bins as usize + 1))?));
+        match alloc() {
+            Ok((binned, bcursor)) => Some(Binning { binned, bcursor, shift, bins }),
+            Err(e) => {
+                tracing::debug!(error = %e, "no room for the binned scatter; scattering by ranges");
+                None
+            }
+        }
+    }
+
+    /// Places the keys of the window whose first bucket is `first` (`keys`: one per scalar).
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_window(
+        &self,
+        module: &Module,
+        stream: &Stream,
+        keys: u64,
+        m: u32,
+        first: u32,
+        offsets: u64,
+        cursor: u64,
+        entries: u64,
+        aggregate: u32,
+    ) -> Result<(), CudaError> {
+        let (shift, bins) = (self.shift, self.bins);
+        let args = Args::new().push(offsets).push(first).push(shift).push(bins).push(self.bcursor.ptr);
+        // SAFETY: arguments match msm_bin_starts; bcursor holds bins + 1 words and offsets
+        // reaches first + bins·2^shift (the window's end, at most the last offset).
+        unsafe { module.launch("msm_bin_starts", grid(bins as usize + 1, 256)?, 256, 0, stream, args)? };
+        let per_block = 256 * 8;
+        let args = Args::new().push(keys).push(m).push(first).push(shift).push(bins).push(self.bcursor.ptr).push(self.binned.ptr);
+        // SAFETY: arguments match msm_bin_keys (BIN_KEYS_PER_THREAD = 8); every valid key lies in
+        // the window, so in a bin, and the bins' slots lie inside binned's m entries.
+        unsafe { module.launch("msm_bin_keys", grid(m as usize, per_block)?, 256, 0, stream, args)? };
+        let count = self.bcursor.at(4 * bins as usize);
+        let args = Args::new().push(self.binned.ptr).push(count).push(cursor).push(entries).push(aggregate);
+        // SAFETY: arguments match msm_scatter_binned; the first *count binned entries are written.
+        unsafe { module.launch("msm_scatter_binned", grid(m as usize, 256)?, 256, 0, stream, args) }
+    }
 }
 
 /// `parts` consecutive key ranges `[lo, hi)` that together cover `[first, first + len)`, of
@@ -929,9 +1039,10 @@ mod tests {
         .unwrap();
         assert!(asked <= 1, "the fullest bucket is read at most once");
         let scatter = match p.scatter {
-            Scatter::Direct => "direct",
-            Scatter::Windowed { aggregate: false } => "windowed",
-            Scatter::Windowed { aggregate: true } => "windowed+aggregate",
+            Scatter::Direct => "direct".to_string(),
+            Scatter::Windowed { aggregate, ranges, binned } => {
+                format!("{}/{ranges}{}", if binned { "binned" } else { "windowed" }, if aggregate { "+aggregate" } else { "" })
+            }
         };
         let affine = match p.affine {
             None => "xyzz".to_string(),
@@ -975,15 +1086,15 @@ G1 2^15: c=9 direct xyzz | c=9 direct xyzz
 G1 2^16: c=10 direct xyzz | c=10 direct xyzz
 G1 2^17: c=11 direct xyzz | c=11 direct xyzz
 G1 2^18: c=12 direct xyzz | c=12 direct xyzz
-G1 2^19: c=13 windowed xyzz | c=13 direct xyzz
-G1 2^20: c=14 windowed affine 10 full | c=14 direct xyzz
-G1 2^21: c=15 windowed affine 10 full | c=15 direct xyzz
-G1 2^22: c=16 windowed affine 10 full | c=16 direct xyzz
-G1 2^23: c=16 windowed affine 10 full | c=16 direct xyzz
-G1 2^24: c=20 windowed affine 10 full | c=20 direct xyzz
-G1 2^25: c=20 windowed affine 10 full | c=20 direct xyzz
-G1 2^26: c=20 windowed affine 10 full | c=20 direct xyzz
-G1 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
+G1 2^19: c=13 windowed/1 xyzz | c=13 direct xyzz
+G1 2^20: c=14 windowed/1 affine 10 full | c=14 direct xyzz
+G1 2^21: c=15 windowed/1 affine 10 full | c=15 direct xyzz
+G1 2^22: c=16 windowed/1 affine 10 full | c=16 direct xyzz
+G1 2^23: c=16 windowed/2 affine 10 full | c=16 direct xyzz
+G1 2^24: c=20 windowed/3 affine 10 full | c=20 direct xyzz
+G1 2^25: c=20 windowed/6 affine 10 full | c=20 direct xyzz
+G1 2^26: c=20 binned/11 affine 10 full | c=20 direct xyzz
+G1 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
 G2 2^10: c=4 direct xyzz | c=4 direct xyzz
 G2 2^11: c=5 direct xyzz | c=5 direct xyzz
 G2 2^12: c=6 direct xyzz | c=6 direct xyzz
@@ -993,15 +1104,15 @@ G2 2^15: c=9 direct xyzz | c=9 direct xyzz
 G2 2^16: c=10 direct xyzz | c=10 direct xyzz
 G2 2^17: c=11 direct xyzz | c=11 direct xyzz
 G2 2^18: c=12 direct affine 10 full | c=12 direct xyzz
-G2 2^19: c=13 windowed affine 10 full | c=13 direct xyzz
-G2 2^20: c=14 windowed affine 10 full | c=14 direct xyzz
-G2 2^21: c=15 windowed affine 10 full | c=15 direct xyzz
-G2 2^22: c=16 windowed affine 10 full | c=16 direct xyzz
-G2 2^23: c=16 windowed affine 10 full | c=16 direct xyzz
-G2 2^24: c=20 windowed affine 10 full | c=20 direct xyzz
-G2 2^25: c=20 windowed affine 10 full | c=20 direct xyzz
-G2 2^26: c=20 windowed affine 10 full | c=20 direct xyzz
-G2 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
+G2 2^19: c=13 windowed/1 affine 10 full | c=13 direct xyzz
+G2 2^20: c=14 windowed/1 affine 10 full | c=14 direct xyzz
+G2 2^21: c=15 windowed/1 affine 10 full | c=15 direct xyzz
+G2 2^22: c=16 windowed/1 affine 10 full | c=16 direct xyzz
+G2 2^23: c=16 windowed/2 affine 10 full | c=16 direct xyzz
+G2 2^24: c=20 windowed/3 affine 10 full | c=20 direct xyzz
+G2 2^25: c=20 windowed/6 affine 10 full | c=20 direct xyzz
+G2 2^26: c=20 binned/11 affine 10 full | c=20 direct xyzz
+G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
 ";
         assert_eq!(got, want);
     }
@@ -1014,27 +1125,27 @@ G2 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
         // Batch-affine rounds from 2^24 entries in G1 and 2^22 in G2, for dense digit sets
         // (2·entries ≥ windows·scalars) only.
         let at = |g, m: usize, entries| decide(g, m, entries, 2, AffineRule::Auto);
-        assert_eq!(at(Group::G1, 1 << 20, 1 << 24), "c=14 windowed affine 1 full");
-        assert_eq!(at(Group::G1, 1 << 20, (1 << 24) - 1), "c=14 windowed xyzz");
+        assert_eq!(at(Group::G1, 1 << 20, 1 << 24), "c=14 windowed/1 affine 1 full");
+        assert_eq!(at(Group::G1, 1 << 20, (1 << 24) - 1), "c=14 windowed/1 xyzz");
         assert_eq!(at(Group::G2, 1 << 18, 1 << 22), "c=12 direct affine 1 full");
         assert_eq!(at(Group::G2, 1 << 18, (1 << 22) - 1), "c=12 direct xyzz");
-        assert_eq!(at(Group::G1, m, dense / 2), "c=20 windowed affine 1 full");
+        assert_eq!(at(Group::G1, m, dense / 2), "c=20 windowed/2 affine 1 full");
         assert_eq!(at(Group::G1, m, dense / 2 - 1), "c=20 direct xyzz");
         // The windowed scatter once the entries outgrow 24 MiB (6,291,456 entries).
         assert_eq!(at(Group::G1, 1 << 19, 6 << 20), "c=13 direct xyzz");
-        assert_eq!(at(Group::G1, 1 << 19, (6 << 20) + 1), "c=13 windowed xyzz");
+        assert_eq!(at(Group::G1, 1 << 19, (6 << 20) + 1), "c=13 windowed/1 xyzz");
         // Full rounds while the fullest bucket needs at most 10 (1024 entries), one at least.
         let load = |fullest| decide(Group::G1, m, dense, fullest, AffineRule::Auto);
-        assert_eq!(load(0), "c=20 windowed affine 1 full");
-        assert_eq!(load(1), "c=20 windowed affine 1 full");
-        assert_eq!(load(3), "c=20 windowed affine 2 full");
-        assert_eq!(load(1024), "c=20 windowed affine 10 full");
+        assert_eq!(load(0), "c=20 windowed/3 affine 1 full");
+        assert_eq!(load(1), "c=20 windowed/3 affine 1 full");
+        assert_eq!(load(3), "c=20 windowed/3 affine 2 full");
+        assert_eq!(load(1024), "c=20 windowed/3 affine 10 full");
         // Beyond: partial, from the mean load (13·2^24 / (13·2^19) = 32 -> 4 rounds, just under
         // 32 -> 3), and aggregated scatter atomics once a bucket holds more than 4096 entries.
-        assert_eq!(load(1025), "c=20 windowed affine 4 partial");
-        assert_eq!(load(4096), "c=20 windowed affine 4 partial");
-        assert_eq!(load(4097), "c=20 windowed+aggregate affine 4 partial");
-        assert_eq!(decide(Group::G1, m, dense - 13, 5000, AffineRule::Auto), "c=20 windowed+aggregate affine 3 partial");
+        assert_eq!(load(1025), "c=20 windowed/3 affine 4 partial");
+        assert_eq!(load(4096), "c=20 windowed/3 affine 4 partial");
+        assert_eq!(load(4097), "c=20 windowed/3+aggregate affine 4 partial");
+        assert_eq!(decide(Group::G1, m, dense - 13, 5000, AffineRule::Auto), "c=20 windowed/3+aggregate affine 3 partial");
         // Mostly-0/1 scalars never read the fullest bucket: nothing depends on it.
         let sizes = MsmSizes { group: Group::G1, scalars: m, window_bits: 20, entries: m };
         assert_eq!(plan(&sizes, &MsmConfig::default(), || Err("read")), Ok(MsmPlan { scatter: Scatter::Direct, affine: None }));
@@ -1046,7 +1157,7 @@ G2 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
     fn plan_under_memory_limits() {
         // 2^27 scalars with a heavy top window: the mean rule gives 6 rounds (mean 256), which
         // leave 13·2^27 / 2^6 points, 2.6 GB.
-        assert_eq!(decide(Group::G1, 1 << 27, 13 << 27, 5000, AffineRule::Auto), "c=20 windowed+aggregate affine 6 partial");
+        assert_eq!(decide(Group::G1, 1 << 27, 13 << 27, 5000, AffineRule::Auto), "c=20 binned/22+aggregate affine 6 partial");
         // 2^30 G1 scalars at c = 20 (13·2^30 entries, mean 2^11: 6 rounds by the mean): 8
         // rounds, since after 7 the points left would take 13·2^30 / 2^7 · 96 B = 9.75 GiB.
         let sizes = MsmSizes { group: Group::G1, scalars: 1 << 30, window_bits: 20, entries: 13 << 30 };
@@ -1073,8 +1184,33 @@ G2 2^27: c=20 windowed affine 10 full | c=20 direct xyzz
         assert_eq!(decide(Group::G1, m, dense, 600, AffineRule::AlwaysPartial), "c=4 direct affine 6 partial");
         assert_eq!(decide(Group::G2, 1, 1, 1, AffineRule::AlwaysPartial), "c=4 direct affine 2 partial");
         assert_eq!(decide(Group::G1, m, m, 600, AffineRule::Always), "c=4 direct affine 10 full");
-        assert_eq!(decide(Group::G1, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed xyzz");
-        assert_eq!(decide(Group::G2, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed xyzz");
+        assert_eq!(decide(Group::G1, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed/3 xyzz");
+        assert_eq!(decide(Group::G2, 1 << 24, 13 << 24, 600, AffineRule::Never), "c=20 windowed/3 xyzz");
+    }
+
+    /// Ranges per window: ceil(4 bytes · entries per window / 24 MiB); binned from 8 of them,
+    /// and the forced rules.
+    #[test]
+    fn binned_scatter_from_eight_ranges_and_forced() {
+        let span = SCATTER_SPAN_BYTES / 4; // entries per range: 6,291,456
+        let scatter = |m: usize, entries: usize, rule| {
+            let sizes = MsmSizes { group: Group::G1, scalars: m, window_bits: 20, entries };
+            plan::<()>(&sizes, &MsmConfig { scatter: rule, ..Default::default() }, || Ok(600)).unwrap().scatter
+        };
+        let windowed = |ranges, binned| Scatter::Windowed { aggregate: false, ranges, binned };
+        // 13 windows of 7·span entries: 7 ranges; one entry more per window makes 8.
+        let m = 1 << 26;
+        assert_eq!(scatter(m, 13 * 7 * span, ScatterRule::Auto), windowed(7, false));
+        assert_eq!(scatter(m, 13 * (7 * span + 1), ScatterRule::Auto), windowed(8, true));
+        assert_eq!(scatter(m, 13 * (7 * span + 1), ScatterRule::Ranges), windowed(8, false));
+        // Forced binning takes at least 64 ranges, at most one per bucket (c = 20: 2^19).
+        assert_eq!(scatter(m, 13 * 7 * span, ScatterRule::Binned), windowed(64, true));
+        assert_eq!(scatter(1 << 31, 13 << 31, ScatterRule::Binned), windowed(342, true)); // 8 GiB / 24 MiB
+        let sizes = MsmSizes { group: Group::G1, scalars: 1 << 16, window_bits: 2, entries: 128 << 16 };
+        let p = plan::<()>(&sizes, &MsmConfig { scatter: ScatterRule::Binned, ..Default::default() }, || Ok(600)).unwrap();
+        assert_eq!(p.scatter, windowed(2, true));
+        // No rule makes a direct scatter windowed.
+        assert_eq!(scatter(m, m, ScatterRule::Binned), Scatter::Direct);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_backend_cpu::CpuBackend;
-use cuzk_backend_cuda::msm::{AffineRule, MsmConfig};
+use cuzk_backend_cuda::msm::{AffineRule, MsmConfig, ScatterRule};
 use cuzk_backend_cuda::{need_gpu, CudaBackend, CudaBases, CudaScalars};
 use cuzk_core::alloc::{heap, PinnedVec};
 use cuzk_core::backend::{Backend, MsmScalars, NttDirection};
@@ -252,7 +252,7 @@ fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
 
 /// The configurations the batch-affine tests run every MSM under.
 const FORCED: [MsmConfig; 2] =
-    [MsmConfig { window_bits: None, affine: AffineRule::Always }, MsmConfig { window_bits: None, affine: AffineRule::AlwaysPartial }];
+    [MsmConfig { affine: AffineRule::Always, ..MsmConfig::DEFAULT }, MsmConfig { affine: AffineRule::AlwaysPartial, ..MsmConfig::DEFAULT }];
 
 fn forced_max_log() -> u32 {
     env_log("CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE", 12)
@@ -287,6 +287,30 @@ fn msm_g1_matches_oracle() {
 fn msm_g1_batch_affine_matches_oracle() {
     let b = need_gpu!();
     let failures = msm_g1_cases(b, &FORCED, forced_max_log());
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Every windowed scatter (2^19 scalars on) binned by range, in at least 64 bins, and by
+/// ranges without bins, against the oracle; and 2^19 equal dense scalars, whose one bucket per
+/// window takes the warp-aggregated atomics of either.
+#[test]
+fn msm_g1_binned_and_ranged_scatters_match_oracle() {
+    let b = need_gpu!();
+    let cfgs = [ScatterRule::Binned, ScatterRule::Ranges].map(|scatter| MsmConfig { scatter, ..MsmConfig::DEFAULT });
+    let mut failures = msm_g1_cases(b, &cfgs, env_log("CUZK_GPU_TEST_MAX_LOG_MSM", 14));
+    let n = 1 << 19;
+    let mut r = rng(9);
+    let bases = tiled_bases::<G1Projective>(n, 1 << 12, &mut r);
+    let gb = b.load_g1(bases.clone()).unwrap();
+    let k = random_scalars(1, &mut r)[0];
+    let gs = b.upload_slice(&vec![k; n]).unwrap();
+    let want = bases.iter().map(G1Projective::from).sum::<G1Projective>() * k;
+    for cfg in cfgs {
+        let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
+        if got != want {
+            failures.push(format!("G1 2^19 equal dense scalars {:?}", cfg.scatter));
+        }
+    }
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -347,7 +371,7 @@ fn msm_g1_visits_the_windows_each_warp_needs() {
     let want = cpu.msm_g1(&cb, 0, MsmScalars { buf: &cs, len: n, density: None }).unwrap();
     let mut failures = Vec::new();
     for window_bits in [None, Some(13), Some(20)] {
-        let cfg = MsmConfig { window_bits, affine: AffineRule::Auto };
+        let cfg = MsmConfig { window_bits, ..MsmConfig::default() };
         let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
         if got != want {
             failures.push(format!("window bits {window_bits:?}"));
@@ -378,9 +402,9 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
         for &cfg in cfgs {
             let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
             if got != want {
-                failures.push(format!("G1 2^{log_n} {:?}", cfg.affine));
+                failures.push(format!("G1 2^{log_n} {:?} {:?}", cfg.affine, cfg.scatter));
             }
-            eprintln!("msm g1 2^{log_n} {:?}: {}", cfg.affine, if got == want { "ok" } else { "MISMATCH" });
+            eprintln!("msm g1 2^{log_n} {:?} {:?}: {}", cfg.affine, cfg.scatter, if got == want { "ok" } else { "MISMATCH" });
         }
     }
     // 0/1 scalars, repeated scalars (heavy buckets), density and offset.
@@ -405,7 +429,7 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     for &cfg in cfgs {
         let got = msm_g1(b, &gb, offset, MsmScalars { buf: &gs, len: n, density: Some(&dens) }, cfg).unwrap();
         if got != want {
-            failures.push(format!("G1 0/1/-1 scalars with density {:?}", cfg.affine));
+            failures.push(format!("G1 0/1/-1 scalars with density {:?} {:?}", cfg.affine, cfg.scatter));
         }
     }
     // All scalars equal (one very heavy bucket per window).
@@ -415,7 +439,7 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     for &cfg in cfgs {
         let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
         if got != want {
-            failures.push(format!("G1 all-equal scalars {:?}", cfg.affine));
+            failures.push(format!("G1 all-equal scalars {:?} {:?}", cfg.affine, cfg.scatter));
         }
         // Bad input is an error, not a panic.
         assert!(msm_g1(b, &gb, n_max, MsmScalars { buf: &gs, len: n, density: None }, cfg).is_err());

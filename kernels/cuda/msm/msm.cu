@@ -207,6 +207,65 @@ extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32
     if (valid) entries[slot] = i | (k & SIGN_BIT);
 }
 
+// For windows whose entries span many L2-sized ranges, re-reading the window's keys once per
+// range costs more than sorting them once by range: msm_bin_starts places each range ("bin": 2^shift
+// consecutive buckets) in a window-sized buffer from the buckets' offsets, msm_bin_keys writes
+// every key there (entry | bucket << 32, each block reserving its share of every bin with one
+// atomic), and msm_scatter_binned places the binned entries in one launch: the blocks in flight
+// read about one bin at a time, so their writes stay within L2 as with one launch per range.
+#define BIN_MAX 1024
+#define BIN_KEYS_PER_THREAD 8
+// bcursor[p] = the first slot of bin p (p ≤ bins; bcursor[bins] = the window's entry count).
+extern "C" __global__ void msm_bin_starts(const u32* offsets, u32 first, u32 shift, u32 bins, u32* bcursor) {
+    u32 p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p <= bins) bcursor[p] = offsets[first + (p << shift)] - offsets[first];
+}
+
+// One block: BIN_KEYS_PER_THREAD · blockDim.x keys, counted per bin in shared memory (the rank
+// of each), then one atomic per nonempty bin reserves the block's slots.
+extern "C" __global__ void msm_bin_keys(const u32* keys, u32 m, u32 first, u32 shift, u32 bins, u32* bcursor,
+                                        u64* binned) {
+    __shared__ u32 slots[BIN_MAX];
+    for (u32 p = threadIdx.x; p < bins; p += blockDim.x) slots[p] = 0;
+    __syncthreads();
+    const u32 base = blockIdx.x * blockDim.x * BIN_KEYS_PER_THREAD + threadIdx.x;
+    u32 k[BIN_KEYS_PER_THREAD], rank[BIN_KEYS_PER_THREAD];
+#pragma unroll
+    for (u32 j = 0; j < BIN_KEYS_PER_THREAD; j++) {
+        u32 i = base + j * blockDim.x;
+        k[j] = i < m ? keys[i] : NO_KEY;
+        if (k[j] != NO_KEY) rank[j] = atomicAdd(&slots[((k[j] & ~SIGN_BIT) - first) >> shift], 1u);
+    }
+    __syncthreads();
+    for (u32 p = threadIdx.x; p < bins; p += blockDim.x) {
+        if (slots[p] != 0) slots[p] = atomicAdd(bcursor + p, slots[p]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (u32 j = 0; j < BIN_KEYS_PER_THREAD; j++) {
+        if (k[j] == NO_KEY) continue;
+        u32 key = k[j] & ~SIGN_BIT;
+        u32 i = base + j * blockDim.x;
+        binned[slots[(key - first) >> shift] + rank[j]] = ((u64)key << 32) | i | (k[j] & SIGN_BIT);
+    }
+}
+
+// The binned entries of one window (*count of them) into their buckets; 'aggregate' as in
+// msm_scatter_range.
+extern "C" __global__ void msm_scatter_binned(const u64* binned, const u32* count, u32* cursor, u32* entries,
+                                              u32 aggregate) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool valid = i < *count;
+    u64 e = valid ? binned[i] : 0;
+    u32 key = (u32)(e >> 32);
+    if (!aggregate) {
+        if (valid) entries[atomicAdd(cursor + key, 1u)] = (u32)e;
+        return;
+    }
+    u32 slot = warp_add(cursor, key, valid);
+    if (valid) entries[slot] = (u32)e;
+}
+
 // out[i] = the u32 at device address addr[i] (many scattered reads for the host in one copy).
 extern "C" __global__ void read_u32s(const u64* addr, u32 n, u32* out) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
