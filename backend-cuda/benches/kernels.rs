@@ -3,7 +3,7 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [cs C,C,...] [bits PCT] [points LO HI]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
 //! with status 2.
@@ -19,6 +19,9 @@
 //! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys. `bits PCT` makes PCT% of the scalars
 //! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
 //! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
+//! `hold GB` keeps GB (10^9 bytes) of device memory allocated from the stream-ordered pool for
+//! the commands after it (`hold 0` lets it go), to time MSMs on a device that parameters and
+//! partitions nearly fill, as the daemon's on an 80 GB card.
 //! `field`: Fr and Fp product throughput (independent product chains on every thread), the
 //! ceiling for the NTT and the MSM accumulation. `h` also times upload + `compute_h` with the
 //! transforms of `a` overlapping the copies of `b` and `c`, against waiting for all copies.
@@ -171,9 +174,10 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
        [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [scatter auto|ranges|binned] [cs C,C,...]
-       [bits PCT] [points LO HI]
+       [bits PCT] [hold GB] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
 PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
+GB: device memory (10^9 bytes) held for the commands after it.
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
 
 /// The largest log2 size an argument may ask for.
@@ -197,6 +201,8 @@ enum Cmd {
     Cs(Vec<u32>),
     /// The share of bits (percent) in the scalars of the MSMs after it.
     Bits(u32),
+    /// Device memory (GB) held for the commands after it.
+    Hold(u32),
     /// The point checks of parameter loads.
     Points(u32, u32),
 }
@@ -253,6 +259,7 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                 Some(o) => return Err(format!("scatter takes auto, ranges or binned, not {o:?}")),
                 None => return Err("scatter needs auto, ranges or binned".into()),
             }),
+            "hold" => Cmd::Hold(num(it, a, "GB")?),
             "bits" => {
                 let pct = num(it, a, "PCT")?;
                 if pct > 100 {
@@ -303,8 +310,22 @@ fn main() {
     let mut cfg = MsmConfig::default();
     let mut cs = vec![14, 16, 18, 19, 20, 21, 22];
     let mut bits = 0u32;
+    let mut _held = None;
     for cmd in cmds {
         match cmd {
+            Cmd::Hold(gb) => {
+                _held = None;
+                if gb > 0 {
+                    match b.hold_device_memory(gb as usize * 1_000_000_000) {
+                        Ok(h) => _held = Some(h),
+                        Err(e) => {
+                            eprintln!("cuzk-cuda-kernels: hold {gb}: {e}");
+                            std::process::exit(1);
+                        }
+                    }
+                }
+                println!("# device memory held: {gb} GB; allocatable now: {:.2} GB", b.allocatable_bytes().unwrap_or(0) as f64 / 1e9);
+            }
             Cmd::Bits(pct) => {
                 bits = pct;
                 println!("# MSM scalars: {pct}% bits");

@@ -313,6 +313,23 @@ impl CudaBackend {
         Ok(self.inner.tables.get().expect("just set"))
     }
 
+    /// Holds `bytes` of device memory from the stream-ordered pool until the returned buffer is
+    /// dropped (benchmarks: MSMs on a device that parameters and partitions nearly fill, as the
+    /// daemon's on an 80 GB card at 32 GiB PoRep).
+    pub fn hold_device_memory(&self, bytes: usize) -> Result<DevBuf, CudaError> {
+        let _g = self.enter()?;
+        let held = DevBuf::new(&self.inner.stream, bytes)?;
+        self.inner.stream.sync()?;
+        Ok(held)
+    }
+
+    /// Device memory an allocation can take now: the driver's free figure plus the idle bytes
+    /// of the stream-ordered pool (what the MSM sizes its batch-affine groups from).
+    pub fn allocatable_bytes(&self) -> Result<usize, CudaError> {
+        let _g = self.enter()?;
+        self.inner.stream.free_memory()
+    }
+
     /// Waits for all queued work (kernels and copies).
     pub fn synchronize(&self) -> Result<(), CudaError> {
         let _g = self.enter()?;

@@ -459,7 +459,7 @@ pub fn windows_prepared(
         match reduced {
             Ok(r) => {
                 let left = if ap.full { " to one point per bucket".to_string() } else { format!(", {} left", r.total) };
-                prof.mark(stream, &format!("affine({} rounds{left})", ap.rounds));
+                prof.mark(stream, &format!("affine({} rounds{left}, {} groups)", ap.rounds, r.clock.len()));
                 if prof.on {
                     eprintln!("msm-rounds (ms pairs/prefix/inversion/finish)\n{}", r.clock_report());
                 }
@@ -681,7 +681,9 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    let ngroups = total.div_ceil(affine_group_entries(group, free)).max(2).min(nb as usize);
+    let group_entries = affine_group_entries(group, free);
+    let ngroups = total.div_ceil(group_entries).max(2).min(nb as usize);
+    tracing::debug!(free, group_entries, ngroups, total, "batch-affine groups");
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
