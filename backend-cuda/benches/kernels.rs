@@ -3,7 +3,8 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]`
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [groups LOG|auto] [cs C,C,...] [bits PCT] [hold GB]
+//! [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
 //! with status 2.
@@ -16,7 +17,9 @@
 //! `window_bits`. `affine RULE` (`auto`, the default and what the prover runs, `never`,
 //! `always` or `partial`; `msm::AffineRule`) sets the batch-affine rounds of the MSMs that
 //! follow it, for A/B runs (`scripts/h200/variants.sh`); `scatter RULE` (`auto`, `ranges` or
-//! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys. `bits PCT` makes PCT% of the scalars
+//! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys, and
+//! `groups LOG` the entries of their batch-affine groups (2^LOG, 20..=27; `auto`: sized from the
+//! free device memory, as the prover does). `bits PCT` makes PCT% of the scalars
 //! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
 //! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
 //! `hold GB` keeps GB (10^9 bytes) of device memory allocated from the stream-ordered pool for
@@ -173,11 +176,11 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 }
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
-       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [scatter auto|ranges|binned] [cs C,C,...]
-       [bits PCT] [hold GB] [points LO HI]
+       [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [scatter auto|ranges|binned]
+       [groups LOG|auto] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
 PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
-GB: device memory (10^9 bytes) held for the commands after it.
+GB: device memory (10^9 bytes) held for the commands after it; LOG: 20..=27.
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
 
 /// The largest log2 size an argument may ask for.
@@ -198,6 +201,8 @@ enum Cmd {
     Windows(u32, u32, bool),
     Affine(AffineRule),
     Scatter(ScatterRule),
+    /// The batch-affine groups' entries (log2), or sized from free memory.
+    Groups(Option<u32>),
     Cs(Vec<u32>),
     /// The share of bits (percent) in the scalars of the MSMs after it.
     Bits(u32),
@@ -260,6 +265,14 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                 None => return Err("scatter needs auto, ranges or binned".into()),
             }),
             "hold" => Cmd::Hold(num(it, a, "GB")?),
+            "groups" => Cmd::Groups(match it.next() {
+                Some("auto") => None,
+                Some(v) => match v.parse() {
+                    Ok(log @ 20..=27) => Some(log),
+                    _ => return Err(format!("groups takes auto or a log2 size from 20 to 27, not {v:?}")),
+                },
+                None => return Err("groups needs auto or a log2 size from 20 to 27".into()),
+            }),
             "bits" => {
                 let pct = num(it, a, "PCT")?;
                 if pct > 100 {
@@ -337,6 +350,10 @@ fn main() {
             Cmd::Scatter(rule) => {
                 cfg.scatter = rule;
                 println!("# scatter rule: {:?}", cfg.scatter);
+            }
+            Cmd::Groups(log) => {
+                cfg.affine_group_log = log;
+                println!("# batch-affine groups: {}", log.map_or("sized from free memory".into(), |l| format!("2^{l} entries")));
             }
             Cmd::Cs(c) => cs = c,
             Cmd::H2d => {

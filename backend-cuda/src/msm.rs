@@ -58,11 +58,14 @@ pub struct MsmConfig {
     pub affine: AffineRule,
     /// How windowed scatters place their keys.
     pub scatter: ScatterRule,
+    /// Entries of each group of batch-affine rounds, as a power of two (20..=27); `None`: sized
+    /// from the free device memory ([`affine_group_entries`]).
+    pub affine_group_log: Option<u32>,
 }
 
 impl MsmConfig {
     /// What the `Backend` MSMs run (usable in constants).
-    pub const DEFAULT: MsmConfig = MsmConfig { window_bits: None, affine: AffineRule::Auto, scatter: ScatterRule::Auto };
+    pub const DEFAULT: MsmConfig = MsmConfig { window_bits: None, affine: AffineRule::Auto, scatter: ScatterRule::Auto, affine_group_log: None };
 }
 
 impl Default for MsmConfig {
@@ -446,7 +449,11 @@ pub fn windows_prepared(
     let mut affine_buckets = None;
     if let Some(ap) = plan.affine {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
-        let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, free);
+        let sized = |free| match cfg.affine_group_log {
+            Some(log) => 1 << log.clamp(20, 27),
+            None => affine_group_entries(group, free),
+        };
+        let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, sized(free));
         // Groups sized from the free memory counting the pool's idle bytes; should the pool not
         // hand them over, once more in groups sized from the driver's free figure alone.
         let reduced = match rounds(stream.free_memory()?) {
@@ -636,11 +643,10 @@ impl Reduced {
 }
 
 /// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
-/// entries, in groups of consecutive buckets with at most about `affine_group_entries(free)`
-/// entries. `free` counts the pool's idle memory ([`Stream::free_memory`]): in a daemon the pool
-/// holds most of the device once a few partitions have run, and the driver's figure alone left
-/// the groups at 2^20 entries (an 80 GB card's 2^27 H MSM: 2.3 s against 0.89 s).
-/// A bucket leaves the rounds once it is down to one point, which goes straight to the output.
+/// entries, in groups of consecutive buckets with at most about `group_entries` entries (the
+/// caller sizes them from the free memory counting the pool's idle bytes,
+/// [`Stream::free_memory`]; an 80 GB card's daemon still takes 3.0 s for the 2^27 H MSM that
+/// takes 0.8 s alone, docs/perf-cuda.md "Open levers"). A bucket leaves the rounds once it is down to one point, which goes straight to the output.
 /// The groups alternate between `stream` and a second stream, so that one group's
 /// memory-bound passes and the latency of its last inversions overlap another's additions.
 #[allow(clippy::too_many_arguments)]
@@ -655,7 +661,7 @@ fn affine_rounds(
     nb: u32,
     total: usize,
     rounds: u32,
-    free: usize,
+    group_entries: usize,
 ) -> Result<Reduced, CudaError> {
     let sfx = suffix(group);
     let (ab, fb) = (group.affine_bytes(), group.field_bytes());
@@ -681,9 +687,8 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    let group_entries = affine_group_entries(group, free);
     let ngroups = total.div_ceil(group_entries).max(2).min(nb as usize);
-    tracing::debug!(free, group_entries, ngroups, total, "batch-affine groups");
+    tracing::debug!(group_entries, ngroups, total, "batch-affine groups");
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();

@@ -6,8 +6,9 @@
 //! (defaults 16 and 14 keep the suite quick); the H200 run sets them to 26 and 24.
 //!
 //! The `*_batch_affine_*` tests run the MSM tests with the batch-affine rounds forced on every
-//! MSM (`AffineRule::Always`: to one point per bucket where the fullest bucket allows it, and
-//! `AffineRule::AlwaysPartial`: never, so the XYZZ rounds finish), so that small sizes, the EIP
+//! MSM (`AffineRule::Always`: to one point per bucket where the fullest bucket allows it, also in
+//! groups of 2^20 entries, and `AffineRule::AlwaysPartial`: never, so the XYZZ rounds finish), so
+//! that small sizes, the EIP
 //! vectors (P = Q, P = -Q pairs) and streamed bases go through them too; their G1 sizes go up
 //! to `CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE` (default 12; 2^19 always).
 
@@ -250,9 +251,14 @@ fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
     bases.iter().zip(s).map(|(p, k)| G1Projective::from(p) * k).sum()
 }
 
-/// The configurations the batch-affine tests run every MSM under.
-const FORCED: [MsmConfig; 2] =
-    [MsmConfig { affine: AffineRule::Always, ..MsmConfig::DEFAULT }, MsmConfig { affine: AffineRule::AlwaysPartial, ..MsmConfig::DEFAULT }];
+/// The configurations the batch-affine tests run every MSM under: to one point per bucket, never
+/// so, and in groups of 2^20 entries (the smallest the memory sizing takes: many groups from
+/// 2^19 G1 scalars on).
+const FORCED: [MsmConfig; 3] = [
+    MsmConfig { affine: AffineRule::Always, ..MsmConfig::DEFAULT },
+    MsmConfig { affine: AffineRule::AlwaysPartial, ..MsmConfig::DEFAULT },
+    MsmConfig { affine: AffineRule::Always, affine_group_log: Some(20), ..MsmConfig::DEFAULT },
+];
 
 fn forced_max_log() -> u32 {
     env_log("CUZK_GPU_TEST_MAX_LOG_MSM_AFFINE", 12)
@@ -402,9 +408,9 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
         for &cfg in cfgs {
             let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
             if got != want {
-                failures.push(format!("G1 2^{log_n} {:?} {:?}", cfg.affine, cfg.scatter));
+                failures.push(format!("G1 2^{log_n} {cfg:?}"));
             }
-            eprintln!("msm g1 2^{log_n} {:?} {:?}: {}", cfg.affine, cfg.scatter, if got == want { "ok" } else { "MISMATCH" });
+            eprintln!("msm g1 2^{log_n} {cfg:?}: {}", if got == want { "ok" } else { "MISMATCH" });
         }
     }
     // 0/1 scalars, repeated scalars (heavy buckets), density and offset.
@@ -429,7 +435,7 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     for &cfg in cfgs {
         let got = msm_g1(b, &gb, offset, MsmScalars { buf: &gs, len: n, density: Some(&dens) }, cfg).unwrap();
         if got != want {
-            failures.push(format!("G1 0/1/-1 scalars with density {:?} {:?}", cfg.affine, cfg.scatter));
+            failures.push(format!("G1 0/1/-1 scalars with density {cfg:?}"));
         }
     }
     // All scalars equal (one very heavy bucket per window).
@@ -439,7 +445,7 @@ fn msm_g1_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     for &cfg in cfgs {
         let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
         if got != want {
-            failures.push(format!("G1 all-equal scalars {:?} {:?}", cfg.affine, cfg.scatter));
+            failures.push(format!("G1 all-equal scalars {cfg:?}"));
         }
         // Bad input is an error, not a panic.
         assert!(msm_g1(b, &gb, n_max, MsmScalars { buf: &gs, len: n, density: None }, cfg).is_err());
@@ -481,9 +487,9 @@ fn msm_g2_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
         for &cfg in cfgs {
             let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: n, density: None }, cfg).unwrap();
             if got != want {
-                failures.push(format!("G2 2^{log_n} {:?}", cfg.affine));
+                failures.push(format!("G2 2^{log_n} {cfg:?}"));
             }
-            eprintln!("msm g2 2^{log_n} {:?}: {}", cfg.affine, if got == want { "ok" } else { "MISMATCH" });
+            eprintln!("msm g2 2^{log_n} {cfg:?}: {}", if got == want { "ok" } else { "MISMATCH" });
         }
     }
     let n = n_max;
@@ -496,7 +502,7 @@ fn msm_g2_cases(b: &CudaBackend, cfgs: &[MsmConfig], max: u32) -> Vec<String> {
     for &cfg in cfgs {
         let got = msm_g2(b, &gb, 1, MsmScalars { buf: &gs, len: n, density: Some(&dens) }, cfg).unwrap();
         if got != want {
-            failures.push(format!("G2 density {:?}", cfg.affine));
+            failures.push(format!("G2 density {cfg:?}"));
         }
     }
     failures
@@ -548,7 +554,7 @@ fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
             let gs = b.upload_slice(&case.scalars).unwrap();
             for &cfg in cfgs {
                 let got = msm_g1(b, &gb, 0, MsmScalars { buf: &gs, len: case.scalars.len(), density: None }, cfg).unwrap().to_affine();
-                assert_eq!(got, case.expected, "{} {:?}", case.name, cfg.affine);
+                assert_eq!(got, case.expected, "{} {cfg:?}", case.name);
             }
             cases += 1;
         }
@@ -557,7 +563,7 @@ fn eip2537_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
             let gs = b.upload_slice(&case.scalars).unwrap();
             for &cfg in cfgs {
                 let got = msm_g2(b, &gb, 0, MsmScalars { buf: &gs, len: case.scalars.len(), density: None }, cfg).unwrap().to_affine();
-                assert_eq!(got, case.expected, "{} {:?}", case.name, cfg.affine);
+                assert_eq!(got, case.expected, "{} {cfg:?}", case.name);
             }
             cases += 1;
         }
@@ -602,14 +608,14 @@ fn streamed_cases(b: &CudaBackend, cfgs: &[MsmConfig]) {
             let want = oracle.msm_g1(&o1, off, MsmScalars { buf: &obuf, len: n, density: d }).unwrap();
             for &cfg in cfgs {
                 let got = msm_g1(b, &b1, off, MsmScalars { buf: &buf, len: n, density: d }, cfg).unwrap();
-                assert_eq!(got, want, "streamed G1 MSM (chunk {chunk}, offset {off}, density {}, {:?})", d.is_some(), cfg.affine);
+                assert_eq!(got, want, "streamed G1 MSM (chunk {chunk}, offset {off}, density {}, {cfg:?})", d.is_some());
             }
         }
         let b2 = b.load_g2_streamed(&g2, chunk / 2).unwrap();
         let want = oracle.msm_g2(&o2, 0, MsmScalars { buf: &obuf, len: n, density: Some(&density) }).unwrap();
         for &cfg in cfgs {
             let got = msm_g2(b, &b2, 0, MsmScalars { buf: &buf, len: n, density: Some(&density) }, cfg).unwrap();
-            assert_eq!(got, want, "streamed G2 MSM (chunk {}, {:?})", chunk / 2, cfg.affine);
+            assert_eq!(got, want, "streamed G2 MSM (chunk {}, {cfg:?})", chunk / 2);
         }
     }
     // Out-of-range requests are errors, not panics.
