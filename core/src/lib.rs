@@ -27,7 +27,6 @@ pub mod params;
 pub mod proof;
 pub mod prover;
 pub mod synth;
-#[cfg(feature = "test-points")]
 pub mod test_points;
 pub mod witness;
 

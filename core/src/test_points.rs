@@ -1,6 +1,8 @@
 //! Points for testing the curve and subgroup checks (`Backend::first_invalid_g1/g2`): valid
 //! points, points on the curve outside the subgroup, and the plain multiplication that reaches
-//! their cofactor torsion. Built with the `test-points` feature, for the backends' tests.
+//! their cofactor torsion, for the backends' tests. Always built (generic code costs nothing until
+//! used): a feature here would give `cargo test --workspace` a second build of this crate and of
+//! every crate above it.
 
 use blstrs::{Fp, Fp2, G1Affine, G2Affine};
 use ff::Field;
