@@ -50,12 +50,12 @@ impl Stream {
         Ok(Stream { inner: Arc::new(StreamInner { raw, ctx: ctx.clone() }) })
     }
 
-    /// Device memory an allocation on this stream can take: the driver's free figure plus the
-    /// stream-ordered pool's idle bytes ([`pool_idle_bytes`]).
-    pub fn free_memory(&self) -> Result<usize, CudaError> {
+    /// Device memory an allocation on this stream can take, and the device's total: the
+    /// driver's free figure plus the stream-ordered pool's idle bytes ([`pool_idle_bytes`]).
+    pub fn memory_info(&self) -> Result<(usize, usize), CudaError> {
         self.inner.ctx.bind_to_thread()?;
-        let (free, _) = result::mem_get_info()?;
-        Ok(free + pool_idle_bytes(&self.inner.ctx))
+        let (free, total) = result::mem_get_info()?;
+        Ok((free + pool_idle_bytes(&self.inner.ctx), total))
     }
 
     /// Another new non-blocking stream on the same context.
@@ -183,7 +183,7 @@ unsafe impl Sync for DevBuf {}
 /// Device memory the stream-ordered pool of `ctx`'s device holds but no buffer uses: freed
 /// buffers the pool keeps for reuse (its release threshold is unlimited), which the driver's free
 /// figure counts as used although any allocation from the pool can take it.
-pub fn pool_idle_bytes(ctx: &CudaContext) -> usize {
+fn pool_idle_bytes(ctx: &CudaContext) -> usize {
     // SAFETY: the device of a live context.
     let Ok(pool) = (unsafe { result::device::get_default_mem_pool(ctx.cu_device()) }) else { return 0 };
     let attr = |a: sys::CUmemPool_attribute| {

@@ -327,7 +327,7 @@ impl CudaBackend {
     /// of the stream-ordered pool (what the MSM sizes its batch-affine groups from).
     pub fn allocatable_bytes(&self) -> Result<usize, CudaError> {
         let _g = self.enter()?;
-        self.inner.stream.free_memory()
+        Ok(self.inner.stream.memory_info()?.0)
     }
 
     /// Waits for all queued work (kernels and copies).
@@ -579,9 +579,8 @@ impl CudaBackend {
     /// Whether a base set of `bytes` should stay in host memory: when it would leave less than
     /// the headroom free on the device.
     fn should_stream(&self, bytes: usize) -> Result<bool, CudaError> {
-        self.inner.ctx.bind_to_thread()?;
-        let (free, total) = result::mem_get_info()?;
-        Ok(bytes + headroom(total) > free + device::pool_idle_bytes(&self.inner.ctx))
+        let (free, total) = self.inner.stream.memory_info()?;
+        Ok(bytes + headroom(total) > free)
     }
 
     /// Bases the caller placed on the device (the engine counted them against its device
@@ -919,7 +918,7 @@ mod tests {
     use crate::device::DevBuf;
 
     /// A buffer freed back to the stream-ordered pool stays reserved by the pool (the driver's
-    /// free figure does not grow) but counts in [`Stream::free_memory`](device::Stream::free_memory),
+    /// free figure does not grow) but counts in [`Stream::memory_info`](device::Stream::memory_info),
     /// which sizes the MSM's batch-affine groups.
     #[test]
     fn memory_freed_to_the_pool_counts_as_free() {
@@ -929,10 +928,10 @@ mod tests {
         let bytes = 256usize << 20;
         let buf = DevBuf::new(s, bytes).expect("256 MiB on the device");
         s.sync().expect("sync");
-        let (before, driver_before) = (s.free_memory().expect("free"), cudarc::driver::result::mem_get_info().expect("info").0);
+        let (before, driver_before) = (s.memory_info().expect("free").0, cudarc::driver::result::mem_get_info().expect("info").0);
         drop(buf);
         s.sync().expect("sync");
-        let (after, driver_after) = (s.free_memory().expect("free"), cudarc::driver::result::mem_get_info().expect("info").0);
+        let (after, driver_after) = (s.memory_info().expect("free").0, cudarc::driver::result::mem_get_info().expect("info").0);
         assert!(after >= before + bytes, "free memory {before} -> {after} after freeing {bytes} bytes");
         assert!(
             driver_after < driver_before + bytes,

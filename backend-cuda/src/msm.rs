@@ -456,7 +456,7 @@ pub fn windows_prepared(
         let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, sized(free));
         // Groups sized from the free memory counting the pool's idle bytes; should the pool not
         // hand them over, once more in groups sized from the driver's free figure alone.
-        let reduced = match rounds(stream.free_memory()?) {
+        let reduced = match rounds(stream.memory_info()?.0) {
             Err(CudaError::OutOfMemory(what)) => {
                 tracing::debug!(%what, "no room for the batch-affine groups; again in smaller ones");
                 rounds(cudarc::driver::result::mem_get_info()?.0)
@@ -645,8 +645,9 @@ impl Reduced {
 /// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
 /// entries, in groups of consecutive buckets with at most about `group_entries` entries (the
 /// caller sizes them from the free memory counting the pool's idle bytes,
-/// [`Stream::free_memory`]; an 80 GB card's daemon still takes 3.0 s for the 2^27 H MSM that
-/// takes 0.8 s alone, docs/perf-cuda.md "Open levers"). A bucket leaves the rounds once it is down to one point, which goes straight to the output.
+/// [`Stream::memory_info`]; an 80 GB card's daemon still takes 3.0 s for the 2^27 H MSM that
+/// takes 0.8 s alone, docs/perf-cuda.md "Open levers"). A bucket leaves the rounds once it is
+/// down to one point, which goes straight to the output.
 /// The groups alternate between `stream` and a second stream, so that one group's
 /// memory-bound passes and the latency of its last inversions overlap another's additions.
 #[allow(clippy::too_many_arguments)]
@@ -897,6 +898,10 @@ const BIN_MIN_PARTS: u32 = 8;
 /// Ranges a forced binned scatter takes at least ([`ScatterRule::Binned`]).
 const BIN_FORCED_RANGES: u32 = 64;
 
+/// `msm_bin_keys`' bin limit and keys per thread (`BIN_MAX`, `BIN_KEYS_PER_THREAD` in msm.cu).
+const BIN_MAX: u32 = 1024;
+const BIN_KEYS_PER_THREAD: u32 = 8;
+
 /// Sorts the digits into `entries` (point index | sign, grouped by bucket) from the cursors
 /// (the buckets' offsets, `offsets` unchanged beside them), as the plan's `how` says:
 /// [`Scatter::Direct`] from the scalars in one launch; [`Scatter::Windowed`] one window at a
@@ -971,7 +976,7 @@ struct Binning {
 impl Binning {
     /// `None` where the device has no room for the buffers (the caller scatters by ranges).
     fn new(stream: &Stream, m: u32, half: u32, ranges: u32) -> Option<Binning> {
-        let bins = ranges.next_power_of_two().min(half).min(1024);
+        let bins = ranges.next_power_of_two().min(half).min(BIN_MAX);
         let shift = (half / bins).trailing_zeros();
         let alloc = || Ok::<_, CudaError>((DevBuf::new(stream, 8 * m as usize)?, DevBuf::new(stream, 4 * (bins as usize + 1))?));
         match alloc() {
@@ -1002,11 +1007,11 @@ impl Binning {
         // SAFETY: arguments match msm_bin_starts; bcursor holds bins + 1 words and offsets
         // reaches first + bins·2^shift (the window's end, at most the last offset).
         unsafe { module.launch("msm_bin_starts", grid(bins as usize + 1, 256)?, 256, 0, stream, args)? };
-        let per_block = 256 * 8;
         let args = Args::new().push(keys).push(m).push(first).push(shift).push(bins).push(self.bcursor.ptr).push(self.binned.ptr);
-        // SAFETY: arguments match msm_bin_keys (BIN_KEYS_PER_THREAD = 8); every valid key lies in
-        // the window, so in a bin, and the bins' slots lie inside binned's m entries.
-        unsafe { module.launch("msm_bin_keys", grid(m as usize, per_block)?, 256, 0, stream, args)? };
+        // SAFETY: arguments match msm_bin_keys, each block taking 256 threads' keys per thread;
+        // every valid key lies in the window, so in a bin, and the bins' slots lie inside
+        // binned's m entries.
+        unsafe { module.launch("msm_bin_keys", grid(m as usize, 256 * BIN_KEYS_PER_THREAD)?, 256, 0, stream, args)? };
         let count = self.bcursor.at(4 * bins as usize);
         let args = Args::new().push(self.binned.ptr).push(count).push(cursor).push(entries).push(aggregate);
         // SAFETY: arguments match msm_scatter_binned; the first *count binned entries are written.
@@ -1218,6 +1223,14 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
         assert_eq!(p.scatter, windowed(2, true));
         // No rule makes a direct scatter windowed.
         assert_eq!(scatter(m, m, ScatterRule::Binned), Scatter::Direct);
+    }
+
+    /// The constants the host sizes `msm_bin_keys`' launches and bins with are the kernel's.
+    #[test]
+    fn bin_constants_match_the_kernel() {
+        let src = crate::kernels::SOURCE;
+        assert!(src.contains(&format!("#define BIN_MAX {BIN_MAX}\n")));
+        assert!(src.contains(&format!("#define BIN_KEYS_PER_THREAD {BIN_KEYS_PER_THREAD}\n")));
     }
 
     #[test]

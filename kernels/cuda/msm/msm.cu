@@ -191,20 +191,25 @@ extern "C" __global__ void msm_window_keys(const Fr* s, u32 m, u32 c, u32 w_lo, 
     }
 }
 
-// 'aggregate' 0 (the host knows no bucket is heavy): one plain atomic per entry, skipping
-// warp_add's __match_any_sync, which finds no peers among random digits.
+// entries[cursor[key]++] = entry where 'valid'. 'aggregate' 0 (the host knows no bucket is
+// heavy): one plain atomic per entry, skipping warp_add's __match_any_sync, which finds no peers
+// among random digits; otherwise every lane of the warp must call this together.
+DEV void place_entry(u32* cursor, u32* entries, u32 key, bool valid, u32 entry, u32 aggregate) {
+    if (!aggregate) {
+        if (valid) entries[atomicAdd(cursor + key, 1u)] = entry;
+        return;
+    }
+    u32 slot = warp_add(cursor, key, valid);
+    if (valid) entries[slot] = entry;
+}
+
 extern "C" __global__ void msm_scatter_range(const u32* keys, u32 m, u32 lo, u32 hi, u32* cursor, u32* entries,
                                              u32 aggregate) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     u32 k = i < m ? keys[i] : NO_KEY;  // lanes past the end still take part in warp_add
     u32 key = k & ~SIGN_BIT;
     bool valid = k != NO_KEY && key >= lo && key < hi;
-    if (!aggregate) {
-        if (valid) entries[atomicAdd(cursor + key, 1u)] = i | (k & SIGN_BIT);
-        return;
-    }
-    u32 slot = warp_add(cursor, key, valid);
-    if (valid) entries[slot] = i | (k & SIGN_BIT);
+    place_entry(cursor, entries, key, valid, i | (k & SIGN_BIT), aggregate);
 }
 
 // For windows whose entries span many L2-sized ranges, re-reading the window's keys once per
@@ -250,20 +255,13 @@ extern "C" __global__ void msm_bin_keys(const u32* keys, u32 m, u32 first, u32 s
     }
 }
 
-// The binned entries of one window (*count of them) into their buckets; 'aggregate' as in
-// msm_scatter_range.
+// The binned entries of one window (*count of them) into their buckets.
 extern "C" __global__ void msm_scatter_binned(const u64* binned, const u32* count, u32* cursor, u32* entries,
                                               u32 aggregate) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     bool valid = i < *count;
     u64 e = valid ? binned[i] : 0;
-    u32 key = (u32)(e >> 32);
-    if (!aggregate) {
-        if (valid) entries[atomicAdd(cursor + key, 1u)] = (u32)e;
-        return;
-    }
-    u32 slot = warp_add(cursor, key, valid);
-    if (valid) entries[slot] = (u32)e;
+    place_entry(cursor, entries, (u32)(e >> 32), valid, (u32)e, aggregate);
 }
 
 // out[i] = the u32 at device address addr[i] (many scattered reads for the host in one copy).
