@@ -20,6 +20,11 @@
 #           KEEP=1 leaves it running (detached; pid in $WORK/theirs.pid) for a later
 #           `PARTS=theirs` on the same host, which then runs only LOADS on the kept daemon and
 #           stops it unless KEEP=1 again; FIRST_SECS (600) bounds the wait for the first job.
+#           The kept daemon's loads start once its log shows the first job's proof assembled
+#           (at most 300 s of waiting), so a first job cut short by its call still finishes alone.
+# DEADLINE (seconds from the script's start) caps every load's timeout so that the script ends
+# inside a call of bounded length (e.g. DEADLINE=570 for a 600 s call); a load cut short is
+# still timed from the peer's log (its "proof assembled" lines, copied to the summary).
 # Each daemon gets the same load from `cuzk load` (the same client, Curio's encodings): one
 # PoRep job alone (the first: parameters loaded, circuit built), then of LOADS ("alone
 # backlog"; a 10-minute call may take one of them per daemon start) ONE_MORE (1) more alone,
@@ -53,8 +58,14 @@ export CUZK_CUDA_CACHE=${CUZK_CUDA_CACHE:-$ROOT/gpu-bin/cache}
 note "== peer run $(date -u '+%F %T') UTC: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(nvidia-smi -L | head -1); curio $(cat "$ROOT/peer-bin/CURIO_COMMIT" 2>/dev/null); ours $(cat "$ROOT/gpu-bin/COMMIT" 2>/dev/null)"
 df -h "$WORK" | tail -1 | tee -a "$S"
 
+within() { # within SECS: SECS, or fewer where DEADLINE comes first (at least 1)
+  local secs=$1
+  if [ -n "${DEADLINE:-}" ] && [ $((DEADLINE - SECONDS)) -lt "$secs" ]; then secs=$((DEADLINE - SECONDS)); fi
+  [ "$secs" -ge 1 ] && echo "$secs" || echo 1
+}
 step() { # step NAME SECS CMD...: output to $OUT/NAME.txt, status and time to the summary
-  local name=$1 secs=$2 t0 rc
+  local name=$1 secs t0 rc
+  secs=$(within "$2")
   shift 2
   t0=$(date +%s.%N)
   timeout "$secs" "$@" > "$OUT/$name.txt" 2>&1
@@ -112,7 +123,7 @@ loads_after_first() { # loads_after_first WHO ADDR [extra load args]: LOADS
   shift 2
   [[ " $LOADS " == *" alone "* ]] && load "$who-alone" 300 "$addr" --jobs "${ONE_MORE:-1}" --concurrency 1 --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   [[ " $LOADS " == *" backlog "* ]] || return 0
-  ( sleep "${WINNING_AFTER:-30}"; "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
+  ( sleep "${WINNING_AFTER:-30}"; timeout "$(within 900)" "$CUZK" --addr "$addr" load --quiet --jobs "${WINNING:-3}" --concurrency 1 --mix "@$REQ/winning-$SIZE.json" "$@" > "$OUT/$who-winning.txt" 2>&1 ) &
   local side=$!
   load "$who-backlog" 900 "$addr" --jobs "${BACKLOG:-6}" --concurrency "${CONCURRENCY:-3}" --mix "@$REQ/$MAIN-$SIZE.json" "$@"
   wait $side
@@ -189,6 +200,8 @@ if has theirs; then
   if [ -n "$kept" ] && kill -0 "$kept" 2>/dev/null && [ -S "$sock" ]; then
     pid=$kept
     note "theirs: the kept daemon (pid $pid, up $(ps -o etimes= -p "$pid" | tr -d ' ') s): $(memory)"
+    for _ in $(seq 1 300); do grep -qE "self-check (FAILED|PASSED)" "$WORK/theirs-serve.log" && break; sleep 1; done
+    note "theirs: self-checks in its log: $(grep -cE "self-check (FAILED|PASSED)" "$WORK/theirs-serve.log") (waited until $SECONDS s after the start)"
     loads_after_first theirs "unix:$sock" --timed-failure "self-check failed"
     release_theirs
   else
@@ -224,6 +237,11 @@ if has theirs; then
       note "theirs: the daemon did not start"; tail -30 "$WORK/theirs-serve.log" | tee -a "$S"
     fi
   fi
+  # each of the peer's proofs so far: when it was assembled (total, synthesis and GPU
+  # milliseconds where the log says) and self-checked
+  sed 's/\x1b\[[0-9;]*m//g' "$WORK/theirs-serve.log" > "$WORK/theirs-plain.log" 2>/dev/null # without colours
+  grep -E "proof assembled|self-check (FAILED|PASSED)" "$WORK/theirs-plain.log" | sed -E 's/^([0-9T:.-]+)Z +[A-Z]+ +[^ ]+ (.{0,60}).*/\1 \2/' | cut -c1-200 | sed 's/^/theirs proof: /' | tee -a "$S"
+  grep "proof assembled" "$WORK/theirs-plain.log" | grep -oE "total_ms=[0-9]+ synth_ms=[0-9]+ gpu_ms=[0-9]+" | sed 's/^/theirs proof: /' | tee -a "$S"
   # the peer's log so far (a kept daemon goes on writing to it)
   cp "$WORK/theirs-serve.log" "$OUT/theirs-serve.log" 2>/dev/null
 fi
