@@ -231,17 +231,22 @@ if has theirs; then
     pid=$(cat "$WORK/theirs.pid" 2>/dev/null)
     if wait_socket "$sock" 120; then
       loads theirs "unix:$sock" --timed-failure "self-check failed"
-      grep -E "num_constraints|loading SRS|SRS loaded|self-check|PCE (extraction complete|cached|saved)|failed to save PCE" "$WORK/theirs-serve.log" | head -16 | tee -a "$S"
       release_theirs
     else
       note "theirs: the daemon did not start"; tail -30 "$WORK/theirs-serve.log" | tee -a "$S"
     fi
   fi
-  # each of the peer's proofs so far: when it was assembled (total, synthesis and GPU
-  # milliseconds where the log says) and self-checked
-  sed 's/\x1b\[[0-9;]*m//g' "$WORK/theirs-serve.log" > "$WORK/theirs-plain.log" 2>/dev/null # without colours
-  grep -E "proof assembled|self-check (FAILED|PASSED)" "$WORK/theirs-plain.log" | sed -E 's/^([0-9T:.-]+)Z +[A-Z]+ +[^ ]+ (.{0,60}).*/\1 \2/' | cut -c1-200 | sed 's/^/theirs proof: /' | tee -a "$S"
+  # From the peer's log so far (without colours): its parameter load, circuit and PCE; each
+  # proof assembled (total, synthesis and GPU milliseconds) and self-checked; and per job, from
+  # its TIMELINE lines (milliseconds since the daemon started), the partitions through the GPU.
+  sed 's/\x1b\[[0-9;]*m//g' "$WORK/theirs-serve.log" > "$WORK/theirs-plain.log" 2>/dev/null
+  grep -E "SRS loaded|extracted pre-compiled circuit|PCE (extraction complete|cached)|failed to save PCE" "$WORK/theirs-plain.log" | cut -c1-240 | sed 's/^/theirs: /' | tee -a "$S"
+  grep -E "proof assembled|self-check (FAILED|PASSED)" "$WORK/theirs-plain.log" | sed -E 's/^([0-9T:.-]+)Z +[A-Z]+ +[^ ]+ (.{0,60}).*/\1 \2/' | sed 's/^/theirs proof: /' | tee -a "$S"
   grep "proof assembled" "$WORK/theirs-plain.log" | grep -oE "total_ms=[0-9]+ synth_ms=[0-9]+ gpu_ms=[0-9]+" | sed 's/^/theirs proof: /' | tee -a "$S"
+  awk -F, '/^TIMELINE/ { if (!($4 in first)) { first[$4] = $2; order[++n] = $4 } if ($3 == "GPU_END") { done[$4]++; last[$4] = $2 } }
+    END { for (i = 1; i <= n; i++) { j = order[i]; printf "theirs job %s: from %.1f s, %d partitions through the GPU", j, first[j] / 1000, done[j]
+      if (done[j]) printf ", the last at %.1f s (%.1f s a partition)", last[j] / 1000, (last[j] - first[j]) / 1000 / done[j]; print "" } }' \
+    "$WORK/theirs-plain.log" | tee -a "$S"
   # the peer's log so far (a kept daemon goes on writing to it)
   cp "$WORK/theirs-serve.log" "$OUT/theirs-serve.log" 2>/dev/null
 fi
