@@ -72,6 +72,10 @@ const _: () = assert!(std::mem::size_of::<G1Projective>() == 144);
 const _: () = assert!(std::mem::size_of::<G2Projective>() == 288);
 const _: () = assert!(std::mem::size_of::<Fp>() == 48);
 
+/// Bytes of a resident upload (parameters) copied under the copy lock at a time: the scalars
+/// of a partition in flight wait for at most one piece (64 MiB, a few ms over PCIe).
+const RESIDENT_UPLOAD_PIECE: usize = 64 << 20;
+
 /// A scalar passed by value to a kernel (8 × u32, Montgomery form).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
@@ -356,6 +360,28 @@ impl CudaBackend {
         Ok(Some(buf))
     }
 
+    /// Copies bytes that stay on the device (parameters) on the copy stream, in pieces that other
+    /// uploads can come between, and waits for them there: a load neither waits for the compute
+    /// stream's queued work nor holds the compute lock (a WinningPoSt's first load inside a
+    /// PoRep backlog used to wait for the partition queued on the compute stream, once per query).
+    fn upload_resident(&self, bytes: &[u8]) -> Result<Option<DevBuf>, CudaError> {
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        self.inner.ctx.bind_to_thread()?;
+        let cs = &self.inner.copy_stream;
+        let mut buf = DevBuf::new(cs, bytes.len())?;
+        for (i, piece) in bytes.chunks(RESIDENT_UPLOAD_PIECE).enumerate() {
+            let _g = self.inner.copy_lock.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: the buffer holds all of `bytes`; `piece` starts `i` pieces in and the
+            // source outlives the copy (synchronized below).
+            unsafe { htod_async(buf.at(i * RESIDENT_UPLOAD_PIECE), piece.as_ptr(), piece.len(), cs)? };
+        }
+        cs.sync()?;
+        buf.free_on(&self.inner.stream);
+        Ok(Some(buf))
+    }
+
     /// Uploads pinned-pool bytes on the copy stream without taking the compute lock; the
     /// returned scalars carry the event their consumers wait for.
     fn upload_on_copy_stream(&self, bytes: &[u8], len: usize) -> Result<CudaScalars, CudaError> {
@@ -600,10 +626,7 @@ impl CudaBackend {
     /// streamed `chunk` points at a time.
     fn place_bases(&self, bytes: &[u8], len: usize, chunk: Option<usize>) -> Result<CudaBases, CudaError> {
         match chunk {
-            None => {
-                let _g = self.enter()?;
-                Ok(CudaBases { buf: self.upload_bytes(bytes, false)?, len, host: None })
-            }
+            None => Ok(CudaBases { buf: self.upload_resident(bytes)?, len, host: None }),
             Some(chunk) => {
                 let host = PinnedVec::from_slice_in(bytes, self.inner.pool.clone())
                     .map_err(|e| CudaError::OutOfMemory(format!("{} bytes of page-locked host memory for streamed bases: {e}", bytes.len())))?;
