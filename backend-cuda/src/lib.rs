@@ -370,7 +370,16 @@ impl CudaBackend {
         }
         self.inner.ctx.bind_to_thread()?;
         let cs = &self.inner.copy_stream;
-        let mut buf = DevBuf::new(cs, bytes.len())?;
+        let mut buf = match DevBuf::new(cs, bytes.len()) {
+            Ok(buf) => buf,
+            // Memory that the compute stream's queued work frees is not yet reusable from the
+            // copy stream: on a full device, allocate and copy after that work, as before.
+            Err(CudaError::OutOfMemory(_)) => {
+                let _g = self.enter()?;
+                return self.upload_bytes(bytes, false);
+            }
+            Err(e) => return Err(e),
+        };
         for (i, piece) in bytes.chunks(RESIDENT_UPLOAD_PIECE).enumerate() {
             let _g = self.inner.copy_lock.lock().unwrap_or_else(|e| e.into_inner());
             // SAFETY: the buffer holds all of `bytes`; `piece` starts `i` pieces in and the
