@@ -7,8 +7,9 @@
 #
 # PARTS (default "tests sanitizer bench"), any of:
 #   tests      cuda_kernels.rs at NTT 2^20, G1 MSM 2^20 (and 2^19's windowed scatter), G2 2^16, EIP-2537
-#              vectors, streamed bases, concurrent uploads; then the *_batch_affine_* tests (every
-#              MSM through the batch-affine rounds, full and partial plan) to G1 2^16, G2 2^12
+#              vectors, streamed bases, concurrent uploads, bases loaded during MSMs; then the
+#              *_batch_affine_* tests (every MSM through the batch-affine rounds, full and partial
+#              plan) to G1 2^16, G2 2^12
 #   full       cuda_kernels.rs at full size: NTT 2^1 … 2^26 (all four directions, compute_h to 2^24), G1
 #              and G2 MSM 2^0 … 2^24 (about 7 minutes)
 #   conformance  the shared suite on CUDA (tests/tests/cuda_conformance.rs), if built

@@ -649,6 +649,56 @@ fn concurrent_uploads_and_kernels() {
     });
 }
 
+/// Bases loaded on one thread (on the copy stream, in pieces of 64 MiB: these take two, the
+/// second partial) while another thread's MSMs run on the compute stream arrive intact: each
+/// loaded set's MSM equals the CPU oracle's, and so does every MSM that ran meanwhile.
+#[test]
+fn bases_loaded_while_msms_run_match_oracle() {
+    let b = need_gpu!();
+    let cpu = CpuBackend::new();
+    let mut r = rng(61);
+    let oracle_msm_g1 = |bases: &[G1Affine], s: &[Scalar]| {
+        let cs = cpu.upload_scalars(PinnedVec::from_slice_in(s, heap()).unwrap()).unwrap();
+        cpu.msm_g1(&cpu.load_g1(bases.to_vec()).unwrap(), 0, MsmScalars { buf: &cs, len: s.len(), density: None }).unwrap()
+    };
+    // The MSMs that run during the loads.
+    let n = 1 << 14;
+    let running = tiled_bases::<G1Projective>(n, 1 << 10, &mut r);
+    let running_s = random_scalars(n, &mut r);
+    let running_want = oracle_msm_g1(&running, &running_s);
+    let running_gpu = b.load_g1(running.clone()).unwrap();
+    let running_buf = b.upload_slice(&running_s).unwrap();
+    // The loads: 2^20 + 5 G1 bases and 2^19 + 3 G2 bases, about 100 MB each.
+    let g1 = tiled_bases::<G1Projective>((1 << 20) + 5, 1 << 12, &mut r);
+    let g2 = tiled_bases::<G2Projective>((1 << 19) + 3, 1 << 10, &mut r);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (loaded, runs) = std::thread::scope(|sc| {
+        let loader = sc.spawn(|| {
+            let loaded = (b.load_g1(g1.clone()).unwrap(), b.load_g2(g2.clone()).unwrap());
+            done.store(true, std::sync::atomic::Ordering::Release);
+            loaded
+        });
+        let mut runs = 0;
+        while runs == 0 || !done.load(std::sync::atomic::Ordering::Acquire) {
+            let got = b.msm_g1(&running_gpu, 0, MsmScalars { buf: &running_buf, len: n, density: None }).unwrap();
+            assert_eq!(got, running_want, "MSM {runs} during the loads");
+            runs += 1;
+        }
+        (loader.join().unwrap(), runs)
+    });
+    eprintln!("{runs} MSMs ran during the loads");
+    let (g1_gpu, g2_gpu) = loaded;
+    assert!(!g1_gpu.is_streamed() && !g2_gpu.is_streamed(), "the loaded bases went to host memory");
+    let s1 = random_scalars(g1.len(), &mut r);
+    let got = b.msm_g1(&g1_gpu, 0, MsmScalars { buf: &b.upload_slice(&s1).unwrap(), len: s1.len(), density: None }).unwrap();
+    assert_eq!(got, oracle_msm_g1(&g1, &s1), "G1 MSM over the bases loaded during the MSMs");
+    let s2 = random_scalars(g2.len(), &mut r);
+    let cs2 = cpu.upload_scalars(PinnedVec::from_slice_in(&s2, heap()).unwrap()).unwrap();
+    let want = cpu.msm_g2(&cpu.load_g2(g2.clone()).unwrap(), 0, MsmScalars { buf: &cs2, len: s2.len(), density: None }).unwrap();
+    let got = b.msm_g2(&g2_gpu, 0, MsmScalars { buf: &b.upload_slice(&s2).unwrap(), len: s2.len(), density: None }).unwrap();
+    assert_eq!(got, want, "G2 MSM over the bases loaded during the MSMs");
+}
+
 /// A proving key loaded streamed (`ProvingKey::load_placed(.., true)`: every query set in
 /// page-locked host memory, streamed during the MSMs; and one built with small chunks, so that
 /// each MSM runs over several) proves the same bytes as a resident one, and verifies.
