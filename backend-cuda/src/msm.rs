@@ -611,8 +611,9 @@ pub fn windows_prepared(
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
 /// Levels stop at this many elements, which are then inverted one per thread: one inversion's
-/// latency is ~0.14 ms, 4096 of them (divergent) ~0.26 ms, and 4096 came out ~1 ms ahead of 32
-/// at G1 2^24 (and ahead of 256 and 1024, docs/perf-cuda.md, "Decisions").
+/// latency is 0.042 ms, 4096 of them 0.047 ms (`field_inv`, H100); with the binary extended
+/// Euclid before it (0.120 / 0.204 ms) 4096 came out ahead of 32, 256 and 1024 at G1 2^24
+/// (docs/perf-cuda.md, "Decisions").
 const AFFINE_INV_EACH_MAX: usize = 4096;
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from

@@ -177,8 +177,24 @@ fn fp2_arithmetic_matches_blstrs() {
     check(2, "fp2", &a, &b, |x, y| [x * y, x.square(), x + y, x - y, -x]);
 }
 
-/// `field_inv` (binary extended Euclid, then back to Montgomery form), used by the MSM's
-/// batch-affine rounds: inverses of random and edge-case operands, 0 mapping to 0.
+/// Elements whose Montgomery limbs (the integers `field_inv` works on) are 1, 2, 3, −1 and
+/// 2^k for k across every limb: t·R^(-1) for those integers t.
+fn limb_edge_cases<T: Field>(limb_bits: u64) -> Vec<T> {
+    let r_inv = T::ONE.double().invert().unwrap().pow_vartime([limb_bits]);
+    let mut v: Vec<T> = vec![r_inv, r_inv.double(), r_inv.double() + r_inv];
+    v.push(-r_inv);
+    let mut p = r_inv;
+    for k in 0..limb_bits {
+        if k % 13 == 0 || k % 32 == 31 || k + 1 == limb_bits {
+            v.push(p);
+        }
+        p = p.double();
+    }
+    v
+}
+
+/// `field_inv` (the binary GCD on approximations, then back to Montgomery form), used by the
+/// MSM's batch-affine rounds: inverses of random and edge-case operands, 0 mapping to 0.
 #[test]
 fn inverses_match_blstrs() {
     fn inv<T: Field>(x: T) -> T {
@@ -187,11 +203,15 @@ fn inverses_match_blstrs() {
     fn want<T: Field>(x: T, y: T) -> [T; 5] {
         [inv(x), inv(y), inv(-x), inv(x * y), inv(x.square())]
     }
-    let a: Vec<Scalar> = operands(N / 10, 11, &[Scalar::from(2u64), Scalar::from(u64::MAX)]);
+    let mut extra = vec![Scalar::from(2u64), Scalar::from(u64::MAX)];
+    extra.extend(limb_edge_cases::<Scalar>(256));
+    let a: Vec<Scalar> = operands(N / 10, 11, &extra);
     let mut b: Vec<Scalar> = operands(N / 10, 12, &[]);
     b.rotate_left(3);
     check(5, "fr-inv", &a, &b, want);
-    let a: Vec<Fp> = operands(N / 10, 13, &[Fp::from(2u64), Fp::from(u64::MAX)]);
+    let mut extra = vec![Fp::from(2u64), Fp::from(u64::MAX)];
+    extra.extend(limb_edge_cases::<Fp>(384));
+    let a: Vec<Fp> = operands(N / 10, 13, &extra);
     let mut b: Vec<Fp> = operands(N / 10, 14, &[]);
     b.rotate_left(3);
     check(6, "fp-inv", &a, &b, want);

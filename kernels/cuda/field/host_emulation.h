@@ -19,6 +19,7 @@ struct uint4 {
 };
 inline uint4 make_uint4(u32 x, u32 y, u32 z, u32 w) { return uint4{x, y, z, w}; }
 inline int __ffs(u32 x) { return x ? __builtin_ctz(x) + 1 : 0; }
+inline int __clz(u32 x) { return x ? __builtin_clz(x) : 32; }
 inline u32 __funnelshift_l(u32 lo, u32 hi, u32 shift) {
     return (u32)(((((u64)hi << 32) | lo) << (shift & 31)) >> 32);
 }

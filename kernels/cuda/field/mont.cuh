@@ -412,10 +412,11 @@ DEV Mont<P> from_mont(const Mont<P>& a) {
     return a * one_int;
 }
 
-// ---- Inversion: binary extended Euclid on plain integers (variable time, for one thread at a
-// time: the MSM's batch inversions end in a few thousand of these, where a Fermat power's ~570
-// dependent products would be pure latency). Each step subtracts the smaller of U, V from the
-// larger and strips all factors of 2 at once, dividing its coefficient by 2^k mod p in one go.
+// ---- Inversion, one per thread (variable time): the MSM's batch inversions end in a few
+// thousand of these, one round's latency each, where a Fermat power's ~570 dependent products
+// would be pure latency. field_inv (below) is the binary GCD on approximations; the binary
+// extended Euclid here (each step subtracts the smaller of U, V from the larger and strips all
+// factors of 2 at once, dividing its coefficient by 2^k mod p in one go) is its fallback.
 
 template <int N>
 DEV bool limbs_is_one(const u32* x) {
@@ -472,20 +473,18 @@ DEV void strip_twos(u32* u, Mont<P>& x) {
     }
 }
 
-// a^(-1) in Montgomery form (0 for 0). With u = aR the integer the limbs hold, the loop keeps
-// x1·u = U and x2·u = V (mod p) while U and V shrink to 1, so the result is (aR)^(-1); a product
-// with R^3 (mod p) turns it into a^(-1)·R.
+// (aR)^(-1) mod p for the integer aR the limbs hold (0 for 0): the loop keeps x1·u = U and
+// x2·u = V (mod p) while U and V shrink to 1. field_inv's fallback, should its loop not end.
 template <class P>
-DEV Mont<P> field_inv(const Mont<P>& a) {
+DEV Mont<P> field_inv_euclid(const Mont<P>& a) {
     constexpr int N = P::N;
     if (a.is_zero()) return a;
     u32 U[N], V[N], d[N];
-    Mont<P> x1 = Mont<P>::zero(), x2 = Mont<P>::zero(), r3;
+    Mont<P> x1 = Mont<P>::zero(), x2 = Mont<P>::zero();
 #pragma unroll
     for (int i = 0; i < N; i++) {
         U[i] = a.v[i];
         V[i] = P::mod(i);
-        r3.v[i] = P::r3(i);
     }
     x1.v[0] = 1;
     strip_twos<P>(U, x1);
@@ -503,8 +502,177 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
             strip_twos<P>(V, x2);
         }
     }
-    Mont<P> r = limbs_is_one<N>(U) ? x1 : x2;
-    return r * r3;
+    return limbs_is_one<N>(U) ? x1 : x2;
+}
+
+
+// ---- The inversion the MSM uses: the binary GCD with approximations (T. Pornin, "Optimized
+// Binary GCD for Modular Inversion", 2020, Algorithm 2), variable time. Each outer step runs
+// INV_STEPS binary-GCD steps on 62-bit approximations of a and b (their low INV_STEPS bits and
+// their top 32 bits), collecting the steps as factors f, g (|f| + |g| <= 2^INV_STEPS), then
+// applies them to the full a, b and to their coefficients u, v: a few hundred instructions an
+// outer step instead of a pass over all N limbs for every bit. a·y = u and b·y = v (mod p)
+// throughout, with u and v divided by 2^INV_STEPS (mod p) at each outer step as a and b are.
+#define INV_STEPS 30
+
+// f·x + g·y for x, y < 2^(32N), as N + 1 two's-complement limbs (|f|, |g| <= 2^30).
+template <int N>
+DEV void limbs_lin_comb(u32* t, const u32* x, const u32* y, i32 f, i32 g) {
+    long long carry = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        long long s = (long long)f * x[i] + (long long)g * y[i] + carry;
+        t[i] = (u32)s;
+        carry = s >> 32;
+    }
+    t[N] = (u32)carry;
+}
+
+// x <- (f·x + g·y) / 2^INV_STEPS, exact; returns whether it came out negative (then x holds its
+// absolute value).
+template <int N>
+DEV bool limbs_lin_comb_shift(u32* out, const u32* x, const u32* y, i32 f, i32 g) {
+    u32 t[N + 1];
+    limbs_lin_comb<N>(t, x, y, f, g);
+    bool neg = (i32)t[N] < 0;
+    if (neg) {
+        u32 borrow = 0;
+#pragma unroll
+        for (int i = 0; i <= N; i++) {
+            u64 d = (u64)0 - t[i] - borrow;
+            t[i] = (u32)d;
+            borrow = (u32)(d >> 63);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) out[i] = (t[i] >> INV_STEPS) | (t[i + 1] << (32 - INV_STEPS));
+    return neg;
+}
+
+// (f·x + g·y) / 2^INV_STEPS mod p for x, y < p.
+template <class P>
+DEV void mod_lin_comb(u32* out, const u32* x, const u32* y, i32 f, i32 g) {
+    constexpr int N = P::N;
+    u32 t[N + 1];
+    limbs_lin_comb<N>(t, x, y, f, g);
+    // |t| < 2^30·p (|f| + |g| <= 2^30): adding 2^30·p when negative leaves it in [0, 2^30·p).
+    u32 add = (i32)t[N] < 0 ? 0xffffffffu : 0u;
+    u32 carry = 0;
+#pragma unroll
+    for (int i = 0; i <= N; i++) {
+        u32 lo = i < N ? P::mod(i) << INV_STEPS : 0u;
+        u32 hi = i > 0 ? P::mod(i - 1) >> (32 - INV_STEPS) : 0u;
+        u64 s = (u64)t[i] + ((lo | hi) & add) + carry;
+        t[i] = (u32)s;
+        carry = (u32)(s >> 32);
+    }
+    // Montgomery's division by 2^INV_STEPS: m·p clears the low bits; (t + m·p) / 2^30 < 2p.
+    u32 m = (t[0] * P::INV) & ((1u << INV_STEPS) - 1);
+    u64 c = 0;
+#pragma unroll
+    for (int i = 0; i <= N; i++) {
+        u64 s = (u64)t[i] + (i < N ? (u64)m * P::mod(i) : 0ull) + c;
+        t[i] = (u32)s;
+        c = s >> 32;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) out[i] = (t[i] >> INV_STEPS) | (t[i + 1] << (32 - INV_STEPS));
+    mont_reduce_once<P>(out);
+}
+
+// The 32 bits of x starting at bit pos (0 <= pos <= 32N - 32).
+template <int N>
+DEV u32 limbs_bits32(const u32* x, int pos) {
+    int w = pos >> 5, s = pos & 31;
+    u32 lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        lo = i == w ? x[i] : lo;
+        hi = i == w + 1 ? x[i] : hi;
+    }
+    return s ? (lo >> s) | (hi << (32 - s)) : lo;
+}
+
+// a^(-1) in Montgomery form (0 for 0): the inverse of the integer aR, times R^3 (mod p).
+template <class P>
+DEV Mont<P> field_inv(const Mont<P>& a) {
+    constexpr int N = P::N;
+    if (a.is_zero()) return a;
+    u32 A[N], B[N], U[N], V[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        A[i] = a.v[i];
+        B[i] = P::mod(i);
+        U[i] = i == 0;
+        V[i] = 0;
+    }
+    // Every outer step takes len(a) + len(b) down by about INV_STEPS bits from 2·len(p): at most
+    // 26 steps for Fp and 17 for Fr were seen in 400,000 inverses each. The fallback after 4N is
+    // a guard, not a path any input is known to take.
+    for (int outer = 0; outer < 4 * N; outer++) {
+        u32 any = 0, top = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) any |= A[i];
+        if (!any) {
+            Mont<P> r;
+#pragma unroll
+            for (int i = 0; i < N; i++) r.v[i] = V[i];
+            Mont<P> r3;
+#pragma unroll
+            for (int i = 0; i < N; i++) r3.v[i] = P::r3(i);
+            return r * r3;
+        }
+        // n = max(len(a), len(b), 62); approximations: the low 30 bits, then bits [n - 32, n)
+        // (exact once a, b < 2^62).
+#pragma unroll
+        for (int i = 0; i < N; i++) top = (A[i] | B[i]) ? i : top;
+        u32 ab = A[top] | B[top];
+        int n = 32 * top + (32 - __clz(ab));
+        n = n < 2 * INV_STEPS + 2 ? 2 * INV_STEPS + 2 : n;
+        u64 xa = ((u64)limbs_bits32<N>(A, n - 32) << INV_STEPS) | (A[0] & ((1u << INV_STEPS) - 1));
+        u64 xb = ((u64)limbs_bits32<N>(B, n - 32) << INV_STEPS) | (B[0] & ((1u << INV_STEPS) - 1));
+        i32 f0 = 1, g0 = 0, f1 = 0, g1 = 1;
+        // The steps as selects, so the lanes of a warp do not diverge.
+#pragma unroll
+        for (int j = 0; j < INV_STEPS; j++) {
+            bool odd = xa & 1, swap = odd && xa < xb;
+            u64 ta = swap ? xb : xa, tb = swap ? xa : xb;
+            i32 tf0 = swap ? f1 : f0, tg0 = swap ? g1 : g0, tf1 = swap ? f0 : f1, tg1 = swap ? g0 : g1;
+            xa = (odd ? ta - tb : ta) >> 1;
+            xb = tb;
+            f0 = odd ? tf0 - tf1 : tf0;
+            g0 = odd ? tg0 - tg1 : tg0;
+            f1 = tf1 << 1;
+            g1 = tg1 << 1;
+        }
+        u32 na[N], nb[N];
+        if (limbs_lin_comb_shift<N>(na, A, B, f0, g0)) {
+            f0 = -f0;
+            g0 = -g0;
+        }
+        if (limbs_lin_comb_shift<N>(nb, A, B, f1, g1)) {
+            f1 = -f1;
+            g1 = -g1;
+        }
+        u32 nu[N], nv[N];
+        mod_lin_comb<P>(nu, U, V, f0, g0);
+        mod_lin_comb<P>(nv, U, V, f1, g1);
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            A[i] = na[i];
+            B[i] = nb[i];
+            U[i] = nu[i];
+            V[i] = nv[i];
+        }
+    }
+#ifdef CUZK_HOST_EMULATION
+    return Mont<P>::zero();  // the host tests (host_field.rs) fail should any input get here
+#else
+    Mont<P> r3;
+#pragma unroll
+    for (int i = 0; i < N; i++) r3.v[i] = P::r3(i);
+    return field_inv_euclid<P>(a) * r3;
+#endif
 }
 
 typedef Mont<FpParams> Fp;
