@@ -3,7 +3,7 @@
 //! (cargo's own `--bench` is ignored).
 //!
 //! Usage: `cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [h LO HI] [overlap K P]
-//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [groups LOG|auto] [cs C,C,...] [bits PCT] [hold GB]
+//! [g1c LO HI] [g2c LO HI] [affine RULE] [scatter RULE] [groups LOG|auto] [invs LOG|auto] [cs C,C,...] [bits PCT] [hold GB]
 //! [points LO HI]`
 //! (log2 sizes); with no arguments runs `h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26`. The
 //! arguments are checked before the device is opened: a bad one prints the usage and exits
@@ -19,7 +19,8 @@
 //! follow it, for A/B runs (`scripts/h200/variants.sh`); `scatter RULE` (`auto`, `ranges` or
 //! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys, and
 //! `groups LOG` the entries of their batch-affine groups (2^LOG, 20..=27; `auto`: sized from the
-//! free device memory, as the prover does). `bits PCT` makes PCT% of the scalars
+//! free device memory, as the prover does), `invs LOG` how many elements each round's batch
+//! inversion ends on, one inversion per thread (2^LOG, 5..=20; `auto`: the default). `bits PCT` makes PCT% of the scalars
 //! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
 //! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
 //! `hold GB` keeps GB (10^9 bytes) of device memory allocated from the stream-ordered pool for
@@ -177,7 +178,7 @@ fn time<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 
 const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI] [g1 LO HI] [g1s LO HI] [g2 LO HI] [overlap K P]
        [g1c LO HI] [g2c LO HI] [affine auto|never|always|partial] [scatter auto|ranges|binned]
-       [groups LOG|auto] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]
+       [groups LOG|auto] [invs LOG|auto] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
 PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
 GB: device memory (10^9 bytes) held for the commands after it; LOG: 20..=27.
@@ -203,6 +204,8 @@ enum Cmd {
     Scatter(ScatterRule),
     /// The batch-affine groups' entries (log2), or sized from free memory.
     Groups(Option<u32>),
+    /// The elements each round's batch inversion inverts one per thread (log2), or the default.
+    Invs(Option<u32>),
     Cs(Vec<u32>),
     /// The share of bits (percent) in the scalars of the MSMs after it.
     Bits(u32),
@@ -272,6 +275,14 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                     _ => return Err(format!("groups takes auto or a log2 size from 20 to 27, not {v:?}")),
                 },
                 None => return Err("groups needs auto or a log2 size from 20 to 27".into()),
+            }),
+            "invs" => Cmd::Invs(match it.next() {
+                Some("auto") => None,
+                Some(v) => match v.parse() {
+                    Ok(log @ 5..=20) => Some(log),
+                    _ => return Err(format!("invs takes auto or a log2 count from 5 to 20, not {v:?}")),
+                },
+                None => return Err("invs needs auto or a log2 count from 5 to 20".into()),
             }),
             "bits" => {
                 let pct = num(it, a, "PCT")?;
@@ -354,6 +365,10 @@ fn main() {
             Cmd::Groups(log) => {
                 cfg.affine_group_log = log;
                 println!("# batch-affine groups: {}", log.map_or("sized from free memory".into(), |l| format!("2^{l} entries")));
+            }
+            Cmd::Invs(log) => {
+                cfg.inversion_log = log;
+                println!("# last-level inversions: {}", log.map_or("the default".into(), |l| format!("up to 2^{l} a round")));
             }
             Cmd::Cs(c) => cs = c,
             Cmd::H2d => {

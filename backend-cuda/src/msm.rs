@@ -61,11 +61,15 @@ pub struct MsmConfig {
     /// Entries of each group of batch-affine rounds, as a power of two (20..=27); `None`: sized
     /// from the free device memory ([`affine_group_entries`]).
     pub affine_group_log: Option<u32>,
+    /// Elements each batch-affine round's batch inversion inverts one per thread, at most, as a
+    /// power of two (5..=20); `None`: [`AFFINE_INV_EACH_MAX`].
+    pub inversion_log: Option<u32>,
 }
 
 impl MsmConfig {
     /// What the `Backend` MSMs run (usable in constants).
-    pub const DEFAULT: MsmConfig = MsmConfig { window_bits: None, affine: AffineRule::Auto, scatter: ScatterRule::Auto, affine_group_log: None };
+    pub const DEFAULT: MsmConfig =
+        MsmConfig { window_bits: None, affine: AffineRule::Auto, scatter: ScatterRule::Auto, affine_group_log: None, inversion_log: None };
 }
 
 impl Default for MsmConfig {
@@ -453,7 +457,8 @@ pub fn windows_prepared(
             Some(log) => 1 << log.clamp(20, 27),
             None => affine_group_entries(group, free),
         };
-        let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, sized(free));
+        let inv_each_max = cfg.inversion_log.map_or(AFFINE_INV_EACH_MAX, |l| 1 << l.clamp(5, 20));
+        let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, sized(free), inv_each_max);
         // Groups sized from the free memory counting the pool's idle bytes; should the pool not
         // hand them over, once more in groups sized from the driver's free figure alone.
         let reduced = match rounds(stream.memory_info()?.0) {
@@ -614,7 +619,7 @@ const AFFINE_BATCH: usize = 16;
 /// latency is 0.042 ms, 4096 of them 0.047 ms (`field_inv`, H100); with the binary extended
 /// Euclid before it (0.120 / 0.204 ms) 4096 came out ahead of 32, 256 and 1024 at G1 2^24
 /// (docs/perf-cuda.md, "Decisions").
-const AFFINE_INV_EACH_MAX: usize = 4096;
+pub const AFFINE_INV_EACH_MAX: usize = 4096;
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
 /// `offsets[b]` (ceil(count[b] / 2^rounds) of them).
@@ -664,6 +669,7 @@ fn affine_rounds(
     total: usize,
     rounds: u32,
     group_entries: usize,
+    inv_each_max: usize,
 ) -> Result<Reduced, CudaError> {
     let sfx = suffix(group);
     let (ab, fb) = (group.affine_bytes(), group.field_bytes());
@@ -747,7 +753,7 @@ fn affine_rounds(
             mark(&mut marking, s)?;
             let next = if n_next > 0 { Some(DevBuf::new(s, ab * n_next)?) } else { None };
             let next_ptr = next.as_ref().map_or(0, |b| b.ptr);
-            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, dest.ptr, n_out, next_ptr, fin_out, r == 0, marking)?;
+            let ev = affine_round(module, s, sfx, fb, src, ents, pairs.ptr, dest.ptr, n_out, next_ptr, fin_out, inv_each_max, r == 0, marking)?;
             if let Ok(m) = <[Event; 5]>::try_from(marks) {
                 clock.push(m);
             }
@@ -793,7 +799,8 @@ fn mark(marks: &mut Option<&mut Vec<Event>>, stream: &Stream) -> Result<(), Cuda
 }
 
 /// One batch-affine round: the n pairs `pairs` of points (from `src`, through `entries` when
-/// not 0) added, their slopes' denominators inverted together; each sum goes where `dest`
+/// not 0) added, their slopes' denominators inverted together (levels of prefix products down
+/// to at most `inv_each_max` elements, inverted one per thread); each sum goes where `dest`
 /// says, into `next` or `fin`. With `mark_prefix`, returns an event recorded after the first
 /// (prefix) pass.
 #[allow(clippy::too_many_arguments)]
@@ -809,6 +816,7 @@ fn affine_round(
     n: usize,
     next: u64,
     fin: u64,
+    inv_each_max: usize,
     mark_prefix: bool,
     mut marks: Option<&mut Vec<Event>>,
 ) -> Result<Option<Event>, CudaError> {
@@ -825,7 +833,7 @@ fn affine_round(
     // The threads' totals, level by level, until few enough to invert one by one.
     let mut levels = Vec::new();
     let mut len = t0;
-    while len > AFFINE_INV_EACH_MAX {
+    while len > inv_each_max {
         let t = len.div_ceil(AFFINE_BATCH);
         let prefix = DevBuf::new(stream, fb * len)?;
         let next = DevBuf::new(stream, fb * t)?;

@@ -252,12 +252,14 @@ fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
 }
 
 /// The configurations the batch-affine tests run every MSM under: to one point per bucket, never
-/// so, and in groups of 2^20 entries (the smallest the memory sizing takes: many groups from
-/// 2^19 G1 scalars on).
-const FORCED: [MsmConfig; 3] = [
+/// so, in groups of 2^20 entries (the smallest the memory sizing takes: many groups from 2^19
+/// G1 scalars on), and with each round's batch inversion taken down to 32 elements (more levels
+/// of prefix products than the default's 4096).
+const FORCED: [MsmConfig; 4] = [
     MsmConfig { affine: AffineRule::Always, ..MsmConfig::DEFAULT },
     MsmConfig { affine: AffineRule::AlwaysPartial, ..MsmConfig::DEFAULT },
     MsmConfig { affine: AffineRule::Always, affine_group_log: Some(20), ..MsmConfig::DEFAULT },
+    MsmConfig { affine: AffineRule::Always, inversion_log: Some(5), ..MsmConfig::DEFAULT },
 ];
 
 fn forced_max_log() -> u32 {
