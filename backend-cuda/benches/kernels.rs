@@ -230,6 +230,19 @@ fn range<'a>(it: &mut impl Iterator<Item = &'a str>, name: &str) -> Result<(u32,
     Ok((lo, hi))
 }
 
+/// The next argument: `auto` (`None`) or a log2 size within `logs`.
+fn log_or_auto<'a>(it: &mut impl Iterator<Item = &'a str>, name: &str, logs: std::ops::RangeInclusive<u32>) -> Result<Option<u32>, String> {
+    let (lo, hi) = (logs.start(), logs.end());
+    match it.next() {
+        Some("auto") => Ok(None),
+        Some(v) => match v.parse() {
+            Ok(log) if logs.contains(&log) => Ok(Some(log)),
+            _ => Err(format!("{name} takes auto or a log2 size from {lo} to {hi}, not {v:?}")),
+        },
+        None => Err(format!("{name} needs auto or a log2 size from {lo} to {hi}")),
+    }
+}
+
 /// The timings `args` ask for, or what is wrong with them.
 fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
     let mut cmds = Vec::new();
@@ -268,22 +281,8 @@ fn parse(args: &[String]) -> Result<Vec<Cmd>, String> {
                 None => return Err("scatter needs auto, ranges or binned".into()),
             }),
             "hold" => Cmd::Hold(num(it, a, "GB")?),
-            "groups" => Cmd::Groups(match it.next() {
-                Some("auto") => None,
-                Some(v) => match v.parse() {
-                    Ok(log @ 20..=27) => Some(log),
-                    _ => return Err(format!("groups takes auto or a log2 size from 20 to 27, not {v:?}")),
-                },
-                None => return Err("groups needs auto or a log2 size from 20 to 27".into()),
-            }),
-            "invs" => Cmd::Invs(match it.next() {
-                Some("auto") => None,
-                Some(v) => match v.parse() {
-                    Ok(log @ 5..=20) => Some(log),
-                    _ => return Err(format!("invs takes auto or a log2 count from 5 to 20, not {v:?}")),
-                },
-                None => return Err("invs needs auto or a log2 count from 5 to 20".into()),
-            }),
+            "groups" => Cmd::Groups(log_or_auto(it, a, 20..=27)?),
+            "invs" => Cmd::Invs(log_or_auto(it, a, 5..=20)?),
             "bits" => {
                 let pct = num(it, a, "PCT")?;
                 if pct > 100 {
