@@ -580,19 +580,6 @@ DEV void mod_lin_comb(u32* out, const u32* x, const u32* y, i32 f, i32 g) {
     mont_reduce_once<P>(out);
 }
 
-// The 32 bits of x starting at bit pos (0 <= pos <= 32N - 32).
-template <int N>
-DEV u32 limbs_bits32(const u32* x, int pos) {
-    int w = pos >> 5, s = pos & 31;
-    u32 lo = 0, hi = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        lo = i == w ? x[i] : lo;
-        hi = i == w + 1 ? x[i] : hi;
-    }
-    return s ? (lo >> s) | (hi << (32 - s)) : lo;
-}
-
 // a^(-1) in Montgomery form (0 for 0): the inverse of the integer aR, times R^3 (mod p).
 template <class P>
 DEV Mont<P> field_inv(const Mont<P>& a) {
@@ -610,7 +597,7 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
     // 26 steps for Fp and 17 for Fr were seen in 400,000 inverses each. The fallback after 4N is
     // a guard, not a path any input is known to take.
     for (int outer = 0; outer < 4 * N; outer++) {
-        u32 any = 0, top = 0;
+        u32 any = 0;
 #pragma unroll
         for (int i = 0; i < N; i++) any |= A[i];
         if (!any) {
@@ -622,15 +609,30 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
             for (int i = 0; i < N; i++) r3.v[i] = P::r3(i);
             return r * r3;
         }
-        // n = max(len(a), len(b), 62); approximations: the low 30 bits, then bits [n - 32, n)
-        // (exact once a, b < 2^62).
+        // Approximations: the low 30 bits, then bits [n - 32, n) for n = max(len(a), len(b),
+        // 62) (exact once a, b < 2^62). The top nonzero limb of a | b and the one below it by
+        // selects, not by indexing (which would put A and B in local memory).
+        u32 top = 0, ab = 0, a1 = 0, a0 = 0, b1 = 0, b0 = 0;
 #pragma unroll
-        for (int i = 0; i < N; i++) top = (A[i] | B[i]) ? i : top;
-        u32 ab = A[top] | B[top];
-        int n = 32 * top + (32 - __clz(ab));
-        n = n < 2 * INV_STEPS + 2 ? 2 * INV_STEPS + 2 : n;
-        u64 xa = ((u64)limbs_bits32<N>(A, n - 32) << INV_STEPS) | (A[0] & ((1u << INV_STEPS) - 1));
-        u64 xb = ((u64)limbs_bits32<N>(B, n - 32) << INV_STEPS) | (B[0] & ((1u << INV_STEPS) - 1));
+        for (int i = 1; i < N; i++) {
+            bool nz = (A[i] | B[i]) != 0;
+            top = nz ? i : top;
+            ab = nz ? A[i] | B[i] : ab;
+            a1 = nz ? A[i] : a1;
+            a0 = nz ? A[i - 1] : a0;
+            b1 = nz ? B[i] : b1;
+            b0 = nz ? B[i - 1] : b0;
+        }
+        u32 sh = __clz(ab), ta, tb;
+        if (top == 0 || (top == 1 && sh >= 2)) {
+            ta = (A[1] << (32 - INV_STEPS)) | (A[0] >> INV_STEPS);  // n <= 62: bits [30, 62)
+            tb = (B[1] << (32 - INV_STEPS)) | (B[0] >> INV_STEPS);
+        } else {
+            ta = sh ? (a1 << sh) | (a0 >> (32 - sh)) : a1;
+            tb = sh ? (b1 << sh) | (b0 >> (32 - sh)) : b1;
+        }
+        u64 xa = ((u64)ta << INV_STEPS) | (A[0] & ((1u << INV_STEPS) - 1));
+        u64 xb = ((u64)tb << INV_STEPS) | (B[0] & ((1u << INV_STEPS) - 1));
         i32 f0 = 1, g0 = 0, f1 = 0, g1 = 1;
         // The steps as selects, so the lanes of a warp do not diverge.
 #pragma unroll
