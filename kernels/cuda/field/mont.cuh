@@ -505,17 +505,17 @@ DEV Mont<P> field_inv_euclid(const Mont<P>& a) {
     return limbs_is_one<N>(U) ? x1 : x2;
 }
 
-
 // ---- The inversion the MSM uses: the binary GCD with approximations (T. Pornin, "Optimized
 // Binary GCD for Modular Inversion", 2020, Algorithm 2), variable time. Each outer step runs
 // INV_STEPS binary-GCD steps on 62-bit approximations of a and b (their low INV_STEPS bits and
 // their top 32 bits), collecting the steps as factors f, g (|f| + |g| <= 2^INV_STEPS), then
 // applies them to the full a, b and to their coefficients u, v: a few hundred instructions an
-// outer step instead of a pass over all N limbs for every bit. a·y = u and b·y = v (mod p)
-// throughout, with u and v divided by 2^INV_STEPS (mod p) at each outer step as a and b are.
+// outer step instead of a pass over all N limbs for every bit. With y the integer inverted,
+// a = u·y and b = v·y (mod p) throughout (u and v are divided by 2^INV_STEPS mod p at each
+// outer step, as a and b are exactly), so once a reaches 0, b = gcd = 1 and v = y^(-1).
 #define INV_STEPS 30
 
-// f·x + g·y for x, y < 2^(32N), as N + 1 two's-complement limbs (|f|, |g| <= 2^30).
+// f·x + g·y for x, y < 2^(32N), as N + 1 two's-complement limbs (|f| + |g| <= 2^30).
 template <int N>
 DEV void limbs_lin_comb(u32* t, const u32* x, const u32* y, i32 f, i32 g) {
     long long carry = 0;
@@ -528,8 +528,7 @@ DEV void limbs_lin_comb(u32* t, const u32* x, const u32* y, i32 f, i32 g) {
     t[N] = (u32)carry;
 }
 
-// x <- (f·x + g·y) / 2^INV_STEPS, exact; returns whether it came out negative (then x holds its
-// absolute value).
+// out <- |f·x + g·y| / 2^INV_STEPS (the division is exact); returns whether f·x + g·y < 0.
 template <int N>
 DEV bool limbs_lin_comb_shift(u32* out, const u32* x, const u32* y, i32 f, i32 g) {
     u32 t[N + 1];
@@ -638,10 +637,10 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
 #pragma unroll
         for (int j = 0; j < INV_STEPS; j++) {
             bool odd = xa & 1, swap = odd && xa < xb;
-            u64 ta = swap ? xb : xa, tb = swap ? xa : xb;
+            u64 sa = swap ? xb : xa, sb = swap ? xa : xb;
             i32 tf0 = swap ? f1 : f0, tg0 = swap ? g1 : g0, tf1 = swap ? f0 : f1, tg1 = swap ? g0 : g1;
-            xa = (odd ? ta - tb : ta) >> 1;
-            xb = tb;
+            xa = (odd ? sa - sb : sa) >> 1;
+            xb = sb;
             f0 = odd ? tf0 - tf1 : tf0;
             g0 = odd ? tg0 - tg1 : tg0;
             f1 = tf1 << 1;
