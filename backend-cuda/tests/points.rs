@@ -73,7 +73,6 @@ fn bad_g2(k: usize, r: &mut ChaCha20Rng) -> Vec<G2Affine> {
 /// layout, writes one u32 status per point (0 valid, 1 identity, 2 invalid).
 const HARNESS: &str = r#"
 #include "field/host_emulation.h"
-inline int __clz(u32 x) { return x ? __builtin_clz(x) : 32; }
 #include "field/mont.cuh"
 #include "field/fp2.cuh"
 #include "curve/xyzz.cuh"
