@@ -320,10 +320,9 @@ DEV u32 add_halves(const u32* X, const u32* Y, u32* T) {
     return addc(0, 0);
 }
 
-// Montgomery product a*b/R mod p.
-template <class P>
-DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
-    constexpr int N = P::N;
+// The full product T = a·b (2N limbs, no reduction) of a, b < 2^(32N).
+template <int N>
+DEV void limbs_mul_wide(const u32* a, const u32* b, u32* T) {
     u32 X[2 * N], Y[2 * N];
 #pragma unroll
     for (int k = 0; k < 2 * N; k++) {
@@ -332,16 +331,22 @@ DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
     }
 #pragma unroll
     for (int i = 0; i < N; i++) {
-        u32 ai = a.v[i];
-        mad_chain<N>(X, 2 * N, ai, b.v, i, i & 1);
-        mad_chain<N>(Y, 2 * N, ai, b.v, i, 1 - (i & 1));
+        u32 ai = a[i];
+        mad_chain<N>(X, 2 * N, ai, b, i, i & 1);
+        mad_chain<N>(Y, 2 * N, ai, b, i, 1 - (i & 1));
     }
     // T = X + Y (Y[0] is 0; the product is below 2^(64N)). The carry out of the top is always
     // 0; adding it to T[0] makes the reduction wait for the whole product (otherwise ptxas
     // overlaps them and spills carry predicates).
-    u32 T[2 * N];
     T[0] = X[0];
     T[0] += add_halves<N, true>(X, Y, T);
+}
+
+// Montgomery product a*b/R mod p.
+template <class P>
+DEV Mont<P> mont_mul(const Mont<P>& a, const Mont<P>& b) {
+    u32 T[2 * P::N];
+    limbs_mul_wide<P::N>(a.v, b.v, T);
     return mont_redc_prod<P>(T);
 }
 
