@@ -20,9 +20,10 @@
 //! `binned`; `msm::ScatterRule`) likewise how their windowed scatters place the keys, and
 //! `groups LOG` the entries of their batch-affine groups (2^LOG, 20..=27; `auto`: sized from the
 //! free device memory, as the prover does), `invs LOG` how many elements each round's batch
-//! inversion ends on, one inversion per thread (2^LOG, 5..=20; `auto`: the default). `bits PCT` makes PCT% of the scalars
-//! of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and 1 in equal shares, the rest
-//! random), as Filecoin's PoRep and SnapDeals witnesses are (`docs/perf-cuda.md`: 95–99% bits).
+//! inversion ends on, one inversion per thread (2^LOG, 5..=20; `auto`: the default). `bits
+//! PCT` makes PCT% of the scalars of the `g1`, `g1s` and `g2` MSMs that follow it bits (0 and
+//! 1 in equal shares, the rest random), as Filecoin's PoRep and SnapDeals witnesses are
+//! (`docs/perf-cuda.md`: 95–99% bits).
 //! `hold GB` keeps GB (10^9 bytes) of device memory allocated from the stream-ordered pool for
 //! the commands after it (`hold 0` lets it go), to time MSMs on a device that parameters and
 //! partitions nearly fill, as the daemon's on an 80 GB card.
@@ -181,7 +182,7 @@ const USAGE: &str = "usage: cuzk-cuda-kernels [h2d] [field] [ntt LO HI] [h LO HI
        [groups LOG|auto] [invs LOG|auto] [cs C,C,...] [bits PCT] [hold GB] [points LO HI]
 LO, HI, K: log2 sizes (LO <= HI <= 30); P: partitions; C: window sizes (1..=24);
 PCT: the percentage of bits (0 and 1) among the scalars of the g1, g1s and g2 MSMs after it.
-GB: device memory (10^9 bytes) held for the commands after it; LOG: 20..=27.
+GB: device memory (10^9 bytes) held for the commands after it; LOG: 20..=27 for groups, 5..=20 for invs.
 With no arguments: h2d ntt 20 27 g1 16 26 g2 16 24 h 20 26";
 
 /// The largest log2 size an argument may ask for.
