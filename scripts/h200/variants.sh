@@ -11,22 +11,34 @@
 #   OUT=/tmp/msm-ab bash scripts/h200/variants.sh
 #   # full against partial rounds at G1 2^24
 #   VARIANTS="affine auto; affine partial" BENCH="g1 24 24" OUT=/tmp/msm-ab bash scripts/h200/variants.sh
+#   # two builds of the kernels (a change's before and after), same arguments
+#   VARIANTS=" " BINS="gpu-bin/old/cuzk-cuda-kernels-dfc354a gpu-bin/cuzk-cuda-kernels" BENCH="g2 16 24" \
+#     OUT=/tmp/msm-ab bash scripts/h200/variants.sh
 #
-# Needs gpu-bin/cuzk-cuda-kernels. Logs and summary.txt go to $OUT.
+# BINS lists the cuzk-cuda-kernels binaries to alternate (default gpu-bin/cuzk-cuda-kernels; a
+# path may name its .gz). Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
-need cuzk-cuda-kernels
 VARIANTS=${VARIANTS:-"affine auto; affine never"}
 BENCH=${BENCH:-"g1 20 24 g2 20 24"}
 ROUNDS=${ROUNDS:-2}
+BINS=${BINS:-$BIN/cuzk-cuda-kernels}
 IFS=';' read -ra VS <<< "$VARIANTS"
+read -ra BS <<< "$BINS"
+for b in "${BS[@]}"; do
+  [ -x "$b" ] || { [ -f "$b.gz" ] && gunzip -kf "$b.gz" && chmod +x "$b"; }
+  [ -x "$b" ] || { echo "missing $b (build it as scripts/h200/README.md says)" >&2; exit 2; }
+done
 
 for round in $(seq 1 "$ROUNDS"); do
-  i=0
-  for v in "${VS[@]}"; do
-    a=$(echo $v)
-    # shellcheck disable=SC2086
-    step bench-$i-r$round 300 "$BIN/cuzk-cuda-kernels" $a $BENCH
-    note "variant $i ($a), round $round: $(grep -E '^(# batch-affine|ntt|compute_h|msm|upload)' "$OUT/bench-$i-r$round.txt" | tr '\n' ' ')"
-    i=$((i + 1))
+  for k in "${!BS[@]}"; do
+    i=0
+    for v in "${VS[@]}"; do
+      a=$(echo $v)
+      name=bench-b$k-$i-r$round
+      # shellcheck disable=SC2086
+      step $name 300 "${BS[$k]}" $a $BENCH
+      note "binary $k ($(basename "${BS[$k]}")), variant $i ($a), round $round: $(grep -E '^(# batch-affine|# last-level|ntt|compute_h|msm|upload)' "$OUT/$name.txt" | tr '\n' ' ')"
+      i=$((i + 1))
+    done
   done
 done
