@@ -5,8 +5,8 @@
 #
 # Exports the CUDA kernel cache and the test-vector directory the binaries read. Helpers:
 #   note TEXT...            print TEXT and append it to the summary
-#   need NAME...            stop unless $BIN/NAME exists (a binary or a directory; NAME.gz is
-#                           unpacked first)
+#   need NAME...            stop unless $BIN/NAME (or NAME, when it is an absolute path) exists
+#                           (a binary or a directory; NAME.gz is unpacked first)
 #   step NAME SECS CMD...   run CMD under a time limit, all output to $OUT/NAME.txt, and note its
 #                           exit status and duration; variables set before `step` reach CMD
 #   pick FILE REGEX         append FILE's lines matching REGEX to the summary
@@ -26,8 +26,9 @@ note() { echo "$*" | tee -a "$S"; }
 need() {
   local b
   for b in "$@"; do
-    [ -e "$BIN/$b" ] || { [ -f "$BIN/$b.gz" ] && gunzip -kf "$BIN/$b.gz" && chmod +x "$BIN/$b"; }
-    [ -e "$BIN/$b" ] || { echo "missing $BIN/$b (build it as scripts/h200/README.md says)" >&2; exit 2; }
+    case $b in /*) ;; *) b=$BIN/$b ;; esac
+    [ -e "$b" ] || { [ -f "$b.gz" ] && gunzip -kf "$b.gz" && chmod +x "$b"; }
+    [ -e "$b" ] || { echo "missing $b (build it as scripts/h200/README.md says)" >&2; exit 2; }
   done
 }
 step() {

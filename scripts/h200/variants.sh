@@ -15,8 +15,9 @@
 #   VARIANTS=" " BINS="gpu-bin/old/cuzk-cuda-kernels-dfc354a gpu-bin/cuzk-cuda-kernels" BENCH="g2 16 24" \
 #     OUT=/tmp/msm-ab bash scripts/h200/variants.sh
 #
-# BINS lists the cuzk-cuda-kernels binaries to alternate (default gpu-bin/cuzk-cuda-kernels; a
-# path may name its .gz). Logs and summary.txt go to $OUT.
+# BINS lists the cuzk-cuda-kernels binaries to alternate (default gpu-bin/cuzk-cuda-kernels;
+# paths from the current directory or absolute; one whose .gz alone is there is unpacked).
+# Logs and summary.txt go to $OUT.
 source "$(dirname "$0")/common.sh"
 VARIANTS=${VARIANTS:-"affine auto; affine never"}
 BENCH=${BENCH:-"g1 20 24 g2 20 24"}
@@ -24,10 +25,8 @@ ROUNDS=${ROUNDS:-2}
 BINS=${BINS:-$BIN/cuzk-cuda-kernels}
 IFS=';' read -ra VS <<< "$VARIANTS"
 read -ra BS <<< "$BINS"
-for b in "${BS[@]}"; do
-  [ -x "$b" ] || { [ -f "$b.gz" ] && gunzip -kf "$b.gz" && chmod +x "$b"; }
-  [ -x "$b" ] || { echo "missing $b (build it as scripts/h200/README.md says)" >&2; exit 2; }
-done
+for k in "${!BS[@]}"; do case ${BS[$k]} in /*) ;; *) BS[$k]=$PWD/${BS[$k]} ;; esac; done
+need "${BS[@]}"
 
 for round in $(seq 1 "$ROUNDS"); do
   for k in "${!BS[@]}"; do

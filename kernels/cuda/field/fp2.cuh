@@ -24,15 +24,6 @@ DEV u32 fp_mod_squared(int i) {
     return M[i];
 }
 
-// r = x - y over K limbs as one borrow chain; returns the borrow (1 when x < y).
-template <int K>
-DEV u32 chain_sub(u32* r, const u32* x, const u32* y) {
-    r[0] = sub_cc(x[0], y[0]);
-#pragma unroll
-    for (int i = 1; i < K; i++) r[i] = subc_cc(x[i], y[i]);
-    return subc(0, 0) & 1;
-}
-
 // Karatsuba with the reductions deferred (a real call, to keep G2 code size and compile time
 // in check): the three 24-limb products a0·b0, a1·b1 and (a0 + a1)(b0 + b1) (plain sums below
 // 2p), then c0 = a0·b0 - a1·b1 (plus p^2 when negative, so in [0, p^2)) and c1 = (a0 + a1)(b0
@@ -44,16 +35,12 @@ __device__ __noinline__ Fp2 operator*(Fp2 a, Fp2 b) {
     u32 t0[2 * N], t1[2 * N], t2[2 * N], sa[N], sb[N];
     limbs_mul_wide<N>(a.c0.v, b.c0.v, t0);
     limbs_mul_wide<N>(a.c1.v, b.c1.v, t1);
-    sa[0] = add_cc(a.c0.v[0], a.c1.v[0]);
-#pragma unroll
-    for (int i = 1; i < N; i++) sa[i] = addc_cc(a.c0.v[i], a.c1.v[i]);
-    sb[0] = add_cc(b.c0.v[0], b.c1.v[0]);
-#pragma unroll
-    for (int i = 1; i < N; i++) sb[i] = addc_cc(b.c0.v[i], b.c1.v[i]);
+    limbs_add<N>(sa, a.c0.v, a.c1.v);
+    limbs_add<N>(sb, b.c0.v, b.c1.v);
     limbs_mul_wide<N>(sa, sb, t2);
-    chain_sub<2 * N>(t2, t2, t0);
-    chain_sub<2 * N>(t2, t2, t1);
-    u32 neg = 0u - chain_sub<2 * N>(t0, t0, t1);
+    limbs_sub<2 * N>(t2, t2, t0);
+    limbs_sub<2 * N>(t2, t2, t1);
+    u32 neg = 0u - limbs_sub<2 * N>(t0, t0, t1);
     t0[0] = add_cc(t0[0], fp_mod_squared(0) & neg);
 #pragma unroll
     for (int i = 1; i < 2 * N; i++) t0[i] = addc_cc(t0[i], fp_mod_squared(i) & neg);

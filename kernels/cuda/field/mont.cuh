@@ -320,6 +320,24 @@ DEV u32 add_halves(const u32* X, const u32* Y, u32* T) {
     return addc(0, 0);
 }
 
+// r <- x + y over K limbs as one carry chain (the sum must fit).
+template <int K>
+DEV void limbs_add(u32* r, const u32* x, const u32* y) {
+    r[0] = add_cc(x[0], y[0]);
+#pragma unroll
+    for (int i = 1; i < K - 1; i++) r[i] = addc_cc(x[i], y[i]);
+    r[K - 1] = addc(x[K - 1], y[K - 1]);
+}
+
+// r <- x - y over K limbs as one borrow chain; returns the borrow (1 when x < y).
+template <int K>
+DEV u32 limbs_sub(u32* r, const u32* x, const u32* y) {
+    r[0] = sub_cc(x[0], y[0]);
+#pragma unroll
+    for (int i = 1; i < K; i++) r[i] = subc_cc(x[i], y[i]);
+    return subc(0, 0) & 1;
+}
+
 // The full product T = a·b (2N limbs, no reduction) of a, b < 2^(32N).
 template <int N>
 DEV void limbs_mul_wide(const u32* a, const u32* b, u32* T) {
@@ -431,19 +449,6 @@ DEV bool limbs_is_one(const u32* x) {
     return acc == 0;
 }
 
-// r <- x - y; returns the borrow.
-template <int N>
-DEV u32 limbs_sub(u32* r, const u32* x, const u32* y) {
-    u32 borrow = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        u64 t = (u64)x[i] - y[i] - borrow;
-        r[i] = (u32)t;
-        borrow = (u32)(t >> 63);
-    }
-    return borrow;
-}
-
 // x <- x / 2^k mod p for x < p and 0 < k < 32: m = -x·p^(-1) mod 2^k makes x + m·p divisible
 // by 2^k, and (x + m·p) / 2^k < 2p.
 template <class P>
@@ -476,6 +481,16 @@ DEV void strip_twos(u32* u, Mont<P>& x) {
         u[N - 1] >>= k;
         div2k_mod<P>(x, k);
     }
+}
+
+// a^(-1) in Montgomery form from r = (aR)^(-1) mod p, the inverse of the integer the limbs of
+// a hold: r·R^3 / R.
+template <class P>
+DEV Mont<P> inverse_to_mont(const Mont<P>& r) {
+    Mont<P> r3;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) r3.v[i] = P::r3(i);
+    return r * r3;
 }
 
 // (aR)^(-1) mod p for the integer aR the limbs hold (0 for 0): the loop keeps x1·u = U and
@@ -609,10 +624,7 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
             Mont<P> r;
 #pragma unroll
             for (int i = 0; i < N; i++) r.v[i] = V[i];
-            Mont<P> r3;
-#pragma unroll
-            for (int i = 0; i < N; i++) r3.v[i] = P::r3(i);
-            return r * r3;
+            return inverse_to_mont<P>(r);
         }
         // Approximations: the low 30 bits, then bits [n - 32, n) for n = max(len(a), len(b),
         // 62) (exact once a, b < 2^62). The top nonzero limb of a | b and the one below it by
@@ -675,10 +687,7 @@ DEV Mont<P> field_inv(const Mont<P>& a) {
 #ifdef CUZK_HOST_EMULATION
     return Mont<P>::zero();  // the host tests (host_field.rs) fail should any input get here
 #else
-    Mont<P> r3;
-#pragma unroll
-    for (int i = 0; i < N; i++) r3.v[i] = P::r3(i);
-    return field_inv_euclid<P>(a) * r3;
+    return inverse_to_mont<P>(field_inv_euclid<P>(a));
 #endif
 }
 
