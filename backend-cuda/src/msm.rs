@@ -219,6 +219,10 @@ pub fn plan<E>(sizes: &MsmSizes, cfg: &MsmConfig, fullest: impl FnOnce() -> Resu
     Ok(MsmPlan { scatter, affine: Some(AffinePlan { rounds, full: false }) })
 }
 
+/// The smallest batch-affine group (entries): at 2^20 the 2^27 H MSM's rounds take as long as
+/// XYZZ rounds alone (2169 against 2186 ms, H100 80GB).
+const AFFINE_GROUP_MIN: usize = 1 << 20;
+
 /// Entries one group of batch-affine rounds takes at most, with `free` bytes of device memory
 /// free: the largest power of two from 2^20 up to 2^27 whose two groups in flight fit in a
 /// quarter of it. A group of E entries holds about E/2 · (ab + fb + 4) bytes in its first round
@@ -226,7 +230,7 @@ pub fn plan<E>(sizes: &MsmSizes, cfg: &MsmConfig, fullest: impl FnOnce() -> Resu
 pub fn affine_group_entries(group: Group, free: usize) -> usize {
     let per_entry = (group.affine_bytes() + group.field_bytes() + 4) / 2 + 1;
     let mut log = 27;
-    while log > 20 && 2 * (1usize << log) * per_entry > free / 4 {
+    while (1 << log) > AFFINE_GROUP_MIN && 2 * (1usize << log) * per_entry > free / 4 {
         log -= 1;
     }
     1 << log
@@ -337,7 +341,7 @@ pub fn msm_windows(
     cfg: MsmConfig,
 ) -> Result<(Vec<u8>, u32, usize), CudaError> {
     match prepare(module, stream, scalars)? {
-        Some((prepared, m)) => windows_prepared(module, stream, group, bases, prepared.ptr, m, cfg),
+        Some((prepared, m)) => windows(module, stream, group, bases, prepared.ptr, Some(prepared), m, cfg),
         None => Ok((Vec::new(), 1, 0)),
     }
 }
@@ -402,6 +406,23 @@ pub fn windows_prepared(
     m: usize,
     cfg: MsmConfig,
 ) -> Result<(Vec<u8>, u32, usize), CudaError> {
+    windows(module, stream, group, bases, prepared, None, m, cfg)
+}
+
+/// [`windows_prepared`], freeing `owned` (the buffer behind `prepared`, when the MSM owns it)
+/// once the scatter has read it: the bucket sums then have its bytes (4.3 GB for the 2^27 H
+/// MSM) for their batch-affine groups.
+#[allow(clippy::too_many_arguments)]
+fn windows(
+    module: &Module,
+    stream: &Stream,
+    group: Group,
+    bases: u64,
+    prepared: u64,
+    owned: Option<DevBuf>,
+    m: usize,
+    cfg: MsmConfig,
+) -> Result<(Vec<u8>, u32, usize), CudaError> {
     let sfx = suffix(group);
     if m == 0 {
         return Ok((Vec::new(), 1, 0));
@@ -442,7 +463,7 @@ pub fn windows_prepared(
     let sizes = MsmSizes { group, scalars: m, window_bits: c, entries: total };
     let plan = plan(&sizes, &cfg, || bucket_max(module, stream, &offsets, nb))?;
     scatter(module, stream, prepared, m32, c, w, offsets.ptr, cursor.ptr, entries.ptr, plan.scatter)?;
-    drop(cursor);
+    drop((cursor, owned));
     prof.mark(stream, "scatter");
 
     // 4. Bucket sums in rounds: first the batch-affine rounds of the plan, then XYZZ.
@@ -454,19 +475,32 @@ pub fn windows_prepared(
     if let Some(ap) = plan.affine {
         let e = entries.as_ref().map_or(0, |e| e.ptr);
         let sized = |free| match cfg.affine_group_log {
-            Some(log) => 1 << log.clamp(20, 27),
+            Some(log) => 1 << log.clamp(AFFINE_GROUP_MIN.ilog2(), 27),
             None => affine_group_entries(group, free),
         };
         let inv_each_max = cfg.inversion_log.map_or(AFFINE_INV_EACH_MAX, |l| 1 << l.clamp(5, 20));
-        let rounds = |free| affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, sized(free), inv_each_max);
-        // Groups sized from the free memory counting the pool's idle bytes; should the pool not
-        // hand them over, once more in groups sized from the driver's free figure alone.
-        let reduced = match rounds(stream.memory_info()?.0) {
-            Err(CudaError::OutOfMemory(what)) => {
-                tracing::debug!(%what, "no room for the batch-affine groups; again in smaller ones");
-                rounds(cudarc::driver::result::mem_get_info()?.0)
+        // Groups sized from the free memory counting the pool's idle bytes (after the rounds'
+        // output is allocated). The pool may not hand all of those over to one allocation (in an
+        // 80 GB card's daemon the 2^26-entry groups this gives fail), so on running out the
+        // groups are halved until they fit, down to 2^20 entries; below that XYZZ rounds only.
+        let last = std::cell::Cell::new(0usize);
+        let mut cap = usize::MAX;
+        let reduced = loop {
+            let size = || -> Result<usize, CudaError> {
+                let e = sized(stream.memory_info()?.0).min(cap);
+                last.set(e);
+                Ok(e)
+            };
+            match affine_rounds(module, stream, group, bases, e, &counts, &offsets, nb, total, ap.rounds, &size, inv_each_max) {
+                Err(CudaError::OutOfMemory(what)) if cfg.affine_group_log.is_none() && last.get() > AFFINE_GROUP_MIN => {
+                    tracing::debug!(%what, entries = last.get(), "no room for the batch-affine groups; again in groups half as large");
+                    if prof.on {
+                        eprintln!("msm-profile: no room for batch-affine groups of {} entries ({what}); again in groups half as large", last.get());
+                    }
+                    cap = last.get() / 2;
+                }
+                other => break other,
             }
-            other => other,
         };
         match reduced {
             Ok(r) => {
@@ -486,6 +520,9 @@ pub fn windows_prepared(
             }
             Err(CudaError::OutOfMemory(what)) => {
                 tracing::debug!(%what, "no room for the batch-affine rounds; XYZZ rounds only");
+                if prof.on {
+                    eprintln!("msm-profile: no room for the batch-affine rounds ({what}); XYZZ rounds only");
+                }
             }
             Err(e) => return Err(e),
         }
@@ -668,7 +705,7 @@ fn affine_rounds(
     nb: u32,
     total: usize,
     rounds: u32,
-    group_entries: usize,
+    group_entries: &dyn Fn() -> Result<usize, CudaError>,
     inv_each_max: usize,
 ) -> Result<Reduced, CudaError> {
     let sfx = suffix(group);
@@ -695,6 +732,12 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
+    // The output first, so that the groups are sized from the memory left beside it (sized
+    // before it, a 2^27 H MSM with ~4 GB free had no room for its groups and fell back to XYZZ
+    // rounds: 2333 ms against 1056 with its bases streamed instead, H100 80GB).
+    let red_total = read_u32(stream, fin.at(4 * nb as usize))? as usize;
+    let red = DevBuf::new(stream, ab * red_total)?;
+    let group_entries = group_entries()?;
     let ngroups = total.div_ceil(group_entries).max(2).min(nb as usize);
     tracing::debug!(group_entries, ngroups, total, "batch-affine groups");
     let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
@@ -704,8 +747,7 @@ fn affine_rounds(
     let at: Vec<&[u32]> = flat.chunks_exact(bounds.len()).collect();
     let (in_at, rest) = at.split_at(rounds as usize);
     let (slot_at, fin_at) = (&rest[..rounds as usize], rest[rounds as usize]);
-    let red_total = fin_at[ngroups] as usize;
-    let red = DevBuf::new(stream, ab * red_total)?;
+    debug_assert_eq!(fin_at[ngroups] as usize, red_total);
     let side = stream.sibling()?;
     Event::record(stream)?.wait_on(&side)?;
     let timed = profiling();
