@@ -652,11 +652,12 @@ fn windows(
 
 /// Elements per thread in the inversion's levels.
 const AFFINE_BATCH: usize = 16;
-/// Levels stop at this many elements, which are then inverted one per thread: one inversion's
-/// latency is 0.042 ms, 4096 of them 0.047 ms (`field_inv`, H100); with the binary extended
-/// Euclid before it (0.120 / 0.204 ms) 4096 came out ahead of 32, 256 and 1024 at G1 2^24
-/// (docs/perf-cuda.md, "Decisions").
-pub const AFFINE_INV_EACH_MAX: usize = 4096;
+/// Levels stop at this many elements, which are then inverted one per thread: 2^16 threads of
+/// `msm_inv_each_g1` (120 registers) are one wave on 132 SMs, so the last level costs about one
+/// inversion's latency (0.042 ms) and the levels above it go. Against 4096 (H100 80GB, one
+/// call): G1 2^27 in 2^21-entry groups 1203.9 → 1087.7 ms, G2 2^24 284.4 → 280.5, G1 2^24
+/// 105.9 either way (docs/perf-cuda.md, "Decisions").
+pub const AFFINE_INV_EACH_MAX: usize = 1 << 16;
 
 /// What the batch-affine rounds leave: `total` affine points in bucket order, bucket b's from
 /// `offsets[b]` (ceil(count[b] / 2^rounds) of them).
@@ -686,11 +687,10 @@ impl Reduced {
 }
 
 /// Runs `rounds` batch-affine rounds (see msm.cu, "Batch-affine rounds") over the sorted
-/// entries, in groups of consecutive buckets with at most about `group_entries` entries (the
-/// caller sizes them from the free memory counting the pool's idle bytes,
-/// [`Stream::memory_info`]; an 80 GB card's daemon still takes 3.0 s for the 2^27 H MSM that
-/// takes 0.8 s alone, docs/perf-cuda.md "Open levers"). A bucket leaves the rounds once it is
-/// down to one point, which goes straight to the output.
+/// entries, in groups of consecutive buckets with about equal entries, as many as
+/// `group_entries` asks for (called once the rounds' output is allocated; the caller sizes them
+/// from the free memory, [`Stream::memory_info`]). A bucket leaves the rounds once it is down to
+/// one point, which goes straight to the output.
 /// The groups alternate between `stream` and a second stream, so that one group's
 /// memory-bound passes and the latency of its last inversions overlap another's additions.
 #[allow(clippy::too_many_arguments)]
@@ -732,15 +732,21 @@ fn affine_rounds(
         owned.push(slot);
     }
     let fin = layout(1 << rounds, 0)?;
-    // The output first, so that the groups are sized from the memory left beside it (sized
-    // before it, a 2^27 H MSM with ~4 GB free had no room for its groups and fell back to XYZZ
-    // rounds: 2333 ms against 1056 with its bases streamed instead, H100 80GB).
-    let red_total = read_u32(stream, fin.at(4 * nb as usize))? as usize;
+    // The groups split the entries, not the buckets, evenly: the top window's ~2^15 used
+    // buckets hold as many entries as a whole window's 2^19, so equal bucket ranges gave the
+    // group holding them up to 2^27 entries whatever size was asked for (an 80 GB card's
+    // daemon failed 3.2 GB allocations for its H MSM's groups at every size from 2^26 to 2^23).
+    let samples: Vec<u32> = (0..GROUP_BOUND_SAMPLES.min(nb as usize + 1)).map(|i| sample_bucket(nb, i, GROUP_BOUND_SAMPLES)).collect();
+    let addrs: Vec<u64> = samples.iter().map(|&b| offsets.ptr + 4 * b as u64).chain([fin.ptr + 4 * nb as u64]).collect();
+    let mut sampled = read_u32s(module, stream, &addrs)?;
+    let red_total = sampled.pop().unwrap_or(0) as usize;
+    // The output first, so that the groups are sized from the memory left beside it.
     let red = DevBuf::new(stream, ab * red_total)?;
     let group_entries = group_entries()?;
-    let ngroups = total.div_ceil(group_entries).max(2).min(nb as usize);
+    let wanted = total.div_ceil(group_entries).max(2).min(nb as usize);
+    let bounds = balanced_bounds(&samples, &sampled, nb, wanted);
+    let ngroups = bounds.len() - 1;
     tracing::debug!(group_entries, ngroups, total, "batch-affine groups");
-    let bounds: Vec<u32> = (0..=ngroups).map(|g| (nb as u64 * g as u64 / ngroups as u64) as u32).collect();
     // Every layout's offset at every group boundary, read before any group runs.
     let addrs: Vec<u64> = inputs.iter().chain(&slots).chain([&fin.ptr]).flat_map(|&l| bounds.iter().map(move |&b| l + 4 * b as u64)).collect();
     let flat = read_u32s(module, stream, &addrs)?;
@@ -830,6 +836,39 @@ fn affine_rounds(
     Event::record(&side)?.wait_on(stream)?;
     result?;
     Ok(Reduced { points: red, offsets: fin, total: red_total, clock })
+}
+
+/// Buckets whose entry offsets place the batch-affine groups' bounds (the bounds fall on these
+/// buckets: 2^27 G1 entries in 13 · 2^19 buckets, one sample every 26 buckets).
+const GROUP_BOUND_SAMPLES: usize = 1 << 18;
+
+/// The `i`-th of `samples` buckets spread evenly over 0..=nb (all of them when there are fewer).
+fn sample_bucket(nb: u32, i: usize, samples: usize) -> u32 {
+    if (nb as usize) < samples {
+        i as u32
+    } else {
+        (nb as u64 * i as u64 / (samples as u64 - 1)) as u32
+    }
+}
+
+/// Bounds (0 = b_0 < b_1 < … < b_k = nb) of at most `wanted` groups of consecutive buckets with
+/// about equal entries: `buckets` ascending from 0 to `nb` and `offsets` the entry offset at
+/// each (so `offsets` is ascending). Each bound is the first sampled bucket at or past its share
+/// of the entries; bounds that coincide merge, so a bucket fuller than a share makes its group
+/// that much larger.
+fn balanced_bounds(buckets: &[u32], offsets: &[u32], nb: u32, wanted: usize) -> Vec<u32> {
+    let total = *offsets.last().unwrap_or(&0) as u64;
+    let mut bounds = vec![0u32];
+    for g in 1..wanted as u64 {
+        let share = (total * g).div_ceil(wanted as u64);
+        let i = offsets.partition_point(|&o| (o as u64) < share);
+        let b = buckets.get(i).copied().unwrap_or(nb);
+        if b > *bounds.last().unwrap_or(&0) && b < nb {
+            bounds.push(b);
+        }
+    }
+    bounds.push(nb);
+    bounds
 }
 
 /// Records a timed event on `stream` into `marks` when there is one (profiling).
@@ -1235,6 +1274,64 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
         assert_eq!(affine_group_entries(Group::G2, 140 * gib), 1 << 26); // 147 bytes per entry
         assert_eq!(affine_group_entries(Group::G1, 4 * gib), 1 << 22);
         assert_eq!(affine_group_entries(Group::G1, 0), 1 << 20); // never below 2^20
+    }
+
+    /// Entry offsets (nb + 1) of per-bucket `counts`, and the groups' entries between `bounds`.
+    fn offsets_of(counts: &[u32]) -> Vec<u32> {
+        std::iter::once(0)
+            .chain(counts.iter().scan(0u32, |acc, &c| {
+                *acc += c;
+                Some(*acc)
+            }))
+            .collect()
+    }
+
+    fn bounds_for(counts: &[u32], wanted: usize) -> (Vec<u32>, Vec<u64>) {
+        let off = offsets_of(counts);
+        let nb = counts.len() as u32;
+        let samples: Vec<u32> = (0..GROUP_BOUND_SAMPLES.min(nb as usize + 1)).map(|i| sample_bucket(nb, i, GROUP_BOUND_SAMPLES)).collect();
+        let sampled: Vec<u32> = samples.iter().map(|&b| off[b as usize]).collect();
+        let bounds = balanced_bounds(&samples, &sampled, nb, wanted);
+        assert_eq!((bounds[0], *bounds.last().unwrap()), (0, nb));
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]), "bounds must rise: {bounds:?}");
+        assert!(bounds.len() - 1 <= wanted);
+        let sizes = bounds.windows(2).map(|w| (off[w[1] as usize] - off[w[0] as usize]) as u64).collect();
+        (bounds, sizes)
+    }
+
+    /// The batch-affine groups split the entries evenly, also where the buckets are uneven (the
+    /// top window of a 2^27 MSM at c = 20: 2^15 used buckets of its 2^19 hold 2^27 entries).
+    #[test]
+    fn groups_split_the_entries_evenly() {
+        let half = 1usize << 19;
+        let mut counts = vec![256u32; 12 * half]; // 2^27 scalars over 2^19 buckets, 12 windows
+        counts.extend((0..half).map(|b| if b < 1 << 15 { 4096 } else { 0 }));
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        let nb = counts.len() as u32;
+        for log in [20u32, 22, 26] {
+            let wanted = (total as usize).div_ceil(1 << log);
+            let (_, sizes) = bounds_for(&counts, wanted);
+            // A bound falls on a sampled bucket: one sample step (26 buckets) of the top window
+            // past its share at most.
+            let step = (nb as u64).div_ceil(GROUP_BOUND_SAMPLES as u64 - 1) * 4096;
+            let most = *sizes.iter().max().unwrap();
+            assert!(most <= (1 << log) + step, "2^{log}: a group of {most} entries");
+            assert_eq!(sizes.iter().sum::<u64>(), total);
+            // Equal bucket ranges, as before, put the top window's entries in a few groups.
+            let even: Vec<u64> = (0..=wanted).map(|g| nb as u64 * g as u64 / wanted as u64).collect();
+            let off = offsets_of(&counts);
+            let even_most = even.windows(2).map(|w| (off[w[1] as usize] - off[w[0] as usize]) as u64).max().unwrap();
+            assert!(even_most >= 2 << log, "2^{log}: equal bucket ranges gave at most {even_most}");
+        }
+        // Few buckets: every bucket is sampled; equal loads give equal groups, and a bucket
+        // fuller than a share ends its group.
+        let (bounds, sizes) = bounds_for(&[5; 8], 4);
+        assert_eq!((bounds, sizes), (vec![0, 2, 4, 6, 8], vec![10; 4]));
+        let (bounds, sizes) = bounds_for(&[1, 1, 100, 1, 1], 4);
+        assert_eq!((bounds, sizes), (vec![0, 3, 5], vec![102, 2]));
+        // Nothing to split, or one bucket.
+        assert_eq!(bounds_for(&[0, 0, 0], 2).0, vec![0, 3]);
+        assert_eq!(bounds_for(&[7], 2).0, vec![0, 1]);
     }
 
     /// The rules tests and benchmarks force.

@@ -253,8 +253,8 @@ fn naive_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
 
 /// The configurations the batch-affine tests run every MSM under: to one point per bucket, never
 /// so, in groups of 2^20 entries (the smallest the memory sizing takes: many groups from 2^19
-/// G1 scalars on), and with each round's batch inversion taken down to 32 elements (more levels
-/// of prefix products than the default's 4096).
+/// G1 scalars on), and with each round's batch inversion taken down to 32 elements (levels of
+/// prefix products, which the default's 2^16 leaves these sizes' rounds none of).
 const FORCED: [MsmConfig; 4] = [
     MsmConfig { affine: AffineRule::Always, ..MsmConfig::DEFAULT },
     MsmConfig { affine: AffineRule::AlwaysPartial, ..MsmConfig::DEFAULT },
