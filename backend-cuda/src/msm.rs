@@ -219,8 +219,9 @@ pub fn plan<E>(sizes: &MsmSizes, cfg: &MsmConfig, fullest: impl FnOnce() -> Resu
     Ok(MsmPlan { scatter, affine: Some(AffinePlan { rounds, full: false }) })
 }
 
-/// The smallest batch-affine group (entries): at 2^20 the 2^27 H MSM's rounds take as long as
-/// XYZZ rounds alone (2169 against 2186 ms, H100 80GB).
+/// The smallest batch-affine group (entries); with no room for it the rounds are left to XYZZ.
+/// Near it they gain little under a full card: the 2^27 H MSM with 52 GB of an H100 80GB held,
+/// rounds in 2^20-entry groups 2,169 ms against XYZZ rounds 2,186.
 const AFFINE_GROUP_MIN: usize = 1 << 20;
 
 /// Entries one group of batch-affine rounds takes at most, with `free` bytes of device memory
@@ -480,9 +481,9 @@ fn windows(
         };
         let inv_each_max = cfg.inversion_log.map_or(AFFINE_INV_EACH_MAX, |l| 1 << l.clamp(5, 20));
         // Groups sized from the free memory counting the pool's idle bytes (after the rounds'
-        // output is allocated). The pool may not hand all of those over to one allocation (in an
-        // 80 GB card's daemon the 2^26-entry groups this gives fail), so on running out the
-        // groups are halved until they fit, down to 2^20 entries; below that XYZZ rounds only.
+        // output is allocated). The pool may not hand all of those over to one allocation, so on
+        // running out the groups are halved until they fit, down to AFFINE_GROUP_MIN entries;
+        // below that XYZZ rounds only.
         let last = std::cell::Cell::new(0usize);
         let mut cap = usize::MAX;
         let reduced = loop {
@@ -735,7 +736,7 @@ fn affine_rounds(
     // The groups split the entries, not the buckets, evenly: the top window's ~2^15 used
     // buckets hold as many entries as a whole window's 2^19, so equal bucket ranges gave the
     // group holding them up to 2^27 entries whatever size was asked for (an 80 GB card's
-    // daemon failed 3.2 GB allocations for its H MSM's groups at every size from 2^26 to 2^23).
+    // daemon failed that group's 3.2 GB output for groups of 2^24 and of 2^23 entries).
     let samples: Vec<u32> = (0..GROUP_BOUND_SAMPLES.min(nb as usize + 1)).map(|i| sample_bucket(nb, i, GROUP_BOUND_SAMPLES)).collect();
     let addrs: Vec<u64> = samples.iter().map(|&b| offsets.ptr + 4 * b as u64).chain([fin.ptr + 4 * nb as u64]).collect();
     let mut sampled = read_u32s(module, stream, &addrs)?;
