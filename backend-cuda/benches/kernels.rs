@@ -153,27 +153,25 @@ struct HostBases {
 impl HostBases {
     /// The first `n` G1 bases, and how they came: generated in so many seconds, or reused.
     fn g1(&mut self, n: usize) -> (Vec<G1Affine>, String) {
-        let t = Instant::now();
-        let how = if self.g1.len() >= n {
-            "reused".to_string()
-        } else {
-            self.g1 = g1_points(n);
-            format!("generated in {:.1} s", t.elapsed().as_secs_f64())
-        };
-        (self.g1[..n].to_vec(), how)
+        prefix_of(&mut self.g1, n, g1_points)
     }
 
     /// [`HostBases::g1`] for G2.
     fn g2(&mut self, n: usize) -> (Vec<G2Affine>, String) {
-        let t = Instant::now();
-        let how = if self.g2.len() >= n {
-            "reused".to_string()
-        } else {
-            self.g2 = g2_points(n);
-            format!("generated in {:.1} s", t.elapsed().as_secs_f64())
-        };
-        (self.g2[..n].to_vec(), how)
+        prefix_of(&mut self.g2, n, g2_points)
     }
+}
+
+/// The first `n` of `kept`, made anew by `make` when it holds fewer, and how they came.
+fn prefix_of<P: Clone>(kept: &mut Vec<P>, n: usize, make: fn(usize) -> Vec<P>) -> (Vec<P>, String) {
+    let t = Instant::now();
+    let how = if kept.len() >= n {
+        "reused".to_string()
+    } else {
+        *kept = make(n);
+        format!("generated in {:.1} s", t.elapsed().as_secs_f64())
+    };
+    (kept[..n].to_vec(), how)
 }
 
 fn rand_core_seed() -> impl rand_core::RngCore {

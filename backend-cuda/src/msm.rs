@@ -737,7 +737,7 @@ fn affine_rounds(
     // buckets hold as many entries as a whole window's 2^19, so equal bucket ranges gave the
     // group holding them up to 2^27 entries whatever size was asked for (an 80 GB card's
     // daemon failed that group's 3.2 GB output for groups of 2^24 and of 2^23 entries).
-    let samples: Vec<u32> = (0..GROUP_BOUND_SAMPLES.min(nb as usize + 1)).map(|i| sample_bucket(nb, i, GROUP_BOUND_SAMPLES)).collect();
+    let samples = bound_samples(nb);
     let addrs: Vec<u64> = samples.iter().map(|&b| offsets.ptr + 4 * b as u64).chain([fin.ptr + 4 * nb as u64]).collect();
     let mut sampled = read_u32s(module, stream, &addrs)?;
     let red_total = sampled.pop().unwrap_or(0) as usize;
@@ -843,13 +843,11 @@ fn affine_rounds(
 /// buckets: 2^27 G1 entries in 13 · 2^19 buckets, one sample every 26 buckets).
 const GROUP_BOUND_SAMPLES: usize = 1 << 18;
 
-/// The `i`-th of `samples` buckets spread evenly over 0..=nb (all of them when there are fewer).
-fn sample_bucket(nb: u32, i: usize, samples: usize) -> u32 {
-    if (nb as usize) < samples {
-        i as u32
-    } else {
-        (nb as u64 * i as u64 / (samples as u64 - 1)) as u32
-    }
+/// The buckets whose offsets place the groups' bounds: [`GROUP_BOUND_SAMPLES`] spread evenly
+/// over 0..=nb, from 0 to nb (all of them when there are fewer).
+fn bound_samples(nb: u32) -> Vec<u32> {
+    let n = GROUP_BOUND_SAMPLES.min(nb as usize + 1);
+    (0..n).map(|i| if n == nb as usize + 1 { i as u32 } else { (nb as u64 * i as u64 / (n as u64 - 1)) as u32 }).collect()
 }
 
 /// Bounds (0 = b_0 < b_1 < … < b_k = nb) of at most `wanted` groups of consecutive buckets with
@@ -1277,7 +1275,7 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
         assert_eq!(affine_group_entries(Group::G1, 0), 1 << 20); // never below 2^20
     }
 
-    /// Entry offsets (nb + 1) of per-bucket `counts`, and the groups' entries between `bounds`.
+    /// Entry offsets (nb + 1) of per-bucket `counts`.
     fn offsets_of(counts: &[u32]) -> Vec<u32> {
         std::iter::once(0)
             .chain(counts.iter().scan(0u32, |acc, &c| {
@@ -1287,10 +1285,11 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
             .collect()
     }
 
+    /// The bounds of at most `wanted` groups over `counts`, checked, and each group's entries.
     fn bounds_for(counts: &[u32], wanted: usize) -> (Vec<u32>, Vec<u64>) {
         let off = offsets_of(counts);
         let nb = counts.len() as u32;
-        let samples: Vec<u32> = (0..GROUP_BOUND_SAMPLES.min(nb as usize + 1)).map(|i| sample_bucket(nb, i, GROUP_BOUND_SAMPLES)).collect();
+        let samples = bound_samples(nb);
         let sampled: Vec<u32> = samples.iter().map(|&b| off[b as usize]).collect();
         let bounds = balanced_bounds(&samples, &sampled, nb, wanted);
         assert_eq!((bounds[0], *bounds.last().unwrap()), (0, nb));
@@ -1309,6 +1308,7 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
         counts.extend((0..half).map(|b| if b < 1 << 15 { 4096 } else { 0 }));
         let total: u64 = counts.iter().map(|&c| c as u64).sum();
         let nb = counts.len() as u32;
+        let off = offsets_of(&counts);
         for log in [20u32, 22, 26] {
             let wanted = (total as usize).div_ceil(1 << log);
             let (_, sizes) = bounds_for(&counts, wanted);
@@ -1320,7 +1320,6 @@ G2 2^27: c=20 binned/22 affine 10 full | c=20 direct xyzz
             assert_eq!(sizes.iter().sum::<u64>(), total);
             // Equal bucket ranges, as before, put the top window's entries in a few groups.
             let even: Vec<u64> = (0..=wanted).map(|g| nb as u64 * g as u64 / wanted as u64).collect();
-            let off = offsets_of(&counts);
             let even_most = even.windows(2).map(|w| (off[w[1] as usize] - off[w[0] as usize]) as u64).max().unwrap();
             assert!(even_most >= 2 << log, "2^{log}: equal bucket ranges gave at most {even_most}");
         }
