@@ -9,8 +9,8 @@
 # Parts (PARTS, default all; single and backlog run in the order given, then restart, then
 # streamed):
 #   single    per kind (KINDS, default winning wpost snap porep; or single:KIND,KIND): a first
-#             job (records the circuit's matrices, generates its parameters), then WARM (2)
-#             jobs one at a time
+#             job (records the circuit's matrices, generates its parameters), then WARM (2;
+#             0: none) jobs one at a time
 #   backlog   BACKLOG (6) PoRep jobs (backlog:snap: SnapDeals jobs), CONCURRENCY (3) in
 #             flight; 30 s in, WINNING (3) WinningPoSt jobs one after another into it
 # These parts share one daemon with engine.host_memory_bytes = MAIN_HOST_BUDGET (48 GiB), which
@@ -104,7 +104,7 @@ for part in $PARTS; do
       [ "$part" = single ] || kinds=${part#single:}
       for k in ${kinds//,/ }; do
         bench "$k-first" 400 --jobs 1 --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
-        bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
+        [ "${WARM:-2}" = 0 ] || bench "$k-warm" 300 --jobs "${WARM:-2}" --concurrency 1 --mix "@$REQ/$k-$SIZE.json"
       done
       ;;
     backlog | backlog:*)
