@@ -6,7 +6,7 @@ use super::residency::{CircuitState, Presence};
 use super::timeline::{DeviceReport, Timeline};
 use super::types::{CircuitId, DeviceId, Location, Nanos, Tier};
 use super::Stage;
-use super::{CircuitProfile, Engine, EngineConfig, MemoryUsage};
+use super::{CircuitProfile, Engine, EngineConfig, MatricesShortfall, MemoryUsage};
 
 impl Engine {
     /// The latest time seen.
@@ -72,6 +72,19 @@ impl Engine {
     /// [`Engine::matrices_recorded`] (0 until then).
     pub fn matrices_bytes(&self, circuit: CircuitId) -> Option<u64> {
         self.circuits.get(&circuit).map(|c| c.matrices)
+    }
+
+    /// `None` when `circuit`'s matrices fit some device in service beside its parameters and
+    /// one partition, or are not known yet; else the device that comes closest and what it
+    /// lacks (operators: the budget that would keep them there).
+    pub fn matrices_shortfall(&self, circuit: CircuitId) -> Option<MatricesShortfall> {
+        let c = self.circuits.get(&circuit)?;
+        if c.matrices == 0 || (0..self.devices.len()).any(|d| self.serves(d) && self.matrices_fit(c, d)) {
+            return None;
+        }
+        let needed = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(c.profile.footprint.device());
+        let (d, s) = self.devices.iter().enumerate().filter(|(d, _)| self.serves(*d)).max_by_key(|(_, s)| s.pool.usable(false))?;
+        Some(MatricesShortfall { device: DeviceId(d as u32), needed, usable: s.pool.usable(false), budget: s.pool.capacity })
     }
 
     /// Memory use of the host budget or a device budget.

@@ -134,6 +134,28 @@ pub struct MemoryUsage {
     pub in_loads: u64,
 }
 
+/// A circuit whose constraint matrices fit no device in service beside its parameters and one
+/// partition ([`Engine::matrices_shortfall`]): its partitions take the host path (`a, b, c`
+/// evaluated on the host and copied) on every device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MatricesShortfall {
+    /// The device that comes closest.
+    pub device: DeviceId,
+    /// Bytes the parameters, the matrices and one partition take together.
+    pub needed: u64,
+    /// Bytes of that device's budget that non-CRITICAL work may use.
+    pub usable: u64,
+    /// That device's budget.
+    pub budget: u64,
+}
+
+impl MatricesShortfall {
+    /// The device budget that would hold them (the budget grown by the shortfall).
+    pub fn budget_needed(&self) -> u64 {
+        self.budget.saturating_add(self.needed.saturating_sub(self.usable))
+    }
+}
+
 /// The scheduler state machine. See the [module documentation](self) for how to drive it.
 #[derive(Debug, Clone)]
 pub struct Engine {

@@ -122,6 +122,38 @@ fn matrices_that_do_not_fit_stay_off_the_device() {
     assert_eq!((used(&e), e.matrices_at(A, D0)), (2 * GB, Some(false)));
 }
 
+/// Matrices that fit no device are reported with the budget that would hold them; once a
+/// device can hold them, or before they are known, nothing is reported.
+#[test]
+fn matrices_that_fit_no_device_are_reported_with_the_budget_they_need() {
+    // Parameters 2 GB + matrices 3 GB + a partition 4 GB = 9 GB.
+    let mut e = engine(8);
+    assert_eq!(e.matrices_shortfall(A), None, "matrices not known yet");
+    e.matrices_recorded(A, 3 * GB, t(0)).expect("matrices");
+    drain(&mut e);
+    let s = e.matrices_shortfall(A).expect("9 GB needed, 8 GB budget");
+    assert_eq!((s.device, s.needed, s.usable, s.budget, s.budget_needed()), (DeviceId(0), 9 * GB, 8 * GB, 8 * GB, 9 * GB));
+    assert_eq!(e.matrices_shortfall(B), None, "B's matrices are not known");
+    assert_eq!(engine_with_matrices(9).matrices_shortfall(A), None, "9 GB holds them");
+
+    // A CRITICAL reserve is not usable for them: the budget needed grows by it.
+    let dev = DeviceConfig { memory_bytes: 9 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
+    let mut cfg = EngineConfig::new(1, 64 * GB, vec![dev]);
+    cfg.critical_device_reserve = GB;
+    let mut e = Engine::new(cfg, Nanos::ZERO).expect("valid config");
+    e.register_circuit(A, profile()).expect("register");
+    e.matrices_recorded(A, 3 * GB, t(0)).expect("matrices");
+    let s = e.matrices_shortfall(A).expect("8 GB usable of 9");
+    assert_eq!((s.usable, s.budget_needed()), (8 * GB, 10 * GB));
+}
+
+fn engine_with_matrices(device_gb: u64) -> Engine {
+    let mut e = engine(device_gb);
+    e.matrices_recorded(A, 3 * GB, t(0)).expect("matrices");
+    drain(&mut e);
+    e
+}
+
 /// A copy with matrices is evicted whole (parameters and matrices) when another circuit
 /// needs the room, and the other circuit's copy takes its own matrices when they fit.
 #[test]

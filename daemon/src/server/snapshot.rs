@@ -211,7 +211,15 @@ fn build(v: &DriverView<'_>) -> Snapshot {
                     with.then(|| engine.matrices_bytes(id)).flatten()
                 };
                 let reserved_bytes = (0..n_dev).map(|d| reserved(d).unwrap_or(0)).collect();
-                MatricesEntry { circuit: m.circuit.clone(), entries: m.entries, host_bytes: m.host_bytes, device_bytes: m.device_bytes.clone(), reserved_bytes }
+                let budget_needed = id.and_then(|id| engine.matrices_shortfall(id)).map_or(0, |s| s.budget_needed());
+                MatricesEntry {
+                    circuit: m.circuit.clone(),
+                    entries: m.entries,
+                    host_bytes: m.host_bytes,
+                    device_bytes: m.device_bytes.clone(),
+                    reserved_bytes,
+                    budget_needed,
+                }
             })
             .collect(),
         listeners: Vec::new(),

@@ -122,6 +122,11 @@ pub struct MatricesEntry {
     /// reserved memory (0: that device's copy of the circuit has no matrices, or none).
     #[serde(default)]
     pub reserved_bytes: Vec<u64>,
+    /// The device budget (`engine.device_memory_bytes`) that would keep them on the device
+    /// that comes closest, when they fit none beside the parameters and one partition (every
+    /// partition then evaluates `a, b, c` on the host); 0 when they fit.
+    #[serde(default)]
+    pub budget_needed: u64,
 }
 
 /// What the driver did about faults and load.

@@ -532,6 +532,19 @@ impl<W: Worker> Driver<W> {
             Ok(()) => tracing::info!(circuit = circuit.0, bytes, "constraint matrices counted with the parameters"),
             Err(e) => tracing::warn!(error = %e, "engine refused the matrices"),
         }
+        if let Some(s) = self.jobs.engine().matrices_shortfall(circuit) {
+            let name = self.registry.entry(circuit).map(|r| r.spec.id()).unwrap_or_default();
+            tracing::warn!(
+                circuit = %name,
+                device = s.device.0,
+                needed = s.needed,
+                usable = s.usable,
+                "constraint matrices ({bytes} bytes) fit no device beside the parameters and one partition: every partition evaluates a, b, c on the host and copies them \
+                 (several times slower: docs/operating.md, GPU memory); engine.device_memory_bytes = {} keeps them on device {} if nothing else uses that GPU",
+                s.budget_needed(),
+                s.device.0
+            );
+        }
     }
 
     fn submit(&mut self, req: JobRequest) -> Result<Submitted, DriverError> {
