@@ -540,7 +540,7 @@ impl<W: Worker> Driver<W> {
                 needed = s.needed,
                 usable = s.usable,
                 "constraint matrices ({bytes} bytes) fit no device beside the parameters and one partition: every partition evaluates a, b, c on the host and copies them \
-                 (several times slower: docs/operating.md, GPU memory); engine.device_memory_bytes = {} keeps them on device {} if nothing else uses that GPU",
+                 (several times slower: docs/operating.md, GPU memory); engine.device_memory_bytes = {} would keep them on device {} where the card has that much for cuzk alone",
                 s.budget_needed(),
                 s.device.0
             );
