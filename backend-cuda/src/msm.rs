@@ -847,7 +847,7 @@ const GROUP_BOUND_SAMPLES: usize = 1 << 18;
 /// over 0..=nb, from 0 to nb (all of them when there are fewer).
 fn bound_samples(nb: u32) -> Vec<u32> {
     let n = GROUP_BOUND_SAMPLES.min(nb as usize + 1);
-    (0..n).map(|i| if n == nb as usize + 1 { i as u32 } else { (nb as u64 * i as u64 / (n as u64 - 1)) as u32 }).collect()
+    (0..n as u64).map(|i| (nb as u64 * i / (n as u64 - 1).max(1)) as u32).collect()
 }
 
 /// Bounds (0 = b_0 < b_1 < … < b_k = nb) of at most `wanted` groups of consecutive buckets with

@@ -82,9 +82,8 @@ impl Engine {
         if c.matrices == 0 || (0..self.devices.len()).any(|d| self.serves(d) && self.matrices_fit(c, d)) {
             return None;
         }
-        let needed = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(c.profile.footprint.device());
         let (d, s) = self.devices.iter().enumerate().filter(|(d, _)| self.serves(*d)).max_by_key(|(_, s)| s.pool.usable(false))?;
-        Some(MatricesShortfall { device: DeviceId(d as u32), needed, usable: s.pool.usable(false), budget: s.pool.capacity })
+        Some(MatricesShortfall { device: DeviceId(d as u32), needed: c.matrices_copy_need(), usable: s.pool.usable(false), budget: s.pool.capacity })
     }
 
     /// Memory use of the host budget or a device budget.

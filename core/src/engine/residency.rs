@@ -118,6 +118,12 @@ impl CircuitState {
         self.bytes(loc).saturating_add(m)
     }
 
+    /// Device bytes of a copy with the matrices and one partition beside it: what a device
+    /// must let non-CRITICAL work use to hold the matrices ([`Engine::matrices_fit`]).
+    pub fn matrices_copy_need(&self) -> u64 {
+        self.profile.params_device_bytes.saturating_add(self.matrices).saturating_add(self.profile.footprint.device())
+    }
+
     /// Host bytes a device copy holds (streamed bases), 0 for a resident copy.
     pub fn copy_host_bytes(&self) -> u64 {
         self.profile.params_device_host_bytes
@@ -480,8 +486,7 @@ impl Engine {
     /// parameters, matrices and one partition fit what non-CRITICAL work may use there (so
     /// the bigger copy never stops a partition from ever fitting).
     pub(crate) fn matrices_fit(&self, c: &CircuitState, d: usize) -> bool {
-        let total = c.profile.params_device_bytes.saturating_add(c.matrices).saturating_add(c.profile.footprint.device());
-        c.matrices > 0 && self.devices.get(d).is_some_and(|s| s.pool.usable(false) >= total)
+        c.matrices > 0 && self.devices.get(d).is_some_and(|s| s.pool.usable(false) >= c.matrices_copy_need())
     }
 
     /// Whether a load of `id` onto `loc`, for which the caller made room for the parameters

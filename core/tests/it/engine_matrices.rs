@@ -30,9 +30,15 @@ fn profile() -> CircuitProfile {
 }
 
 fn engine(device_gb: u64) -> Engine {
+    engine_reserving(device_gb, 0)
+}
+
+/// [`engine`] with a CRITICAL reserve of `critical` bytes on the device.
+fn engine_reserving(device_gb: u64, critical: u64) -> Engine {
     let dev = DeviceConfig { memory_bytes: device_gb * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
     let mut cfg = EngineConfig::new(1, 64 * GB, vec![dev]);
     cfg.finalize_workers = 1;
+    cfg.critical_device_reserve = critical;
     let mut e = Engine::new(cfg, Nanos::ZERO).expect("valid config");
     e.register_circuit(A, profile()).expect("register");
     e.register_circuit(B, profile()).expect("register");
@@ -137,11 +143,7 @@ fn matrices_that_fit_no_device_are_reported_with_the_budget_they_need() {
     assert_eq!(engine_with_matrices(9).matrices_shortfall(A), None, "9 GB holds them");
 
     // A CRITICAL reserve is not usable for them: the budget needed grows by it.
-    let dev = DeviceConfig { memory_bytes: 9 * GB, gpu_workers: 1, kernel_lanes: 1, fallback: false };
-    let mut cfg = EngineConfig::new(1, 64 * GB, vec![dev]);
-    cfg.critical_device_reserve = GB;
-    let mut e = Engine::new(cfg, Nanos::ZERO).expect("valid config");
-    e.register_circuit(A, profile()).expect("register");
+    let mut e = engine_reserving(9, GB);
     e.matrices_recorded(A, 3 * GB, t(0)).expect("matrices");
     let s = e.matrices_shortfall(A).expect("8 GB usable of 9");
     assert_eq!((s.usable, s.budget_needed()), (8 * GB, 10 * GB));
